@@ -1,0 +1,44 @@
+//! One error type for the library, wrapping each layer's own error.
+
+use crate::sparse::{CsrError, MmError};
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Matrix Market file (or a vector file in that format) could not be read.
+    #[error("{}: {source}", path.display())]
+    MatrixMarket {
+        path: PathBuf,
+        #[source]
+        source: MmError,
+    },
+    #[error("invalid matrix: {0}")]
+    Csr(#[from] CsrError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A configuration file or option is wrong; the message names the key (and line/column).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// Input that parses but cannot be used (mismatched sizes, unknown generated matrix...).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A compute backend failed (device errors, out of memory).
+    #[error("backend {backend}: {message}")]
+    Backend {
+        backend: &'static str,
+        message: String,
+    },
+}
+
+impl Error {
+    /// True when the error is the user's input (exit code for bad input), not an internal failure.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, Error::Backend { .. })
+    }
+}

@@ -1,0 +1,60 @@
+//! Working precisions of the solver: the arithmetic a Krylov loop needs, as a trait.
+//!
+//! The matrix and right-hand side are always `f64` (the input precision); vectors and every scalar
+//! of the recurrences are in `P: Precision`. The trait does not require `Copy`, so an arbitrary
+//! precision type (MPFR through rug) can implement it later; hot loops take arguments by reference.
+
+mod dd;
+mod f64_impl;
+
+pub use dd::{Dd, fma_available, set_fma_fallback_for_tests};
+
+use std::fmt::Debug;
+
+/// Scalar arithmetic of one working precision.
+///
+/// Every operation rounds as the type's own algorithm says (IEEE round-to-nearest for `f64`, the
+/// QD library's accurate algorithms for [`Dd`]); the same inputs give the same bits on every
+/// machine and thread count.
+pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
+    /// Short name used on the command line and in reports (`f64`, `dd`).
+    const NAME: &'static str;
+    /// Suffix of the GPU kernels for this precision (`axpy_dd`).
+    const KERNEL_SUFFIX: &'static str;
+    /// Unit roundoff u of the format as an `f64` (2^-53 for `f64`, 2^-106 for `Dd`): test tolerances
+    /// and stagnation checks are written as multiples of it.
+    const EPSILON: f64;
+    /// Bytes one element occupies in a vector (memory-traffic accounting).
+    const BYTES: usize;
+
+    fn zero() -> Self;
+    fn one() -> Self {
+        Self::from_f64(1.0)
+    }
+    /// Exact for every `f64` in the precisions we ship.
+    fn from_f64(x: f64) -> Self;
+    /// Rounded to the nearest `f64`.
+    fn to_f64(&self) -> f64;
+    /// Widen or round to double-double (exact for `f64` and `Dd`).
+    fn to_dd(&self) -> Dd;
+    fn from_dd(x: Dd) -> Self;
+
+    fn add(&self, b: &Self) -> Self;
+    fn sub(&self, b: &Self) -> Self;
+    fn mul(&self, b: &Self) -> Self;
+    fn div(&self, b: &Self) -> Self;
+    fn neg(&self) -> Self;
+    fn sqrt(&self) -> Self;
+    fn abs(&self) -> Self {
+        if self.to_f64() < 0.0 { self.neg() } else { self.clone() }
+    }
+    /// `self * b` for a double `b` (a matrix entry): cheaper than widening `b` first.
+    fn mul_f64(&self, b: f64) -> Self;
+    /// `self + a * b` with `a` a double and `b` in this precision: the SpMV inner step.
+    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
+        self.add(&b.mul_f64(a))
+    }
+    fn is_finite(&self) -> bool {
+        self.to_f64().is_finite()
+    }
+}

@@ -1,0 +1,263 @@
+//! Compressed sparse row matrix with `f64` values and sorted `i32` column indices.
+
+use sprs::CsMatViewI;
+
+/// Symmetry declared by the source (a Matrix Market header, or a generator). The CSR always holds
+/// every stored entry (the mirror included); this only records what the source claimed, which
+/// picks CG over BiCGStab for `--method auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Symmetry {
+    General,
+    Symmetric,
+    SkewSymmetric,
+}
+
+impl std::fmt::Display for Symmetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Symmetry::General => "general",
+            Symmetry::Symmetric => "symmetric",
+            Symmetry::SkewSymmetric => "skew-symmetric",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CsrError {
+    #[error("row pointer array has length {got}, expected nrows + 1 = {expected}")]
+    RowPtrLength { got: usize, expected: usize },
+    #[error("row pointers must start at 0 and never decrease (row {row})")]
+    RowPtrNotMonotone { row: usize },
+    #[error("row pointers end at {last} but there are {nnz} entries")]
+    RowPtrEnd { last: usize, nnz: usize },
+    #[error("column index {col} out of range 0..{ncols} in row {row}")]
+    ColumnOutOfRange { row: usize, col: i64, ncols: usize },
+    #[error("column indices of row {row} are not strictly increasing")]
+    ColumnsNotSorted { row: usize },
+    #[error("dimension {dim} is too large for i32 column indices")]
+    TooLarge { dim: usize },
+    #[error("entry ({row}, {col}) lies outside the {nrows} x {ncols} matrix")]
+    EntryOutOfRange {
+        row: usize,
+        col: usize,
+        nrows: usize,
+        ncols: usize,
+    },
+    #[error("value of entry ({row}, {col}) is not finite")]
+    NonFinite { row: usize, col: usize },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsrMatrix {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: Vec<usize>,
+    col_idx: Vec<i32>,
+    values: Vec<f64>,
+    symmetry: Symmetry,
+}
+
+impl CsrMatrix {
+    /// Build from raw arrays, checking every invariant the kernels rely on: `row_ptr` has
+    /// `nrows + 1` monotone entries from 0 to `nnz`, column indices are in range and strictly
+    /// increasing within each row, values are finite.
+    pub fn try_from_parts(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<usize>,
+        col_idx: Vec<i32>,
+        values: Vec<f64>,
+        symmetry: Symmetry,
+    ) -> Result<Self, CsrError> {
+        for dim in [nrows, ncols] {
+            if dim > i32::MAX as usize {
+                return Err(CsrError::TooLarge { dim });
+            }
+        }
+        if row_ptr.len() != nrows + 1 {
+            return Err(CsrError::RowPtrLength {
+                got: row_ptr.len(),
+                expected: nrows + 1,
+            });
+        }
+        if row_ptr[0] != 0 {
+            return Err(CsrError::RowPtrNotMonotone { row: 0 });
+        }
+        let nnz = col_idx.len();
+        if values.len() != nnz || row_ptr[nrows] != nnz {
+            return Err(CsrError::RowPtrEnd {
+                last: row_ptr[nrows],
+                nnz: values.len().max(nnz),
+            });
+        }
+        for row in 0..nrows {
+            let (start, end) = (row_ptr[row], row_ptr[row + 1]);
+            if end < start || end > nnz {
+                return Err(CsrError::RowPtrNotMonotone { row });
+            }
+            let mut previous: i64 = -1;
+            for k in start..end {
+                let col = col_idx[k] as i64;
+                if col < 0 || col >= ncols as i64 {
+                    return Err(CsrError::ColumnOutOfRange { row, col, ncols });
+                }
+                if col <= previous {
+                    return Err(CsrError::ColumnsNotSorted { row });
+                }
+                if !values[k].is_finite() {
+                    return Err(CsrError::NonFinite {
+                        row,
+                        col: col as usize,
+                    });
+                }
+                previous = col;
+            }
+        }
+        Ok(CsrMatrix {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+            symmetry,
+        })
+    }
+
+    /// Build from 0-based coordinate entries: duplicates are summed, explicit zeros kept as
+    /// stored entries (they belong to the ILU(0) pattern). Counting sort by row, then each row
+    /// sorted by column: O(nnz + nrows) plus the per-row sorts.
+    pub fn from_coo(
+        nrows: usize,
+        ncols: usize,
+        rows: &[u32],
+        cols: &[u32],
+        vals: &[f64],
+        symmetry: Symmetry,
+    ) -> Result<Self, CsrError> {
+        assert!(rows.len() == cols.len() && cols.len() == vals.len());
+        for dim in [nrows, ncols] {
+            if dim > i32::MAX as usize {
+                return Err(CsrError::TooLarge { dim });
+            }
+        }
+        let mut counts = vec![0usize; nrows + 1];
+        for (k, (&r, &c)) in rows.iter().zip(cols).enumerate() {
+            let (r, c) = (r as usize, c as usize);
+            if r >= nrows || c >= ncols {
+                return Err(CsrError::EntryOutOfRange {
+                    row: r,
+                    col: c,
+                    nrows,
+                    ncols,
+                });
+            }
+            if !vals[k].is_finite() {
+                return Err(CsrError::NonFinite { row: r, col: c });
+            }
+            counts[r + 1] += 1;
+        }
+        for i in 0..nrows {
+            counts[i + 1] += counts[i];
+        }
+        let mut next = counts.clone();
+        let mut entries: Vec<(i32, f64)> = vec![(0, 0.0); rows.len()];
+        for k in 0..rows.len() {
+            let r = rows[k] as usize;
+            entries[next[r]] = (cols[k] as i32, vals[k]);
+            next[r] += 1;
+        }
+        let mut row_ptr = Vec::with_capacity(nrows + 1);
+        let mut col_idx = Vec::with_capacity(rows.len());
+        let mut values = Vec::with_capacity(rows.len());
+        row_ptr.push(0);
+        for r in 0..nrows {
+            let row = &mut entries[counts[r]..counts[r + 1]];
+            // Stable, so duplicates are summed in file order: the same sum on every run.
+            row.sort_by_key(|&(c, _)| c);
+            for &(c, v) in row.iter() {
+                if col_idx.len() > row_ptr[r] && *col_idx.last().unwrap() == c {
+                    *values.last_mut().unwrap() += v;
+                } else {
+                    col_idx.push(c);
+                    values.push(v);
+                }
+            }
+            row_ptr.push(col_idx.len());
+        }
+        Ok(CsrMatrix {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+            symmetry,
+        })
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+    pub fn col_idx(&self) -> &[i32] {
+        &self.col_idx
+    }
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+    /// Symmetry the source declared (see [`Symmetry`]).
+    pub fn symmetry(&self) -> Symmetry {
+        self.symmetry
+    }
+    pub fn is_square(&self) -> bool {
+        self.nrows == self.ncols
+    }
+
+    /// Column indices and values of one row.
+    pub fn row(&self, i: usize) -> (&[i32], &[f64]) {
+        let range = self.row_ptr[i]..self.row_ptr[i + 1];
+        (&self.col_idx[range.clone()], &self.values[range])
+    }
+
+    /// Rows whose diagonal entry is not stored (an explicit zero counts as stored).
+    pub fn rows_missing_diagonal(&self) -> Vec<usize> {
+        (0..self.nrows.min(self.ncols))
+            .filter(|&i| self.row(i).0.binary_search(&(i as i32)).is_err())
+            .collect()
+    }
+
+    pub fn nnz_per_row_mean(&self) -> f64 {
+        if self.nrows == 0 {
+            0.0
+        } else {
+            self.nnz() as f64 / self.nrows as f64
+        }
+    }
+
+    pub fn nnz_per_row_max(&self) -> usize {
+        self.row_ptr
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Zero-copy view for users of sprs.
+    pub fn as_sprs(&self) -> CsMatViewI<'_, f64, i32, usize> {
+        CsMatViewI::try_new(
+            (self.nrows, self.ncols),
+            &self.row_ptr,
+            &self.col_idx,
+            &self.values,
+        )
+        .expect("a validated CsrMatrix is a valid sprs CSR view")
+    }
+}
