@@ -1,7 +1,12 @@
 //! Sparse Krylov solvers in double and double-double precision.
 
+pub mod backend;
+pub mod config;
 pub mod error;
 pub mod precision;
+pub mod precond;
+pub mod report;
+pub mod solver;
 pub mod sparse;
 
 pub use error::{Error, Result};

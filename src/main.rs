@@ -1,1 +1,343 @@
-fn main() {}
+//! `solver`: a thin command-line shell over the library. Flags override `solver.toml`, which
+//! overrides the built-in defaults; then validate, run, report.
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use precsolve::config::{Config, OutputFormat, RawConfig};
+use precsolve::report::{MatrixSummary, SolveReport, write_history_csv, write_solution};
+use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice, Problem, solve};
+use precsolve::solver::{Monitor, ResidualNorm};
+use precsolve::sparse::read_vector;
+use precsolve::{Error, load_matrix};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Exit codes: 0 every requested solve converged; 1 internal failure; 2 command-line usage
+/// (clap's own); 3 a solve did not converge; 4 bad input (matrix, vector or configuration).
+const EXIT_NOT_CONVERGED: u8 = 3;
+const EXIT_BAD_INPUT: u8 = 4;
+const EXIT_INTERNAL: u8 = 1;
+
+#[derive(Parser)]
+#[command(
+    name = "solver",
+    version,
+    about = "Sparse CG/BiCGStab in double and double-double, side by side"
+)]
+struct Cli {
+    /// Configuration file (default: ./solver.toml when present).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Show informational log lines (RUST_LOG overrides).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Solve A x = b (b = ones unless --rhs) in each requested precision and compare.
+    Solve(SolveArgs),
+    /// Print what a matrix looks like: size, nonzeros per row, symmetry, diagonal.
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+struct SolveArgs {
+    /// Matrix Market file (.mtx, .mtx.gz) or generated matrix (poisson2d:N, poisson3d:N).
+    matrix: String,
+    #[arg(long, value_enum)]
+    method: Option<Method>,
+    #[arg(long, value_enum)]
+    precision: Option<PrecisionChoice>,
+    #[arg(long)]
+    tol: Option<f64>,
+    #[arg(long)]
+    max_iter: Option<usize>,
+    /// Relative residual of the stopping test.
+    #[arg(long, value_enum)]
+    criterion: Option<ResidualNorm>,
+    /// Recompute the true residual every N iterations into the history (0: only at the end).
+    #[arg(long, value_name = "N")]
+    true_residual_every: Option<usize>,
+    #[arg(long, value_enum)]
+    backend: Option<BackendChoice>,
+    /// CPU threads (0: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones).
+    #[arg(long, value_name = "FILE")]
+    rhs: Option<PathBuf>,
+    /// Initial guess as a Matrix Market n x 1 file (default: zero).
+    #[arg(long, value_name = "FILE")]
+    x0: Option<PathBuf>,
+    /// Write the solution of the last precision run as a Matrix Market array.
+    #[arg(long, value_name = "FILE")]
+    write_x: Option<PathBuf>,
+    /// Write per-iteration residuals of every run as CSV.
+    #[arg(long, value_name = "FILE.csv")]
+    history: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    format: Option<OutputFormat>,
+    /// No progress line on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// Matrix Market file or generated matrix.
+    matrix: String,
+    #[arg(long, value_enum)]
+    format: Option<OutputFormat>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let progress = MultiProgress::new();
+    init_logging(cli.verbose, &progress);
+    match run(cli, &progress) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            let bad_input = err.downcast_ref::<Error>().is_some_and(Error::is_bad_input);
+            ExitCode::from(if bad_input {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_INTERNAL
+            })
+        }
+    }
+}
+
+fn init_logging(verbose: bool, progress: &MultiProgress) {
+    let level = if verbose { "info" } else { "warn" };
+    let logger = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
+        .format_timestamp(None)
+        .build();
+    let max_level = logger.filter();
+    // The bridge keeps log lines from tearing the progress line.
+    if indicatif_log_bridge::LogWrapper::new(progress.clone(), logger)
+        .try_init()
+        .is_ok()
+    {
+        log::set_max_level(max_level);
+    }
+}
+
+fn load_config(path: Option<&Path>) -> anyhow::Result<RawConfig> {
+    let default_path = Path::new("solver.toml");
+    Ok(match path {
+        Some(p) => RawConfig::load(p)?,
+        None if default_path.is_file() => RawConfig::load(default_path)?,
+        None => RawConfig::default(),
+    })
+}
+
+fn run(cli: Cli, progress: &MultiProgress) -> anyhow::Result<u8> {
+    let raw = load_config(cli.config.as_deref())?;
+    match cli.command {
+        Command::Solve(args) => run_solve(raw, args, progress),
+        Command::Info(args) => run_info(raw, args),
+    }
+}
+
+fn run_info(mut raw: RawConfig, args: InfoArgs) -> anyhow::Result<u8> {
+    if let Some(f) = args.format {
+        raw.output.format = f;
+    }
+    let config = raw.validate()?;
+    let a = load_matrix(&args.matrix)?;
+    let summary = MatrixSummary::new(&args.matrix, &a);
+    match config.format {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+        OutputFormat::Table => {
+            println!("matrix            {}", summary.name);
+            println!("size              {} x {}", summary.rows, summary.cols);
+            println!("nonzeros          {}", summary.nnz);
+            println!(
+                "nonzeros per row  mean {:.2}, max {}",
+                summary.nnz_per_row_mean, summary.nnz_per_row_max
+            );
+            println!("symmetry (header) {}", summary.symmetry);
+            match summary.missing_diagonal {
+                0 => println!("diagonal          every diagonal entry stored"),
+                k => println!("diagonal          {k} rows without a stored diagonal entry"),
+            }
+            let method = Method::Auto.resolve(&a);
+            println!("solve --method auto would use {method:?}");
+        }
+    }
+    Ok(0)
+}
+
+fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
+    let s = &mut raw.solve;
+    if let Some(v) = args.method {
+        s.method = v;
+    }
+    if let Some(v) = args.precision {
+        s.precision = v;
+    }
+    if let Some(v) = args.tol {
+        s.tol = v;
+    }
+    if let Some(v) = args.max_iter {
+        s.max_iter = v;
+    }
+    if let Some(v) = args.criterion {
+        s.criterion = v;
+    }
+    if let Some(v) = args.true_residual_every {
+        s.true_residual_every = v;
+    }
+    if let Some(v) = args.backend {
+        s.backend = v;
+    }
+    if let Some(v) = args.threads {
+        s.threads = v;
+    }
+    if let Some(v) = args.format {
+        raw.output.format = v;
+    }
+    if args.quiet {
+        raw.output.quiet = true;
+    }
+}
+
+fn read_vector_arg(path: &Option<PathBuf>) -> anyhow::Result<Option<Vec<f64>>> {
+    path.as_ref()
+        .map(|p| {
+            read_vector(p).map_err(|source| Error::MatrixMarket {
+                path: p.clone(),
+                source,
+            })
+        })
+        .transpose()
+        .map_err(Into::into)
+}
+
+fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> anyhow::Result<u8> {
+    apply_overrides(&mut raw, &args);
+    let mut config: Config = raw.validate()?;
+    config.params.record_history = args.history.is_some();
+    if config.threads > 0 {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .build_global()
+            .context("setting up the thread pool")?;
+    }
+    let load_start = Instant::now();
+    let a = Arc::new(load_matrix(&args.matrix)?);
+    log::info!(
+        "read {} in {:.3} s",
+        args.matrix,
+        load_start.elapsed().as_secs_f64()
+    );
+    let problem = Problem::new(a, read_vector_arg(&args.rhs)?, read_vector_arg(&args.x0)?)?;
+    if config.backend == BackendChoice::Auto {
+        log::info!("no GPU backend in this build: solving on the CPU");
+    }
+
+    let mut infos = Vec::new();
+    let mut last_x = None;
+    for precision in config.precision.precisions() {
+        let mut monitor = ProgressMonitor::new(progress, config.quiet, &format!("{precision:?}"));
+        let solution = solve(
+            &problem,
+            config.backend,
+            config.method,
+            precision,
+            &config.params,
+            &mut monitor,
+        )?;
+        monitor.finish();
+        infos.push(solution.info);
+        last_x = Some(solution.x);
+    }
+
+    let report = SolveReport::new(
+        MatrixSummary::new(&args.matrix, &problem.a),
+        config.params.tol,
+        config.params.criterion,
+        &infos,
+    );
+    match config.format {
+        OutputFormat::Table => print!("{}", report.to_table()),
+        OutputFormat::Json => println!("{}", report.to_json()),
+    }
+    if let Some(path) = &args.history {
+        write_history_csv(path, &infos)?;
+    }
+    if let (Some(path), Some(x), Some(info)) = (&args.write_x, &last_x, infos.last()) {
+        write_solution(path, x, info.precision)?;
+    }
+    Ok(if report.all_converged() {
+        0
+    } else {
+        EXIT_NOT_CONVERGED
+    })
+}
+
+/// A progress line on stderr for solves that run longer than a second.
+struct ProgressMonitor<'a> {
+    progress: &'a MultiProgress,
+    quiet: bool,
+    label: String,
+    start: Instant,
+    last_draw: Instant,
+    bar: Option<ProgressBar>,
+}
+
+impl<'a> ProgressMonitor<'a> {
+    const SHOW_AFTER: Duration = Duration::from_secs(1);
+    const REDRAW_EVERY: Duration = Duration::from_millis(100);
+
+    fn new(progress: &'a MultiProgress, quiet: bool, label: &str) -> Self {
+        let now = Instant::now();
+        ProgressMonitor {
+            progress,
+            quiet,
+            label: label.to_lowercase(),
+            start: now,
+            last_draw: now,
+            bar: None,
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Monitor for ProgressMonitor<'_> {
+    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
+        if self.quiet
+            || self.last_draw.elapsed() < Self::REDRAW_EVERY
+            || self.start.elapsed() < Self::SHOW_AFTER
+        {
+            return true;
+        }
+        self.last_draw = Instant::now();
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = self.progress.add(ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
+                    .expect("valid template"),
+            );
+            bar
+        });
+        bar.set_message(format!(
+            "{}: iteration {iteration}, residual {relative_residual:.3e}",
+            self.label
+        ));
+        bar.tick();
+        true
+    }
+}

@@ -46,7 +46,11 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     fn neg(&self) -> Self;
     fn sqrt(&self) -> Self;
     fn abs(&self) -> Self {
-        if self.to_f64() < 0.0 { self.neg() } else { self.clone() }
+        if self.to_f64() < 0.0 {
+            self.neg()
+        } else {
+            self.clone()
+        }
     }
     /// `self * b` for a double `b` (a matrix entry): cheaper than widening `b` first.
     fn mul_f64(&self, b: f64) -> Self;

@@ -1,0 +1,174 @@
+//! CPU backend: vectors are `Vec<P>`, kernels run on rayon's thread pool.
+//!
+//! Reproducibility: SpMV rows are independent; dot products sum fixed-size chunks (whose
+//! boundaries depend on the length alone) and then add the chunk sums in index order, so the
+//! result is the same bits with 1, 2 or 64 threads.
+
+mod kernels;
+
+use super::{Backend, spmv_lanes};
+use crate::error::Result;
+use crate::precision::Precision;
+use crate::sparse::CsrMatrix;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+pub use kernels::DOT_CHUNK;
+
+/// Rows per parallel task in SpMV: large enough to amortise scheduling, small enough to balance.
+const SPMV_ROWS_PER_TASK: usize = 4096;
+/// Elements per parallel task in the vector updates.
+const VECTOR_CHUNK: usize = 1 << 14;
+
+#[derive(Clone, Debug, Default)]
+pub struct CpuBackend;
+
+/// The matrix as the CPU kernels see it: shared, plus the lane count of the row sums.
+#[derive(Clone, Debug)]
+pub struct CpuMatrix {
+    pub csr: Arc<CsrMatrix>,
+    pub lanes: usize,
+}
+
+impl CpuBackend {
+    pub fn new() -> Self {
+        CpuBackend
+    }
+}
+
+impl Backend for CpuBackend {
+    type Vector<P: Precision> = Vec<P>;
+    type Matrix = CpuMatrix;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<CpuMatrix> {
+        Ok(CpuMatrix {
+            csr: Arc::clone(a),
+            lanes: spmv_lanes(a),
+        })
+    }
+
+    fn zeros<P: Precision>(&self, n: usize) -> Result<Vec<P>> {
+        Ok(vec![P::zero(); n])
+    }
+
+    fn from_f64<P: Precision>(&self, values: &[f64]) -> Result<Vec<P>> {
+        Ok(values.par_iter().map(|&v| P::from_f64(v)).collect())
+    }
+
+    fn to_host<P: Precision>(&self, x: &Vec<P>) -> Result<Vec<P>> {
+        Ok(x.clone())
+    }
+
+    fn len<P: Precision>(&self, x: &Vec<P>) -> usize {
+        x.len()
+    }
+
+    fn spmv<P: Precision>(&self, a: &CpuMatrix, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
+        let csr = &*a.csr;
+        assert_eq!(x.len(), csr.ncols(), "spmv: x length");
+        assert_eq!(y.len(), csr.nrows(), "spmv: y length");
+        y.par_chunks_mut(SPMV_ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(task, out)| {
+                kernels::spmv_rows(csr, a.lanes, x, task * SPMV_ROWS_PER_TASK, out, None)
+            });
+        Ok(())
+    }
+
+    fn residual<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        b: &Vec<f64>,
+        x: &Vec<P>,
+        r: &mut Vec<P>,
+    ) -> Result<()> {
+        let csr = &*a.csr;
+        assert_eq!(x.len(), csr.ncols(), "residual: x length");
+        assert_eq!(b.len(), csr.nrows(), "residual: b length");
+        assert_eq!(r.len(), csr.nrows(), "residual: r length");
+        r.par_chunks_mut(SPMV_ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(task, out)| {
+                let first = task * SPMV_ROWS_PER_TASK;
+                let b = &b[first..first + out.len()];
+                kernels::spmv_rows(csr, a.lanes, x, first, out, Some(b))
+            });
+        Ok(())
+    }
+
+    fn dot<P: Precision>(&self, x: &Vec<P>, y: &Vec<P>) -> Result<P> {
+        assert_eq!(x.len(), y.len(), "dot: lengths");
+        let partials: Vec<P> = x
+            .par_chunks(DOT_CHUNK)
+            .zip(y.par_chunks(DOT_CHUNK))
+            .map(|(x, y)| kernels::dot_chunk(x, y))
+            .collect();
+        Ok(partials.iter().fold(P::zero(), |acc, p| acc.add(p)))
+    }
+
+    fn axpy<P: Precision>(&self, alpha: &P, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
+        assert_eq!(x.len(), y.len(), "axpy: lengths");
+        y.par_chunks_mut(VECTOR_CHUNK)
+            .zip(x.par_chunks(VECTOR_CHUNK))
+            .for_each(|(y, x)| kernels::axpy_chunk(alpha, x, y));
+        Ok(())
+    }
+
+    fn xpay<P: Precision>(&self, x: &Vec<P>, beta: &P, y: &mut Vec<P>) -> Result<()> {
+        assert_eq!(x.len(), y.len(), "xpay: lengths");
+        y.par_chunks_mut(VECTOR_CHUNK)
+            .zip(x.par_chunks(VECTOR_CHUNK))
+            .for_each(|(y, x)| kernels::xpay_chunk(x, beta, y));
+        Ok(())
+    }
+
+    fn axpyz<P: Precision>(&self, alpha: &P, x: &Vec<P>, y: &Vec<P>, z: &mut Vec<P>) -> Result<()> {
+        assert!(x.len() == y.len() && y.len() == z.len(), "axpyz: lengths");
+        z.par_chunks_mut(VECTOR_CHUNK)
+            .zip(x.par_chunks(VECTOR_CHUNK).zip(y.par_chunks(VECTOR_CHUNK)))
+            .for_each(|(z, (x, y))| kernels::axpyz_chunk(alpha, x, y, z));
+        Ok(())
+    }
+
+    fn copy<P: Precision>(&self, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
+        assert_eq!(x.len(), y.len(), "copy: lengths");
+        y.par_chunks_mut(VECTOR_CHUNK)
+            .zip(x.par_chunks(VECTOR_CHUNK))
+            .for_each(|(y, x)| y.clone_from_slice(x));
+        Ok(())
+    }
+
+    fn convert<P: Precision, Q: Precision>(&self, x: &Vec<P>, y: &mut Vec<Q>) -> Result<()> {
+        assert_eq!(x.len(), y.len(), "convert: lengths");
+        y.par_chunks_mut(VECTOR_CHUNK)
+            .zip(x.par_chunks(VECTOR_CHUNK))
+            .for_each(|(y, x)| {
+                for (yi, xi) in y.iter_mut().zip(x) {
+                    *yi = Q::from_dd(xi.to_dd());
+                }
+            });
+        Ok(())
+    }
+
+    fn bicgstab_direction<P: Precision>(
+        &self,
+        r: &Vec<P>,
+        beta: &P,
+        omega: &P,
+        v: &Vec<P>,
+        p: &mut Vec<P>,
+    ) -> Result<()> {
+        assert!(
+            r.len() == v.len() && v.len() == p.len(),
+            "bicgstab_direction: lengths"
+        );
+        p.par_chunks_mut(VECTOR_CHUNK)
+            .zip(r.par_chunks(VECTOR_CHUNK).zip(v.par_chunks(VECTOR_CHUNK)))
+            .for_each(|(p, (r, v))| kernels::bicgstab_direction_chunk(r, beta, omega, v, p));
+        Ok(())
+    }
+}

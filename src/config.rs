@@ -1,0 +1,125 @@
+//! Configuration: `RawConfig` is the serde mirror of `solver.toml` (unknown keys rejected with
+//! their line and column); `Config` is the validated form the command runs with.
+
+use crate::error::{Error, Result};
+use crate::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
+use crate::solver::{Params, ResidualNorm};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawConfig {
+    pub solve: RawSolve,
+    pub output: RawOutput,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawSolve {
+    pub method: Method,
+    pub precision: PrecisionChoice,
+    pub tol: f64,
+    pub max_iter: usize,
+    pub criterion: ResidualNorm,
+    pub true_residual_every: usize,
+    pub backend: BackendChoice,
+    pub threads: usize,
+}
+
+impl Default for RawSolve {
+    fn default() -> Self {
+        let params = Params::default();
+        RawSolve {
+            method: Method::Auto,
+            precision: PrecisionChoice::Both,
+            tol: params.tol,
+            max_iter: params.max_iter,
+            criterion: params.criterion,
+            true_residual_every: params.true_residual_every,
+            backend: BackendChoice::Auto,
+            threads: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawOutput {
+    pub format: OutputFormat,
+    pub quiet: bool,
+}
+
+impl Default for RawOutput {
+    fn default() -> Self {
+        RawOutput {
+            format: OutputFormat::Table,
+            quiet: false,
+        }
+    }
+}
+
+impl RawConfig {
+    /// Parse TOML text; `source` names it in errors (a path, or "built-in defaults").
+    pub fn parse(text: &str, source: &str) -> Result<Self> {
+        toml::from_str(text).map_err(|e| Error::Config(format!("{source}: {e}")))
+    }
+
+    /// Read a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Check every value and build the configuration the command runs with.
+    pub fn validate(self) -> Result<Config> {
+        let s = &self.solve;
+        if !(s.tol > 0.0 && s.tol < 1.0) {
+            return Err(Error::Config(format!(
+                "tol = {} must lie strictly between 0 and 1",
+                s.tol
+            )));
+        }
+        if s.max_iter == 0 {
+            return Err(Error::Config("max_iter must be at least 1".into()));
+        }
+        Ok(Config {
+            params: Params {
+                tol: s.tol,
+                max_iter: s.max_iter,
+                criterion: s.criterion,
+                true_residual_every: s.true_residual_every,
+                record_history: false,
+                time_limit: None,
+            },
+            method: s.method,
+            precision: s.precision,
+            backend: s.backend,
+            threads: s.threads,
+            format: self.output.format,
+            quiet: self.output.quiet,
+        })
+    }
+}
+
+/// Validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub params: Params,
+    pub method: Method,
+    pub precision: PrecisionChoice,
+    pub backend: BackendChoice,
+    pub threads: usize,
+    pub format: OutputFormat,
+    pub quiet: bool,
+}

@@ -1,0 +1,272 @@
+//! The only module that formats results: the side-by-side text table, JSON, and history CSV.
+
+use crate::error::{Error, Result};
+use crate::solver::{ResidualNorm, SolveInfo, StopReason};
+use crate::sparse::CsrMatrix;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MatrixSummary {
+    pub name: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz: usize,
+    pub symmetry: String,
+    pub nnz_per_row_mean: f64,
+    pub nnz_per_row_max: usize,
+    pub missing_diagonal: usize,
+}
+
+impl MatrixSummary {
+    pub fn new(name: &str, a: &CsrMatrix) -> Self {
+        MatrixSummary {
+            name: name.to_string(),
+            rows: a.nrows(),
+            cols: a.ncols(),
+            nnz: a.nnz(),
+            symmetry: a.symmetry().to_string(),
+            nnz_per_row_mean: a.nnz_per_row_mean(),
+            nnz_per_row_max: a.nnz_per_row_max(),
+            missing_diagonal: a.rows_missing_diagonal().len(),
+        }
+    }
+}
+
+/// One precision's row of the report. Every number that can fail to exist sits beside
+/// `stop_reason`/`converged` (JSON writes NaN and infinity as null).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub precision: &'static str,
+    pub method: &'static str,
+    pub backend: &'static str,
+    pub converged: bool,
+    pub stop_reason: StopReason,
+    pub iterations: usize,
+    pub recurrence_residual: f64,
+    pub true_residual: f64,
+    pub setup_time: f64,
+    pub time_per_iteration: f64,
+    pub total_time: f64,
+    pub time_to_target: Option<f64>,
+}
+
+impl From<&SolveInfo> for RunReport {
+    fn from(info: &SolveInfo) -> Self {
+        RunReport {
+            precision: info.precision,
+            method: info.method,
+            backend: info.backend,
+            converged: info.stop_reason.converged(),
+            stop_reason: info.stop_reason.clone(),
+            iterations: info.iterations,
+            recurrence_residual: info.recurrence_residual,
+            true_residual: info.true_residual,
+            setup_time: info.times.setup,
+            time_per_iteration: info.time_per_iteration(),
+            total_time: info.times.total,
+            time_to_target: info.time_to_target,
+        }
+    }
+}
+
+/// Ratios of a run against the first (double) run, as in thesis Table 4.3(d).
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratios {
+    pub precision: &'static str,
+    pub against: &'static str,
+    pub iterations: f64,
+    pub time_per_iteration: f64,
+    pub total_time: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SolveReport {
+    pub matrix: MatrixSummary,
+    pub tol: f64,
+    pub criterion: ResidualNorm,
+    pub runs: Vec<RunReport>,
+    pub ratios: Vec<Ratios>,
+}
+
+impl SolveReport {
+    pub fn new(
+        matrix: MatrixSummary,
+        tol: f64,
+        criterion: ResidualNorm,
+        infos: &[SolveInfo],
+    ) -> Self {
+        let runs: Vec<RunReport> = infos.iter().map(RunReport::from).collect();
+        let ratios = match runs.split_first() {
+            Some((base, rest)) => rest
+                .iter()
+                .map(|run| Ratios {
+                    precision: run.precision,
+                    against: base.precision,
+                    iterations: ratio(run.iterations as f64, base.iterations as f64),
+                    time_per_iteration: ratio(run.time_per_iteration, base.time_per_iteration),
+                    total_time: ratio(run.total_time, base.total_time),
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        SolveReport {
+            matrix,
+            tol,
+            criterion,
+            runs,
+            ratios,
+        }
+    }
+
+    pub fn all_converged(&self) -> bool {
+        self.runs.iter().all(|r| r.converged)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serializes")
+    }
+
+    /// Side-by-side table: one column per precision, then the ratio columns.
+    pub fn to_table(&self) -> String {
+        let m = &self.matrix;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "matrix   {}: {} x {}, {} nonzeros ({:.1}/row, max {}), {}",
+            m.name, m.rows, m.cols, m.nnz, m.nnz_per_row_mean, m.nnz_per_row_max, m.symmetry
+        );
+        if let Some(first) = self.runs.first() {
+            let criterion = match self.criterion {
+                ResidualNorm::Initial => "||r||/||r0||",
+                ResidualNorm::Rhs => "||r||/||b||",
+            };
+            let _ = writeln!(
+                out,
+                "method   {}, stop at {criterion} <= {:e}, backend {}\n",
+                first.method, self.tol, first.backend
+            );
+        }
+        let mut header = vec![String::new()];
+        header.extend(self.runs.iter().map(|r| r.precision.to_string()));
+        header.extend(
+            self.ratios
+                .iter()
+                .map(|q| format!("{}/{}", q.precision, q.against)),
+        );
+        let mut rows = vec![header];
+        let ratio_cells = |f: fn(&Ratios) -> f64| -> Vec<String> {
+            self.ratios.iter().map(|q| format!("{:.2}", f(q))).collect()
+        };
+        let mut row = |label: &str, f: &dyn Fn(&RunReport) -> String, ratios: Vec<String>| {
+            let mut cells = vec![label.to_string()];
+            cells.extend(self.runs.iter().map(f));
+            cells.extend(ratios);
+            rows.push(cells);
+        };
+        let blanks = || vec![String::new(); self.ratios.len()];
+        row(
+            "iterations",
+            &|r| r.iterations.to_string(),
+            ratio_cells(|q| q.iterations),
+        );
+        row("stop reason", &|r| r.stop_reason.to_string(), blanks());
+        row(
+            "recurrence residual",
+            &|r| sci(r.recurrence_residual),
+            blanks(),
+        );
+        row("true residual", &|r| sci(r.true_residual), blanks());
+        row("setup time [s]", &|r| sci(r.setup_time), blanks());
+        row(
+            "time / iteration [s]",
+            &|r| sci(r.time_per_iteration),
+            ratio_cells(|q| q.time_per_iteration),
+        );
+        row(
+            "total time [s]",
+            &|r| sci(r.total_time),
+            ratio_cells(|q| q.total_time),
+        );
+        row(
+            "time to true res. [s]",
+            &|r| r.time_to_target.map_or("not reached".into(), sci),
+            blanks(),
+        );
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        for r in &rows {
+            let mut line = format!("{:<w$}", r[0], w = widths[0]);
+            for (c, cell) in r.iter().enumerate().skip(1) {
+                let _ = write!(line, "  {:>w$}", cell, w = widths[c]);
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        out
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { f64::NAN } else { a / b }
+}
+
+fn sci(x: f64) -> String {
+    format!("{x:.3e}")
+}
+
+/// `--history FILE.csv`: one row per recorded iteration of every run.
+pub fn write_history_csv(path: &Path, infos: &[SolveInfo]) -> Result<()> {
+    let io_err = |e: csv::Error| Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    };
+    let mut w = csv::Writer::from_path(path).map_err(io_err)?;
+    w.write_record([
+        "precision",
+        "method",
+        "iteration",
+        "recurrence_residual",
+        "true_residual",
+        "elapsed_s",
+    ])
+    .map_err(io_err)?;
+    for info in infos {
+        for h in &info.history {
+            w.write_record([
+                info.precision.to_string(),
+                info.method.to_string(),
+                h.iteration.to_string(),
+                format!("{:e}", h.recurrence_residual),
+                h.true_residual.map_or(String::new(), |t| format!("{t:e}")),
+                format!("{:e}", h.elapsed),
+            ])
+            .map_err(io_err)?;
+        }
+    }
+    w.flush().map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// `--write-x FILE`: the solution as a Matrix Market `n x 1` array, each value rounded to the
+/// nearest double (17 significant digits, so it reads back bit for bit).
+pub fn write_solution(path: &Path, x: &[crate::Dd], precision: &str) -> Result<()> {
+    use crate::Precision;
+    let mut text = String::with_capacity(x.len() * 26 + 128);
+    let _ = writeln!(text, "%%MatrixMarket matrix array real general");
+    let _ = writeln!(
+        text,
+        "% solution computed in {precision}, rounded to double"
+    );
+    let _ = writeln!(text, "{} 1", x.len());
+    for v in x {
+        let _ = writeln!(text, "{:.16e}", v.to_f64());
+    }
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

@@ -1,0 +1,167 @@
+//! The one place where runtime choices (backend x precision x method) become generic calls.
+
+use super::{Monitor, Params, SolveInfo, bicgstab, cg};
+use crate::backend::Backend;
+use crate::backend::cpu::CpuBackend;
+use crate::error::{Error, Result};
+use crate::precision::{Dd, Precision};
+use crate::precond::Identity;
+use crate::sparse::{CsrMatrix, Symmetry};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// CG for a matrix stored as symmetric, BiCGStab otherwise.
+    Auto,
+    Cg,
+    Bicgstab,
+}
+
+impl Method {
+    /// Resolve `Auto` from the symmetry the matrix source declared.
+    pub fn resolve(self, a: &CsrMatrix) -> Method {
+        match self {
+            Method::Auto if a.symmetry() == Symmetry::Symmetric => Method::Cg,
+            Method::Auto => Method::Bicgstab,
+            other => other,
+        }
+    }
+}
+
+/// One working precision of a solve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkingPrecision {
+    F64,
+    Dd,
+}
+
+/// The `--precision` choice: one precision, or both side by side (double first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrecisionChoice {
+    F64,
+    Dd,
+    Both,
+}
+
+impl PrecisionChoice {
+    pub fn precisions(self) -> Vec<WorkingPrecision> {
+        match self {
+            PrecisionChoice::F64 => vec![WorkingPrecision::F64],
+            PrecisionChoice::Dd => vec![WorkingPrecision::Dd],
+            PrecisionChoice::Both => vec![WorkingPrecision::F64, WorkingPrecision::Dd],
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendChoice {
+    /// The GPU when one is usable, else the CPU (only the CPU backend exists so far).
+    Auto,
+    Cpu,
+}
+
+/// A linear system `A x = b` with an optional initial guess, validated for shape.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    pub a: Arc<CsrMatrix>,
+    pub b: Vec<f64>,
+    pub x0: Option<Vec<f64>>,
+}
+
+impl Problem {
+    /// `b` defaults to all ones and `x0` to zero, as in the thesis's evaluation.
+    pub fn new(a: Arc<CsrMatrix>, b: Option<Vec<f64>>, x0: Option<Vec<f64>>) -> Result<Self> {
+        if !a.is_square() {
+            return Err(Error::InvalidInput(format!(
+                "the matrix is {} x {}: Krylov solvers need a square matrix",
+                a.nrows(),
+                a.ncols()
+            )));
+        }
+        let n = a.nrows();
+        for (name, v) in [("right-hand side", &b), ("initial guess", &x0)] {
+            if let Some(v) = v {
+                if v.len() != n {
+                    return Err(Error::InvalidInput(format!(
+                        "{name} has {} entries but the matrix has {n} rows",
+                        v.len()
+                    )));
+                }
+                if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                    return Err(Error::InvalidInput(format!(
+                        "{name} entry {} is not finite",
+                        i + 1
+                    )));
+                }
+            }
+        }
+        Ok(Problem {
+            b: b.unwrap_or_else(|| vec![1.0; n]),
+            a,
+            x0,
+        })
+    }
+}
+
+/// A finished solve: its report and the solution (held in DD, exact for both precisions).
+#[derive(Clone, Debug)]
+pub struct Solution {
+    pub info: SolveInfo,
+    pub x: Vec<Dd>,
+}
+
+/// Solve `problem` with `method` (resolved if `Auto`) in one working precision.
+pub fn solve(
+    problem: &Problem,
+    backend: BackendChoice,
+    method: Method,
+    precision: WorkingPrecision,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<Solution> {
+    let method = method.resolve(&problem.a);
+    let backend = match backend {
+        BackendChoice::Auto | BackendChoice::Cpu => CpuBackend::new(),
+    };
+    match precision {
+        WorkingPrecision::F64 => run::<_, f64>(&backend, problem, method, params, monitor),
+        WorkingPrecision::Dd => run::<_, Dd>(&backend, problem, method, params, monitor),
+    }
+}
+
+fn run<B: Backend, P: Precision>(
+    backend: &B,
+    problem: &Problem,
+    method: Method,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<Solution> {
+    let start = Instant::now();
+    let a = backend.matrix(&problem.a)?;
+    let b = backend.from_f64::<f64>(&problem.b)?;
+    let mut x = match &problem.x0 {
+        Some(x0) => backend.from_f64::<P>(x0)?,
+        None => backend.zeros::<P>(problem.b.len())?,
+    };
+    backend.synchronize()?;
+    let upload = start.elapsed().as_secs_f64();
+    let mut info = match method {
+        Method::Cg => cg(backend, &a, &b, &mut x, &Identity, params, monitor)?,
+        Method::Bicgstab | Method::Auto => {
+            bicgstab(backend, &a, &b, &mut x, &Identity, params, monitor)?
+        }
+    };
+    info.times.setup += upload;
+    info.times.total += upload;
+    if let Some(t) = info.time_to_target.as_mut() {
+        *t += upload;
+    }
+    let x = backend.to_host(&x)?.iter().map(Precision::to_dd).collect();
+    Ok(Solution { info, x })
+}

@@ -1,0 +1,235 @@
+//! Per-iteration bookkeeping shared by every solver loop: the stopping test, the history,
+//! periodic true residuals, time limits and the user's [`Monitor`].
+
+use super::params::{HistoryPoint, Params, SolveInfo, SolveTimes, StopReason};
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::precision::{Dd, Precision};
+use std::time::{Duration, Instant};
+
+/// Called once per iteration with the relative recurrence residual; return `false` to stop the
+/// solve (it ends with [`StopReason::Cancelled`]). Progress bars and batch time limits use it.
+pub trait Monitor {
+    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool;
+}
+
+/// A monitor that never interferes.
+pub struct NoMonitor;
+
+impl Monitor for NoMonitor {
+    fn iteration(&mut self, _: usize, _: f64) -> bool {
+        true
+    }
+}
+
+/// Double-double scratch for `||b - A x|| / ||b||`, allocated once per solve.
+struct TrueResidual<B: Backend> {
+    x_dd: B::Vector<Dd>,
+    r_dd: B::Vector<Dd>,
+    b_norm: f64,
+}
+
+impl<B: Backend> TrueResidual<B> {
+    fn compute<P: Precision>(
+        &mut self,
+        backend: &B,
+        a: &B::Matrix,
+        b: &B::Vector<f64>,
+        x: &B::Vector<P>,
+    ) -> Result<f64> {
+        backend.convert(x, &mut self.x_dd)?;
+        backend.residual(a, b, &self.x_dd, &mut self.r_dd)?;
+        Ok(backend.nrm2(&self.r_dd)?.to_f64() / self.b_norm)
+    }
+}
+
+pub(crate) struct Tracker<'a, B: Backend> {
+    backend: &'a B,
+    a: &'a B::Matrix,
+    b: &'a B::Vector<f64>,
+    params: &'a Params,
+    monitor: &'a mut dyn Monitor,
+    start: Instant,
+    setup: Duration,
+    checks: Duration,
+    denominator: f64,
+    history: Vec<HistoryPoint>,
+    time_to_target: Option<f64>,
+    true_residual: TrueResidual<B>,
+}
+
+impl<'a, B: Backend> Tracker<'a, B> {
+    /// Start the clock: call before allocating the solver's work vectors.
+    pub fn start(
+        backend: &'a B,
+        a: &'a B::Matrix,
+        b: &'a B::Vector<f64>,
+        params: &'a Params,
+        monitor: &'a mut dyn Monitor,
+    ) -> Result<Self> {
+        let start = Instant::now();
+        let n = backend.len(b);
+        let b_norm = backend.nrm2(b)?;
+        let true_residual = TrueResidual {
+            x_dd: backend.zeros(n)?,
+            r_dd: backend.zeros(n)?,
+            b_norm,
+        };
+        Ok(Tracker {
+            backend,
+            a,
+            b,
+            params,
+            monitor,
+            start,
+            setup: Duration::ZERO,
+            checks: Duration::ZERO,
+            denominator: f64::NAN,
+            history: Vec::new(),
+            time_to_target: None,
+            true_residual,
+        })
+    }
+
+    pub fn b_norm(&self) -> f64 {
+        self.true_residual.b_norm
+    }
+
+    /// End of setup: fixes the stopping test's denominator from `||r_0||`.
+    /// Returns a stop reason when there is nothing to iterate on.
+    pub fn setup_done(&mut self, r0_norm: f64) -> Option<StopReason> {
+        self.setup = self.start.elapsed();
+        self.denominator = match self.params.criterion {
+            super::ResidualNorm::Initial => r0_norm,
+            super::ResidualNorm::Rhs => self.b_norm(),
+        };
+        if !r0_norm.is_finite() {
+            return Some(StopReason::NonFinite {
+                what: "initial residual".into(),
+            });
+        }
+        if r0_norm == 0.0 || self.b_norm() == 0.0 {
+            return Some(StopReason::ConvergedZeroResidual);
+        }
+        self.record_point(0, r0_norm / self.denominator, None);
+        None
+    }
+
+    fn loop_elapsed(&self) -> f64 {
+        (self.start.elapsed() - self.checks).as_secs_f64()
+    }
+
+    fn record_point(&mut self, iteration: usize, relative: f64, true_residual: Option<f64>) {
+        if self.params.record_history {
+            let elapsed = self.loop_elapsed();
+            self.history.push(HistoryPoint {
+                iteration,
+                recurrence_residual: relative,
+                true_residual,
+                elapsed,
+            });
+        }
+    }
+
+    /// After iteration `k` with recurrence residual norm `norm`: the stopping test, history,
+    /// monitor and time limit. `x` must be the iterate of this residual when `x_current` is set
+    /// (BiCGStab's half step checks `s` before updating `x`).
+    pub fn check<P: Precision>(
+        &mut self,
+        k: usize,
+        norm: &P,
+        x: Option<&B::Vector<P>>,
+    ) -> Result<Option<StopReason>> {
+        let norm = norm.to_f64();
+        if !norm.is_finite() {
+            return Ok(Some(StopReason::NonFinite {
+                what: "residual norm".into(),
+            }));
+        }
+        let relative = norm / self.denominator;
+        let every = self.params.true_residual_every;
+        let true_residual = match x {
+            Some(x) if every > 0 && k % every == 0 => Some(self.timed_true_residual(x, k)?),
+            _ => None,
+        };
+        self.record_point(k, relative, true_residual);
+        if relative <= self.params.tol {
+            return Ok(Some(StopReason::ConvergedRtol));
+        }
+        if !self.monitor.iteration(k, relative) {
+            return Ok(Some(StopReason::Cancelled));
+        }
+        if let Some(limit) = self.params.time_limit
+            && self.start.elapsed() >= limit
+        {
+            return Ok(Some(StopReason::TimeLimit));
+        }
+        Ok(None)
+    }
+
+    fn timed_true_residual<P: Precision>(&mut self, x: &B::Vector<P>, _k: usize) -> Result<f64> {
+        let at = self.loop_elapsed();
+        let t0 = Instant::now();
+        let value = self
+            .true_residual
+            .compute(self.backend, self.a, self.b, x)?;
+        self.backend.synchronize()?;
+        self.checks += t0.elapsed();
+        if value <= self.params.tol && self.time_to_target.is_none() {
+            self.time_to_target = Some(at);
+        }
+        Ok(value)
+    }
+
+    /// Close the solve: final true residual in DD and the timings.
+    pub fn finish<P: Precision>(
+        mut self,
+        method: &'static str,
+        iterations: usize,
+        stop_reason: StopReason,
+        final_norm: f64,
+        x: &B::Vector<P>,
+    ) -> Result<SolveInfo> {
+        self.backend.synchronize()?;
+        let loop_end = self.loop_elapsed();
+        let t0 = Instant::now();
+        let true_residual = if self.b_norm() == 0.0 {
+            0.0
+        } else {
+            self.true_residual
+                .compute(self.backend, self.a, self.b, x)?
+        };
+        self.checks += t0.elapsed();
+        if self.time_to_target.is_none() && true_residual <= self.params.tol {
+            self.time_to_target = Some(loop_end);
+        }
+        let setup = self.setup.as_secs_f64();
+        let recurrence_residual = if self.denominator > 0.0 {
+            final_norm / self.denominator
+        } else {
+            0.0
+        };
+        Ok(SolveInfo {
+            method,
+            precision: P::NAME,
+            backend: self.backend.name(),
+            iterations,
+            stop_reason,
+            recurrence_residual,
+            true_residual,
+            times: SolveTimes {
+                setup,
+                iterations: (loop_end - setup).max(0.0),
+                true_residual: self.checks.as_secs_f64(),
+                total: self.start.elapsed().as_secs_f64(),
+            },
+            time_to_target: self.time_to_target,
+            history: self.history,
+        })
+    }
+}
+
+/// A scalar that must be finite before the loop uses it as a divisor or coefficient.
+pub(crate) fn finite_or<P: Precision>(value: &P, what: &str) -> Option<StopReason> {
+    (!value.is_finite()).then(|| StopReason::NonFinite { what: what.into() })
+}

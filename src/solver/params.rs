@@ -1,0 +1,144 @@
+//! What a solve is asked to do (`Params`) and what it reports back (`SolveInfo`).
+
+use serde::Serialize;
+use std::time::Duration;
+
+/// Denominator of the relative residual the stopping test uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResidualNorm {
+    /// `||r_k|| / ||r_0||` (the thesis's criterion and the default).
+    Initial,
+    /// `||r_k|| / ||b||`.
+    Rhs,
+}
+
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Stop when the relative recurrence residual is at or below this.
+    pub tol: f64,
+    pub max_iter: usize,
+    pub criterion: ResidualNorm,
+    /// Recompute the true residual `||b - A x|| / ||b||` every this many iterations into the
+    /// history (0: only at the end).
+    pub true_residual_every: usize,
+    /// Keep one history point per iteration in [`SolveInfo::history`].
+    pub record_history: bool,
+    /// Stop with [`StopReason::TimeLimit`] after this much wall time.
+    pub time_limit: Option<Duration>,
+}
+
+impl Default for Params {
+    /// The thesis's evaluation setting (section 4.4): tol 1e-8 on `||r||/||r0||`, 30,000 iterations.
+    fn default() -> Self {
+        Params {
+            tol: 1e-8,
+            max_iter: 30_000,
+            criterion: ResidualNorm::Initial,
+            true_residual_every: 0,
+            record_history: false,
+            time_limit: None,
+        }
+    }
+}
+
+/// Why a solve ended, named after PETSc's converged reasons. A numerical failure is an outcome.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum StopReason {
+    /// The relative recurrence residual reached the tolerance.
+    ConvergedRtol,
+    /// The right-hand side (or the initial residual) is exactly zero: `x` is the solution.
+    ConvergedZeroResidual,
+    MaxIterations,
+    /// A recurrence coefficient became zero (`rho`, `<r~, v>`, `omega`...).
+    Breakdown {
+        what: String,
+    },
+    /// A scalar became NaN or infinite.
+    NonFinite {
+        what: String,
+    },
+    /// CG found `<p, A p> <= 0`: the matrix is not positive definite.
+    Indefinite,
+    TimeLimit,
+    /// The monitor asked to stop.
+    Cancelled,
+}
+
+impl StopReason {
+    pub fn converged(&self) -> bool {
+        matches!(
+            self,
+            StopReason::ConvergedRtol | StopReason::ConvergedZeroResidual
+        )
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::ConvergedRtol => f.write_str("converged"),
+            StopReason::ConvergedZeroResidual => f.write_str("converged (zero residual)"),
+            StopReason::MaxIterations => f.write_str("max iterations"),
+            StopReason::Breakdown { what } => write!(f, "breakdown ({what})"),
+            StopReason::NonFinite { what } => write!(f, "non-finite {what}"),
+            StopReason::Indefinite => f.write_str("indefinite matrix"),
+            StopReason::TimeLimit => f.write_str("time limit"),
+            StopReason::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// Wall-clock seconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SolveTimes {
+    /// Work vectors, the initial residual (and, from dispatch, moving the problem to the backend).
+    pub setup: f64,
+    /// The iteration loop, without the true-residual checks requested into the history.
+    pub iterations: f64,
+    /// Periodic and final true-residual computations.
+    pub true_residual: f64,
+    /// Everything: setup, loop, checks.
+    pub total: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HistoryPoint {
+    pub iteration: usize,
+    /// Relative recurrence residual by the chosen criterion.
+    pub recurrence_residual: f64,
+    /// `||b - A x|| / ||b||` in DD, where it was computed at this iteration.
+    pub true_residual: Option<f64>,
+    /// Seconds since the solve started, true-residual checks excluded.
+    pub elapsed: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SolveInfo {
+    pub method: &'static str,
+    pub precision: &'static str,
+    pub backend: &'static str,
+    pub iterations: usize,
+    pub stop_reason: StopReason,
+    /// Final relative recurrence residual by the chosen criterion.
+    pub recurrence_residual: f64,
+    /// Final `||b - A x|| / ||b||`, with the residual formed in double-double.
+    pub true_residual: f64,
+    pub times: SolveTimes,
+    /// Seconds (setup and loop, checks excluded) until the true residual first reached `tol`:
+    /// at the first history check that showed it, else the end of the solve if the final true
+    /// residual meets it; `None` if it never did.
+    pub time_to_target: Option<f64>,
+    pub history: Vec<HistoryPoint>,
+}
+
+impl SolveInfo {
+    pub fn time_per_iteration(&self) -> f64 {
+        if self.iterations == 0 {
+            0.0
+        } else {
+            self.times.iterations / self.iterations as f64
+        }
+    }
+}
