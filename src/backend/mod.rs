@@ -36,7 +36,7 @@ pub trait Backend: Send + Sync {
     /// A vector of `n` zeros.
     fn zeros<P: Precision>(&self, n: usize) -> Result<Self::Vector<P>>;
     /// A vector of `P` holding these doubles exactly.
-    fn from_f64<P: Precision>(&self, values: &[f64]) -> Result<Self::Vector<P>>;
+    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<Self::Vector<P>>;
     /// Copy a vector back to host memory.
     fn to_host<P: Precision>(&self, x: &Self::Vector<P>) -> Result<Vec<P>>;
     fn len<P: Precision>(&self, x: &Self::Vector<P>) -> usize;

@@ -144,9 +144,9 @@ fn run<B: Backend, P: Precision>(
 ) -> Result<Solution> {
     let start = Instant::now();
     let a = backend.matrix(&problem.a)?;
-    let b = backend.from_f64::<f64>(&problem.b)?;
+    let b = backend.vector_from_f64::<f64>(&problem.b)?;
     let mut x = match &problem.x0 {
-        Some(x0) => backend.from_f64::<P>(x0)?,
+        Some(x0) => backend.vector_from_f64::<P>(x0)?,
         None => backend.zeros::<P>(problem.b.len())?,
     };
     backend.synchronize()?;

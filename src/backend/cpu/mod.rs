@@ -55,7 +55,7 @@ impl Backend for CpuBackend {
         Ok(vec![P::zero(); n])
     }
 
-    fn from_f64<P: Precision>(&self, values: &[f64]) -> Result<Vec<P>> {
+    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<Vec<P>> {
         Ok(values.par_iter().map(|&v| P::from_f64(v)).collect())
     }
 
