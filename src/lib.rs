@@ -12,3 +12,8 @@ pub mod sparse;
 pub use error::{Error, Result};
 pub use precision::{Dd, Precision};
 pub use sparse::{CsrMatrix, Symmetry, load_matrix};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme_doctests {}

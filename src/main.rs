@@ -103,7 +103,7 @@ fn main() -> ExitCode {
     match run(cli, &progress) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_chain(&err));
             let bad_input = err.downcast_ref::<Error>().is_some_and(Error::is_bad_input);
             ExitCode::from(if bad_input {
                 EXIT_BAD_INPUT
@@ -112,6 +112,18 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// The error and its causes, each once: library errors already quote their source.
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut message = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !message.contains(&cause) {
+            message = format!("{message}: {cause}");
+        }
+    }
+    message
 }
 
 fn init_logging(verbose: bool, progress: &MultiProgress) {

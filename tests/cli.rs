@@ -1,0 +1,238 @@
+//! The `solver` binary end to end: exit codes, the report's fields, and the files it writes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const EXIT_OK: i32 = 0;
+const EXIT_USAGE: i32 = 2;
+const EXIT_NOT_CONVERGED: i32 = 3;
+const EXIT_BAD_INPUT: i32 = 4;
+
+fn solver(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_solver"))
+        .args(args)
+        .current_dir(dir) // no solver.toml there: built-in defaults
+        .output()
+        .expect("runs the solver binary")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn converged_solve_prints_both_precisions_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = solver(&["solve", "poisson2d:20", "--tol", "1e-10"], dir.path());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{stdout}\n{stderr}");
+    for needle in [
+        "f64",
+        "dd",
+        "dd/f64",
+        "iterations",
+        "true residual",
+        "time / iteration",
+        "total time",
+        "converged",
+    ] {
+        assert!(stdout.contains(needle), "table lacks `{needle}`:\n{stdout}");
+    }
+}
+
+#[test]
+fn json_report_has_every_field_for_each_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = solver(
+        &[
+            "solve",
+            "poisson3d:8",
+            "--format",
+            "json",
+            "--method",
+            "bicgstab",
+            "-q",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["precision"], "f64");
+    assert_eq!(runs[1]["precision"], "dd");
+    for run in runs {
+        assert_eq!(run["method"], "bicgstab");
+        assert_eq!(run["converged"], true);
+        assert_eq!(run["stop_reason"]["kind"], "converged-rtol");
+        for field in [
+            "iterations",
+            "recurrence_residual",
+            "true_residual",
+            "setup_time",
+            "time_per_iteration",
+            "total_time",
+            "time_to_target",
+        ] {
+            assert!(run[field].is_number(), "run lacks numeric `{field}`: {run}");
+        }
+    }
+    let ratios = &json["ratios"][0];
+    assert_eq!(
+        (ratios["precision"].as_str(), ratios["against"].as_str()),
+        (Some("dd"), Some("f64"))
+    );
+    for field in ["iterations", "time_per_iteration", "total_time"] {
+        assert!(ratios[field].is_number(), "ratios lack `{field}`");
+    }
+    assert_eq!(json["matrix"]["rows"], 512);
+}
+
+#[test]
+fn not_converged_has_its_own_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:30",
+            "--max-iter",
+            "2",
+            "--precision",
+            "dd",
+        ],
+        dir.path(),
+    );
+    let (stdout, _) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_NOT_CONVERGED), "{stdout}");
+    assert!(stdout.contains("max iterations"), "{stdout}");
+}
+
+#[test]
+fn bad_input_names_file_and_line_with_its_own_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.mtx");
+    std::fs::write(
+        &bad,
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n3 1 2.0\n",
+    )
+    .unwrap();
+    let out = solver(&["solve", bad.to_str().unwrap()], dir.path());
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{stderr}");
+    assert!(
+        stderr.contains("bad.mtx") && stderr.contains("line 4"),
+        "{stderr}"
+    );
+
+    let out = solver(
+        &["solve", dir.path().join("missing.mtx").to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{:?}", text(&out));
+    assert!(text(&out).1.contains("missing.mtx"));
+
+    let out = solver(&["solve", "poisson2d:x"], dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT));
+}
+
+#[test]
+fn usage_errors_are_clap_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = solver(
+        &["solve", "poisson2d:4", "--precision", "fp128"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_USAGE));
+}
+
+#[test]
+fn config_file_is_read_and_its_mistakes_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("solver.toml"), "[solve]\nmax_iter = 2\n").unwrap();
+    let out = solver(&["solve", "poisson2d:30", "-q"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_NOT_CONVERGED),
+        "./solver.toml sets max_iter = 2"
+    );
+    let out = solver(
+        &["solve", "poisson2d:30", "-q", "--max-iter", "1000"],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(EXIT_OK),
+        "the flag overrides the file"
+    );
+
+    std::fs::write(dir.path().join("typo.toml"), "[solve]\n\ntoll = 1e-9\n").unwrap();
+    let out = solver(
+        &["--config", "typo.toml", "solve", "poisson2d:4"],
+        dir.path(),
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{stderr}");
+    assert!(
+        stderr.contains("typo.toml")
+            && stderr.contains("line 3, column 1")
+            && stderr.contains("toll"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn history_csv_and_solution_file_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:10",
+            "--history",
+            "h.csv",
+            "--write-x",
+            "x.mtx",
+            "--true-residual-every",
+            "4",
+            "-q",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let csv = std::fs::read_to_string(dir.path().join("h.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("precision,method,iteration,recurrence_residual,true_residual,elapsed_s")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().any(|r| r[0] == "f64") && rows.iter().any(|r| r[0] == "dd"));
+    assert!(
+        rows.iter().any(|r| r[2] == "4" && !r[4].is_empty()),
+        "true residual at iteration 4"
+    );
+    let x = std::fs::read_to_string(dir.path().join("x.mtx")).unwrap();
+    assert!(x.starts_with("%%MatrixMarket matrix array real general"));
+    assert!(x.contains("\n100 1\n"));
+    assert_eq!(x.lines().filter(|l| !l.starts_with('%')).count(), 101);
+}
+
+#[test]
+fn info_describes_the_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = solver(&["info", "poisson3d:5", "--format", "json"], dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["rows"], 125);
+    assert_eq!(json["nnz"], 125 * 7 - 6 * 25);
+    assert_eq!(json["symmetry"], "symmetric");
+    assert_eq!(json["missing_diagonal"], 0);
+    let out = solver(&["info", "poisson2d:3"], dir.path());
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains("9 x 9") && stdout.contains("every diagonal entry stored"),
+        "{stdout}"
+    );
+}

@@ -1,0 +1,3 @@
+#![allow(dead_code)] // each test binary uses a different part of these helpers
+
+pub mod matrices;

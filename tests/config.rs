@@ -1,0 +1,72 @@
+//! `solver.toml`: the shipped file is exactly the built-in defaults, and mistakes name their place.
+
+use precsolve::config::RawConfig;
+
+#[test]
+fn shipped_solver_toml_lists_every_key_with_the_builtin_default() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/solver.toml");
+    let shipped = RawConfig::load(std::path::Path::new(path)).unwrap();
+    assert_eq!(shipped, RawConfig::default());
+    // Every key of the serialized defaults appears in the file (none left implicit).
+    let text = std::fs::read_to_string(path).unwrap();
+    let defaults = toml::to_string(&RawConfig::default()).unwrap();
+    for line in defaults.lines().filter(|l| l.contains(" = ")) {
+        let key = line.split(" = ").next().unwrap();
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{key} = "))),
+            "solver.toml lacks `{key}`"
+        );
+    }
+    // And every key has a comment line right above it.
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains(" = ") {
+            assert!(
+                lines[i - 1].starts_with('#'),
+                "key on line {} has no comment",
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn misspelt_key_is_an_error_with_line_and_column() {
+    let text = "[solve]\ntol = 1e-9\nmax_iters = 10\n";
+    let err = RawConfig::parse(text, "my.toml").unwrap_err().to_string();
+    assert!(err.contains("my.toml"), "{err}");
+    assert!(err.contains("line 3, column 1"), "{err}");
+    assert!(err.contains("max_iters"), "{err}");
+}
+
+#[test]
+fn unknown_section_and_bad_values_are_errors() {
+    let err = RawConfig::parse("[solver]\ntol = 1e-9\n", "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 1"), "{err}");
+    let err = RawConfig::parse("[solve]\nmethod = \"gmres\"\n", "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 2") && err.contains("gmres"), "{err}");
+    let err = RawConfig::parse("[solve]\ntol = 2.0\n", "x.toml")
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tol"), "{err}");
+    let err = RawConfig::parse("[solve]\nmax_iter = 0\n", "x.toml")
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("max_iter"), "{err}");
+}
+
+#[test]
+fn partial_file_keeps_other_defaults() {
+    let raw = RawConfig::parse("[solve]\ntol = 1e-12\n", "x.toml").unwrap();
+    let config = raw.validate().unwrap();
+    assert_eq!(config.params.tol, 1e-12);
+    assert_eq!(config.params.max_iter, 30_000);
+}
