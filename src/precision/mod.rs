@@ -5,9 +5,12 @@
 //! precision type (MPFR through rug) can implement it later; hot loops take arguments by reference.
 
 mod dd;
+mod dd_fmt;
 mod f64_impl;
 
-pub use dd::{Dd, fma_available, set_fma_fallback_for_tests};
+pub use dd::{
+    Dd, ParseDdError, fma_available, quick_two_sum, set_fma_fallback_for_tests, two_prod, two_sum,
+};
 
 use std::fmt::Debug;
 
