@@ -3,6 +3,9 @@
 mod csr;
 mod generate;
 mod mm;
+mod mm_body;
+mod mm_header;
+mod mm_scan;
 
 pub use csr::{CsrError, CsrMatrix, Symmetry};
 pub use generate::{GeneratedMatrix, poisson2d, poisson3d};
