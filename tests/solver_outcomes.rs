@@ -314,3 +314,11 @@ fn dd_solution_is_more_accurate_than_double_on_a_known_answer() {
         "double error {e64:e}, DD error {edd:e}"
     );
 }
+
+#[test]
+fn coo_duplicates_that_overflow_when_summed_are_rejected() {
+    use precsolve::sparse::CsrError;
+    let err = CsrMatrix::from_coo(1, 1, &[0, 0], &[0, 0], &[1e308, 1e308], Symmetry::General)
+        .unwrap_err();
+    assert_eq!(err, CsrError::NonFinite { row: 0, col: 0 });
+}

@@ -46,6 +46,8 @@ pub enum CsrError {
     },
     #[error("value of entry ({row}, {col}) is not finite")]
     NonFinite { row: usize, col: usize },
+    #[error("cannot allocate {bytes} bytes for a matrix with {nrows} rows")]
+    Allocation { bytes: usize, nrows: usize },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -141,7 +143,7 @@ impl CsrMatrix {
                 return Err(CsrError::TooLarge { dim });
             }
         }
-        let mut counts = vec![0usize; nrows + 1];
+        let mut counts = zeroed_row_array(nrows)?;
         for (k, (&r, &c)) in rows.iter().zip(cols).enumerate() {
             let (r, c) = (r as usize, c as usize);
             if r >= nrows || c >= ncols {
@@ -160,14 +162,18 @@ impl CsrMatrix {
         for i in 0..nrows {
             counts[i + 1] += counts[i];
         }
-        let mut next = counts.clone();
+        let mut next = zeroed_row_array(nrows)?;
+        next.copy_from_slice(&counts);
         let mut entries: Vec<(i32, f64)> = vec![(0, 0.0); rows.len()];
         for k in 0..rows.len() {
             let r = rows[k] as usize;
             entries[next[r]] = (cols[k] as i32, vals[k]);
             next[r] += 1;
         }
-        let mut row_ptr = Vec::with_capacity(nrows + 1);
+        let mut row_ptr = Vec::new();
+        row_ptr
+            .try_reserve_exact(nrows + 1)
+            .map_err(|_| allocation_error(nrows))?;
         let mut col_idx = Vec::with_capacity(rows.len());
         let mut values = Vec::with_capacity(rows.len());
         row_ptr.push(0);
@@ -177,7 +183,15 @@ impl CsrMatrix {
             row.sort_by_key(|&(c, _)| c);
             for &(c, v) in row.iter() {
                 if col_idx.len() > row_ptr[r] && *col_idx.last().unwrap() == c {
-                    *values.last_mut().unwrap() += v;
+                    let sum: &mut f64 = values.last_mut().unwrap();
+                    *sum += v;
+                    if !sum.is_finite() {
+                        // Finite duplicates can overflow when summed.
+                        return Err(CsrError::NonFinite {
+                            row: r,
+                            col: c as usize,
+                        });
+                    }
                 } else {
                     col_idx.push(c);
                     values.push(v);
@@ -260,4 +274,21 @@ impl CsrMatrix {
         )
         .expect("a validated CsrMatrix is a valid sprs CSR view")
     }
+}
+
+fn allocation_error(nrows: usize) -> CsrError {
+    CsrError::Allocation {
+        bytes: (nrows + 1).saturating_mul(size_of::<usize>()),
+        nrows,
+    }
+}
+
+/// `nrows + 1` zeros, or an error when a file declares more rows than memory can hold (a
+/// 30-byte file may declare two billion rows): an allocation failure would abort the process.
+fn zeroed_row_array(nrows: usize) -> Result<Vec<usize>, CsrError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(nrows + 1)
+        .map_err(|_| allocation_error(nrows))?;
+    v.resize(nrows + 1, 0);
+    Ok(v)
 }

@@ -236,7 +236,7 @@ fn build(data: &[u8], hdr: &Header) -> Result<CsrMatrix, MmError> {
         Format::Coordinate => mm_body::coordinate(data, hdr)?,
         Format::Array => mm_body::array(data, hdr)?,
     };
-    let m = CsrMatrix::from_coo(
+    CsrMatrix::from_coo(
         hdr.nrows,
         hdr.ncols,
         &coo.rows,
@@ -244,12 +244,11 @@ fn build(data: &[u8], hdr: &Header) -> Result<CsrMatrix, MmError> {
         &coo.vals,
         hdr.symmetry,
     )
-    .map_err(|e| csr_error(e, hdr))?;
-    // from_coo checks each value but not the sums of duplicates, which can overflow.
-    if let Some(k) = m.values().iter().position(|v| !v.is_finite()) {
-        return Err(overflow_error(data, hdr, &coo, &m, k));
-    }
-    Ok(m)
+    .map_err(|e| match e {
+        // Each value was checked while parsing, so this is a sum of duplicates that overflowed.
+        CsrError::NonFinite { row, col } => overflow_error(data, hdr, &coo, row, col as u32),
+        e => csr_error(e, hdr),
+    })
 }
 
 /// The reader checks sizes, indices and values first, so these are a safety net.
@@ -260,6 +259,7 @@ fn csr_error(e: CsrError, hdr: &Header) -> MmError {
             MmErrorKind::IndexOutOfRange
         }
         CsrError::NonFinite { .. } => MmErrorKind::NonFinite,
+        CsrError::Allocation { .. } => MmErrorKind::BadSize,
         CsrError::RowPtrLength { .. }
         | CsrError::RowPtrNotMonotone { .. }
         | CsrError::RowPtrEnd { .. }
@@ -268,12 +268,10 @@ fn csr_error(e: CsrError, hdr: &Header) -> MmError {
     MmError::new(kind, hdr.size_line, e.to_string())
 }
 
-/// Stored value `k` of `m` summed to NaN or infinity: name the entry line where its running sum
-/// (in file order, as from_coo adds) first stopped being finite.
+/// The duplicates of `(row, col)` summed to NaN or infinity: name the entry line where their
+/// running sum (in file order, as from_coo adds) first stopped being finite.
 #[cold]
-fn overflow_error(data: &[u8], hdr: &Header, coo: &Coo, m: &CsrMatrix, k: usize) -> MmError {
-    let row = m.row_ptr().partition_point(|&p| p <= k) - 1;
-    let col = m.col_idx()[k] as u32;
+fn overflow_error(data: &[u8], hdr: &Header, coo: &Coo, row: usize, col: u32) -> MmError {
     let mut sum = 0.0;
     let mut line = hdr.size_line;
     for q in 0..coo.len() {
@@ -290,10 +288,9 @@ fn overflow_error(data: &[u8], hdr: &Header, coo: &Coo, m: &CsrMatrix, k: usize)
         MmErrorKind::NonFinite,
         line,
         format!(
-            "duplicate entries of ({}, {}) sum to {}",
+            "duplicate entries of ({}, {}) sum to {sum}",
             row + 1,
             col + 1,
-            m.values()[k]
         ),
     )
 }
