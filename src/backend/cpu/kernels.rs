@@ -7,9 +7,27 @@
 use crate::precision::{Precision, fma_available};
 use crate::sparse::CsrMatrix;
 
-/// Elements per partial sum of a dot product. Part of the result's definition: changing it
-/// changes the rounding of every dot product (and the GPU twin must use the same layout).
-pub const DOT_CHUNK: usize = 4096;
+/// Dot products follow the GPU's reduction (kernels/common/reduce.cuh), which is part of the
+/// result's definition: a chunk of `DOT_CHUNK` elements is summed by `DOT_THREADS` lanes, lane
+/// `t` taking elements `t, t + DOT_THREADS, ...` in order from zero; the lanes then combine by
+/// the halving tree `s[t] = s[t] + s[t + off]`, `off = DOT_THREADS/2, ..., 1`. Chunk results are
+/// reduced the same way (strided lane sums, then the tree).
+pub const DOT_THREADS: usize = 256;
+pub const DOT_PER_THREAD: usize = 32;
+pub const DOT_CHUNK: usize = DOT_THREADS * DOT_PER_THREAD;
+
+/// The halving tree over `DOT_THREADS` lane sums; the result is in lane 0.
+#[inline(always)]
+fn tree_reduce<P: Precision>(lanes: &mut [P]) -> P {
+    let mut off = lanes.len() / 2;
+    while off > 0 {
+        for t in 0..off {
+            lanes[t] = lanes[t].add(&lanes[t + off]);
+        }
+        off /= 2;
+    }
+    lanes[0].clone()
+}
 
 /// Define `fn $name<P: Precision>(...)` that runs `$body` compiled with FMA when available.
 macro_rules! fma_kernel {
@@ -78,14 +96,27 @@ fma_kernel! {
 }
 
 fma_kernel! {
-    /// Sequential `<x, y>` over one chunk, starting from zero.
+    /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order.
     fn dot_chunk<P>(x: &[P], y: &[P]) -> P {
-        let mut sum = P::zero();
-        for (xi, yi) in x.iter().zip(y) {
-            sum = sum.add(&xi.mul(yi));
+        let mut lanes: [P; DOT_THREADS] = std::array::from_fn(|_| P::zero());
+        for (x, y) in x.chunks(DOT_THREADS).zip(y.chunks(DOT_THREADS)) {
+            for ((lane, xi), yi) in lanes.iter_mut().zip(x).zip(y) {
+                *lane = lane.add(&xi.mul(yi));
+            }
         }
-        sum
+        tree_reduce(&mut lanes)
     }
+}
+
+/// Sum of the chunk results, in the order of the GPU's final one-block stage.
+pub fn sum_partials<P: Precision>(partials: &[P]) -> P {
+    let mut lanes: [P; DOT_THREADS] = std::array::from_fn(|_| P::zero());
+    for row in partials.chunks(DOT_THREADS) {
+        for (lane, p) in lanes.iter_mut().zip(row) {
+            *lane = lane.add(p);
+        }
+    }
+    tree_reduce(&mut lanes)
 }
 
 fma_kernel! {

@@ -1,8 +1,8 @@
 //! CPU backend: vectors are `Vec<P>`, kernels run on rayon's thread pool.
 //!
-//! Reproducibility: SpMV rows are independent; dot products sum fixed-size chunks (whose
-//! boundaries depend on the length alone) and then add the chunk sums in index order, so the
-//! result is the same bits with 1, 2 or 64 threads.
+//! Reproducibility: SpMV rows are independent; dot products reduce fixed-size chunks (whose
+//! boundaries depend on the length alone) in the GPU kernels' order and then reduce the chunk
+//! results the same way, so the result is the same bits with 1, 2 or 64 threads, and on the GPU.
 
 mod kernels;
 
@@ -13,7 +13,7 @@ use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-pub use kernels::DOT_CHUNK;
+pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
 
 /// Rows per parallel task in SpMV: large enough to amortise scheduling, small enough to balance.
 const SPMV_ROWS_PER_TASK: usize = 4096;
@@ -107,7 +107,7 @@ impl Backend for CpuBackend {
             .zip(y.par_chunks(DOT_CHUNK))
             .map(|(x, y)| kernels::dot_chunk(x, y))
             .collect();
-        Ok(partials.iter().fold(P::zero(), |acc, p| acc.add(p)))
+        Ok(kernels::sum_partials(&partials))
     }
 
     fn axpy<P: Precision>(&self, alpha: &P, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
