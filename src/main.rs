@@ -251,9 +251,12 @@ fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> a
         load_start.elapsed().as_secs_f64()
     );
     let problem = Problem::new(a, read_vector_arg(&args.rhs)?, read_vector_arg(&args.x0)?)?;
-    if config.backend == BackendChoice::Auto {
-        log::info!("no GPU backend in this build: solving on the CPU");
-    }
+    // Resolve once up front: a missing GPU is reported before any work, and auto logs its choice.
+    config.backend = match config.backend.resolve()? {
+        precsolve::solver::dispatch::ResolvedBackend::Cpu => BackendChoice::Cpu,
+        #[cfg(feature = "cuda")]
+        precsolve::solver::dispatch::ResolvedBackend::Cuda => BackendChoice::Cuda,
+    };
 
     let mut infos = Vec::new();
     let mut last_x = None;

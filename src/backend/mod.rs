@@ -5,6 +5,8 @@
 //! the same bits whatever the thread count (and, for the CUDA twin, whatever the launch shape).
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 
 use crate::error::Result;
 use crate::precision::Precision;

@@ -61,9 +61,67 @@ impl PrecisionChoice {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendChoice {
-    /// The GPU when one is usable, else the CPU (only the CPU backend exists so far).
+    /// The GPU when one is usable, else the CPU (saying so in one log line).
     Auto,
     Cpu,
+    /// The GPU, or an error saying why none can be used.
+    Cuda,
+}
+
+/// The backend a run actually uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResolvedBackend {
+    Cpu,
+    #[cfg(feature = "cuda")]
+    Cuda,
+}
+
+/// The process-wide CUDA backend: one context, kernels compiled once.
+#[cfg(feature = "cuda")]
+pub fn cuda_backend() -> Result<&'static crate::backend::cuda::CudaBackend> {
+    use crate::backend::cuda::CudaBackend;
+    use std::sync::OnceLock;
+    static CUDA: OnceLock<std::result::Result<CudaBackend, String>> = OnceLock::new();
+    CUDA.get_or_init(|| {
+        CudaBackend::new().map_err(|e| match e {
+            Error::Backend { message, .. } => message,
+            other => other.to_string(),
+        })
+    })
+    .as_ref()
+    .map_err(|message| Error::Backend {
+        backend: "cuda",
+        message: message.clone(),
+    })
+}
+
+impl BackendChoice {
+    /// Pick the backend: `Auto` falls back to the CPU with one log line saying why.
+    pub fn resolve(self) -> Result<ResolvedBackend> {
+        match self {
+            BackendChoice::Cpu => Ok(ResolvedBackend::Cpu),
+            #[cfg(feature = "cuda")]
+            BackendChoice::Cuda => cuda_backend().map(|_| ResolvedBackend::Cuda),
+            #[cfg(not(feature = "cuda"))]
+            BackendChoice::Cuda => Err(Error::Backend {
+                backend: "cuda",
+                message: "this build has no CUDA backend (built without the `cuda` feature)".into(),
+            }),
+            #[cfg(feature = "cuda")]
+            BackendChoice::Auto => match cuda_backend() {
+                Ok(gpu) => {
+                    log::info!("using the GPU: {}", gpu.device_description());
+                    Ok(ResolvedBackend::Cuda)
+                }
+                Err(e) => {
+                    log::info!("no usable GPU ({e}); solving on the CPU");
+                    Ok(ResolvedBackend::Cpu)
+                }
+            },
+            #[cfg(not(feature = "cuda"))]
+            BackendChoice::Auto => Ok(ResolvedBackend::Cpu),
+        }
+    }
 }
 
 /// A linear system `A x = b` with an optional initial guess, validated for shape.
@@ -126,12 +184,33 @@ pub fn solve(
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
     let method = method.resolve(&problem.a);
-    let backend = match backend {
-        BackendChoice::Auto | BackendChoice::Cpu => CpuBackend::new(),
-    };
+    match backend.resolve()? {
+        ResolvedBackend::Cpu => with_precision(
+            &CpuBackend::new(),
+            problem,
+            method,
+            precision,
+            params,
+            monitor,
+        ),
+        #[cfg(feature = "cuda")]
+        ResolvedBackend::Cuda => {
+            with_precision(cuda_backend()?, problem, method, precision, params, monitor)
+        }
+    }
+}
+
+fn with_precision<B: Backend>(
+    backend: &B,
+    problem: &Problem,
+    method: Method,
+    precision: WorkingPrecision,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<Solution> {
     match precision {
-        WorkingPrecision::F64 => run::<_, f64>(&backend, problem, method, params, monitor),
-        WorkingPrecision::Dd => run::<_, Dd>(&backend, problem, method, params, monitor),
+        WorkingPrecision::F64 => run::<B, f64>(backend, problem, method, params, monitor),
+        WorkingPrecision::Dd => run::<B, Dd>(backend, problem, method, params, monitor),
     }
 }
 

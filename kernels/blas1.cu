@@ -1,0 +1,128 @@
+// Vector kernels in f64 and dd. Element-wise kernels use one thread per element; dot products
+// use the deterministic two-stage reduction of common/reduce.cuh (launch: DOT_THREADS threads,
+// ceil(n / DOT_CHUNK) blocks, then one block for the final stage).
+//
+// dot_{p}_partial(long long n, const T* x, const T* y, T* partial)
+// dot_{p}_final(int m, const T* partial, T* out)
+// axpy_{p}(long long n, S alpha, const T* x, T* y)            y <- alpha x + y
+// xpay_{p}(long long n, const T* x, S beta, T* y)             y <- x + beta y
+// axpyz_{p}(long long n, S alpha, const T* x, const T* y, T* z)   z <- alpha x + y
+// bicgstab_direction_{p}(long long n, const T* r, S beta, S minus_omega, const T* v, T* p)
+//                                                             p <- r + beta (p - omega v)
+// convert_f64_to_dd(long long n, const double* x, double2* y), convert_dd_to_f64(...)
+// with T = double, S = double for f64 and T = double2, S = double2 for dd.
+
+#define ELEMENT_INDEX                                                        \
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;  \
+    if (i >= n) return;
+
+extern "C" __global__ void dot_f64_partial(long long n, const double* __restrict__ x,
+                                           const double* __restrict__ y, double* partial) {
+    __shared__ double shared[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double s = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) s = __dadd_rn(s, __dmul_rn(x[i], y[i]));
+    }
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+extern "C" __global__ void dot_f64_final(int m, const double* __restrict__ partial, double* out) {
+    __shared__ double shared[DOT_THREADS];
+    double s = 0.0;
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, partial[i]);
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) out[0] = s;
+}
+
+extern "C" __global__ void dot_dd_partial(long long n, const double2* __restrict__ x,
+                                          const double2* __restrict__ y, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t s = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) s = dd_add(s, dd_mul(dd_load(x, i), dd_load(y, i)));
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}
+
+extern "C" __global__ void dot_dd_final(int m, const double2* __restrict__ partial, double2* out) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    dd_t s = dd_from_f64(0.0);
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_load(partial, i));
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(out, 0, s);
+}
+
+extern "C" __global__ void axpy_f64(long long n, double alpha, const double* __restrict__ x,
+                                    double* __restrict__ y) {
+    ELEMENT_INDEX
+    y[i] = __dadd_rn(__dmul_rn(alpha, x[i]), y[i]);
+}
+
+extern "C" __global__ void axpy_dd(long long n, double2 alpha, const double2* __restrict__ x,
+                                   double2* __restrict__ y) {
+    ELEMENT_INDEX
+    dd_store(y, i, dd_add(dd_mul(dd_of(alpha), dd_load(x, i)), dd_load(y, i)));
+}
+
+extern "C" __global__ void xpay_f64(long long n, const double* __restrict__ x, double beta,
+                                    double* __restrict__ y) {
+    ELEMENT_INDEX
+    y[i] = __dadd_rn(x[i], __dmul_rn(beta, y[i]));
+}
+
+extern "C" __global__ void xpay_dd(long long n, const double2* __restrict__ x, double2 beta,
+                                   double2* __restrict__ y) {
+    ELEMENT_INDEX
+    dd_store(y, i, dd_add(dd_load(x, i), dd_mul(dd_of(beta), dd_load(y, i))));
+}
+
+extern "C" __global__ void axpyz_f64(long long n, double alpha, const double* __restrict__ x,
+                                     const double* __restrict__ y, double* __restrict__ z) {
+    ELEMENT_INDEX
+    z[i] = __dadd_rn(__dmul_rn(alpha, x[i]), y[i]);
+}
+
+extern "C" __global__ void axpyz_dd(long long n, double2 alpha, const double2* __restrict__ x,
+                                    const double2* __restrict__ y, double2* __restrict__ z) {
+    ELEMENT_INDEX
+    dd_store(z, i, dd_add(dd_mul(dd_of(alpha), dd_load(x, i)), dd_load(y, i)));
+}
+
+extern "C" __global__ void bicgstab_direction_f64(long long n, const double* __restrict__ r,
+                                                  double beta, double minus_omega,
+                                                  const double* __restrict__ v,
+                                                  double* __restrict__ p) {
+    ELEMENT_INDEX
+    const double t = __dadd_rn(__dmul_rn(minus_omega, v[i]), p[i]);
+    p[i] = __dadd_rn(r[i], __dmul_rn(beta, t));
+}
+
+extern "C" __global__ void bicgstab_direction_dd(long long n, const double2* __restrict__ r,
+                                                 double2 beta, double2 minus_omega,
+                                                 const double2* __restrict__ v,
+                                                 double2* __restrict__ p) {
+    ELEMENT_INDEX
+    const dd_t t = dd_add(dd_mul(dd_of(minus_omega), dd_load(v, i)), dd_load(p, i));
+    dd_store(p, i, dd_add(dd_load(r, i), dd_mul(dd_of(beta), t)));
+}
+
+extern "C" __global__ void convert_f64_to_dd(long long n, const double* __restrict__ x,
+                                             double2* __restrict__ y) {
+    ELEMENT_INDEX
+    y[i] = make_double2(x[i], 0.0);
+}
+
+// f64::from_dd: the high word (equal to fl(hi + lo) for a normalised value).
+extern "C" __global__ void convert_dd_to_f64(long long n, const double2* __restrict__ x,
+                                             double* __restrict__ y) {
+    ELEMENT_INDEX
+    y[i] = x[i].x;
+}

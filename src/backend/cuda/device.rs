@@ -1,0 +1,150 @@
+//! Finding a usable GPU, and the process-wide store of NVRTC-compiled kernels.
+
+use crate::error::{Error, Result};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
+use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Kernel sources, embedded at build time and compiled by NVRTC at first use (never by build.rs).
+/// NVRTC takes no headers from cudarc, so the common headers are prepended to each source.
+const COMMON: &[&str] = &[
+    include_str!("../../../kernels/common/dd.cuh"),
+    include_str!("../../../kernels/common/reduce.cuh"),
+];
+const SOURCES: &[(&str, &str)] = &[
+    ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
+    ("blas1", include_str!("../../../kernels/blas1.cu")),
+];
+
+pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
+    Error::Backend {
+        backend: "cuda",
+        message: format!("{context}: {e:?}"),
+    }
+}
+
+pub(crate) fn driver_error(context: &str) -> impl FnOnce(DriverError) -> Error + '_ {
+    move |e| cuda_error(context, e)
+}
+
+/// Why no GPU can be used, checked without letting cudarc panic: with `dynamic-loading` it
+/// panics when libcuda or libnvrtc is missing, so their presence is checked first.
+pub fn probe() -> std::result::Result<Arc<CudaContext>, String> {
+    // SAFETY: these only try to dlopen the libraries; no CUDA call is made.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err("no CUDA driver found (libcuda could not be loaded)".into());
+    }
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err("no NVRTC library found (libnvrtc could not be loaded; add the CUDA toolkit's lib64 to LD_LIBRARY_PATH)".into());
+    }
+    match CudaContext::device_count() {
+        Ok(n) if n > 0 => {}
+        Ok(_) => return Err("the CUDA driver reports no GPU".into()),
+        Err(e) => return Err(format!("the CUDA driver could not count devices: {e:?}")),
+    }
+    CudaContext::new(0).map_err(|e| format!("could not create a CUDA context on GPU 0: {e:?}"))
+}
+
+/// Kernels by name (`{op}_{precision}`), compiled once per process for the device's architecture.
+pub(crate) struct KernelStore {
+    ctx: Arc<CudaContext>,
+    arch: &'static str,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+}
+
+impl KernelStore {
+    pub fn new(ctx: Arc<CudaContext>) -> Result<Self> {
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver_error("reading the compute capability"))?;
+        // NVRTC wants a &'static str; a handful of leaked bytes once per process.
+        let arch: &'static str = Box::leak(format!("sm_{major}{minor}").into_boxed_str());
+        Ok(KernelStore {
+            ctx,
+            arch,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn arch(&self) -> &'static str {
+        self.arch
+    }
+
+    /// The kernel `name`, compiling its source file on first use.
+    pub fn function(&self, name: &str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().expect("kernel cache lock").get(name) {
+            return Ok(f.clone());
+        }
+        let source = if name.starts_with("spmv_") {
+            "spmv_csr"
+        } else {
+            "blas1"
+        };
+        let module = self.module(source)?;
+        let f = module
+            .load_function(name)
+            .map_err(driver_error(&format!("loading kernel {name}")))?;
+        self.functions
+            .lock()
+            .expect("kernel cache lock")
+            .insert(name.to_string(), f.clone());
+        Ok(f)
+    }
+
+    fn module(&self, source_name: &'static str) -> Result<Arc<CudaModule>> {
+        let mut modules = self.modules.lock().expect("module cache lock");
+        if let Some(m) = modules.get(source_name) {
+            return Ok(m.clone());
+        }
+        let (_, body) = SOURCES
+            .iter()
+            .find(|(n, _)| *n == source_name)
+            .expect("known kernel source");
+        let mut text = COMMON.join("\n");
+        text.push('\n');
+        text.push_str(body);
+        let options = CompileOptions {
+            arch: Some(self.arch),
+            // DD needs IEEE rounding at every step: no contraction, no flush to zero, IEEE div/sqrt.
+            fmad: Some(false),
+            ftz: Some(false),
+            prec_div: Some(true),
+            prec_sqrt: Some(true),
+            use_fast_math: Some(false),
+            ..Default::default()
+        };
+        let start = std::time::Instant::now();
+        let ptx = compile_ptx_with_opts(&text, options)
+            .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(driver_error(&format!("loading kernels/{source_name}.cu")))?;
+        log::info!(
+            "compiled kernels/{source_name}.cu for {} in {:.0} ms",
+            self.arch,
+            start.elapsed().as_secs_f64() * 1e3
+        );
+        modules.insert(source_name, module.clone());
+        Ok(module)
+    }
+}
+
+/// Allocate `words` zeroed doubles, naming the size on failure (out of memory is common).
+pub(crate) fn alloc_words(
+    stream: &Arc<CudaStream>,
+    words: usize,
+) -> Result<cudarc::driver::CudaSlice<f64>> {
+    stream
+        .alloc_zeros::<f64>(words.max(1))
+        .map_err(|e| Error::Backend {
+            backend: "cuda",
+            message: format!(
+                "could not allocate {:.1} MiB on the GPU: {e:?}",
+                (words * 8) as f64 / (1024.0 * 1024.0)
+            ),
+        })
+}

@@ -1,0 +1,461 @@
+//! CUDA backend: the same `Backend` as the CPU, with kernels from `kernels/` compiled by NVRTC.
+//!
+//! Vectors are arrays of doubles: one word per element for `f64`, two (`hi`, `lo`, a `double2`)
+//! for `dd`. Every kernel sums and rounds in the CPU backend's order, so results match the CPU
+//! bit for bit (checked on the device by `tests/gpu.rs`).
+
+mod device;
+
+pub use device::probe;
+
+use super::{Backend, spmv_lanes};
+use crate::error::{Error, Result};
+use crate::precision::{Dd, Precision};
+use crate::sparse::CsrMatrix;
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+};
+use device::{KernelStore, alloc_words, driver_error};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+const BLOCK: u32 = 256;
+/// Must match DOT_CHUNK in kernels/common/reduce.cuh and the CPU backend's dot.
+const DOT_CHUNK: usize = 256 * 32;
+
+// SAFETY: Dd is #[repr(C)] { hi: f64, lo: f64 }, the layout of CUDA's double2.
+unsafe impl DeviceRepr for Dd {}
+
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    kernels: KernelStore,
+    name: String,
+}
+
+/// A device vector of `len` elements of `P`.
+pub struct CudaVector<P> {
+    words: CudaSlice<f64>,
+    len: usize,
+    _precision: PhantomData<P>,
+}
+
+pub struct CudaMatrix {
+    nrows: usize,
+    ncols: usize,
+    lanes: usize,
+    row_ptr: CudaSlice<i32>,
+    col_idx: CudaSlice<i32>,
+    values: CudaSlice<f64>,
+}
+
+/// A scalar argument in the layout its kernel expects (`double` or `double2`).
+enum Scalar {
+    F64(f64),
+    Dd(Dd),
+}
+
+impl CudaBackend {
+    /// Open GPU 0 and prepare (lazily) its kernels; errors say why no GPU can be used.
+    pub fn new() -> Result<Self> {
+        let ctx = probe().map_err(|message| Error::Backend {
+            backend: "cuda",
+            message,
+        })?;
+        // SAFETY: the backend uses one stream for every allocation, copy and launch.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let kernels = KernelStore::new(ctx.clone())?;
+        Ok(CudaBackend {
+            ctx,
+            stream,
+            kernels,
+            name,
+        })
+    }
+
+    /// Device name and architecture, for reports (`NVIDIA H200, sm_90`).
+    pub fn device_description(&self) -> String {
+        format!("{}, {}", self.name, self.kernels.arch())
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    fn suffix<P: Precision>() -> Result<&'static str> {
+        match P::KERNEL_SUFFIX {
+            s @ ("f64" | "dd") => Ok(s),
+            other => Err(Error::Backend {
+                backend: "cuda",
+                message: format!("precision {other} has no CUDA kernels"),
+            }),
+        }
+    }
+
+    fn words_per_element<P: Precision>() -> usize {
+        P::BYTES / 8
+    }
+
+    fn scalar<P: Precision>(value: &P) -> Scalar {
+        let dd = value.to_dd();
+        if Self::words_per_element::<P>() == 1 {
+            Scalar::F64(dd.hi)
+        } else {
+            Scalar::Dd(dd)
+        }
+    }
+
+    fn elementwise(n: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: ((n as u64).div_ceil(BLOCK as u64).max(1) as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    fn upload_words<P: Precision>(
+        &self,
+        values: impl Iterator<Item = Dd>,
+        len: usize,
+    ) -> Result<CudaVector<P>> {
+        let per = Self::words_per_element::<P>();
+        let mut host = Vec::with_capacity(len * per);
+        for v in values {
+            host.push(v.hi);
+            if per == 2 {
+                host.push(v.lo);
+            }
+        }
+        let mut words = alloc_words(&self.stream, host.len())?;
+        if !host.is_empty() {
+            self.stream
+                .memcpy_htod(&host, &mut words)
+                .map_err(driver_error("copying a vector to the GPU"))?;
+        }
+        Ok(CudaVector {
+            words,
+            len,
+            _precision: PhantomData,
+        })
+    }
+
+    /// The element-wise kernel `{op}_{suffix}` and its name.
+    fn kernel<P: Precision>(&self, op: &str) -> Result<(cudarc::driver::CudaFunction, String)> {
+        let name = format!("{op}_{}", Self::suffix::<P>()?);
+        Ok((self.kernels.function(&name)?, name))
+    }
+
+    /// Launch an element-wise kernel over `n` elements (arguments already pushed).
+    fn launch_elementwise(&self, mut args: LaunchArgs<'_>, n: usize, name: &str) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: every `{op}_{f64,dd}` kernel in kernels/blas1.cu takes (long long n, ...) and
+        // guards i < n; callers push the arguments of the signature documented there, in order.
+        unsafe { args.launch(Self::elementwise(n)) }.map_err(driver_error(name))?;
+        Ok(())
+    }
+
+    fn spmv_like<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<P>,
+        b: Option<&CudaVector<f64>>,
+    ) -> Result<()> {
+        assert_eq!(x.len, a.ncols, "spmv: x length");
+        assert_eq!(y.len, a.nrows, "spmv: y length");
+        if a.nrows == 0 {
+            return Ok(());
+        }
+        let name = format!("spmv_{}_nt{}", Self::suffix::<P>()?, a.lanes);
+        let f = self.kernels.function(&name)?;
+        let nrows = a.nrows as i32;
+        let has_b: i32 = b.is_some().into();
+        let b_words = b.map(|b| &b.words).unwrap_or(&a.values);
+        let threads = a.nrows as u64 * a.lanes as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (threads.div_ceil(BLOCK as u64) as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&nrows)
+            .arg(&a.row_ptr)
+            .arg(&a.col_idx)
+            .arg(&a.values)
+            .arg(&x.words)
+            .arg(&mut y.words)
+            .arg(b_words)
+            .arg(&has_b);
+        // SAFETY: matches spmv_{f64,dd}_nt{NT}(int nrows, const int* row_ptr, const int* col_idx,
+        // const double* val, const T* x, T* y, const double* b, int has_b) in kernels/spmv_csr.cu;
+        // b is only read when has_b != 0, and is then a vector of nrows doubles.
+        unsafe { args.launch(cfg) }.map_err(driver_error(&name))?;
+        Ok(())
+    }
+}
+
+impl Backend for CudaBackend {
+    type Vector<P: Precision> = CudaVector<P>;
+    type Matrix = CudaMatrix;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<CudaMatrix> {
+        if a.nnz() > i32::MAX as usize {
+            return Err(Error::Backend {
+                backend: "cuda",
+                message: format!(
+                    "{} nonzeros exceed the GPU kernels' 32-bit row pointers",
+                    a.nnz()
+                ),
+            });
+        }
+        let row_ptr: Vec<i32> = a.row_ptr().iter().map(|&p| p as i32).collect();
+        let upload_err = driver_error("copying the matrix to the GPU");
+        let bytes = a.nnz() * 12 + row_ptr.len() * 4;
+        let oom = |e| Error::Backend {
+            backend: "cuda",
+            message: format!(
+                "could not allocate {:.1} MiB for the matrix on the GPU: {e:?}",
+                bytes as f64 / 1048576.0
+            ),
+        };
+        let row_ptr_d = self.stream.clone_htod(&row_ptr).map_err(oom)?;
+        let col_idx = if a.nnz() == 0 {
+            self.stream.alloc_zeros::<i32>(1).map_err(oom)?
+        } else {
+            self.stream.clone_htod(a.col_idx()).map_err(oom)?
+        };
+        let values = if a.nnz() == 0 {
+            self.stream.alloc_zeros::<f64>(1).map_err(oom)?
+        } else {
+            self.stream.clone_htod(a.values()).map_err(upload_err)?
+        };
+        Ok(CudaMatrix {
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            lanes: spmv_lanes(a),
+            row_ptr: row_ptr_d,
+            col_idx,
+            values,
+        })
+    }
+
+    fn zeros<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
+        Self::suffix::<P>()?;
+        Ok(CudaVector {
+            words: alloc_words(&self.stream, n * Self::words_per_element::<P>())?,
+            len: n,
+            _precision: PhantomData,
+        })
+    }
+
+    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<CudaVector<P>> {
+        Self::suffix::<P>()?;
+        self.upload_words(values.iter().map(|&v| Dd::from_f64(v)), values.len())
+    }
+
+    fn to_host<P: Precision>(&self, x: &CudaVector<P>) -> Result<Vec<P>> {
+        let words = self
+            .stream
+            .clone_dtoh(&x.words)
+            .map_err(driver_error("copying a vector from the GPU"))?;
+        Ok(match Self::words_per_element::<P>() {
+            1 => words[..x.len].iter().map(|&w| P::from_f64(w)).collect(),
+            _ => words[..2 * x.len]
+                .chunks_exact(2)
+                .map(|w| P::from_dd(Dd::from_parts(w[0], w[1])))
+                .collect(),
+        })
+    }
+
+    fn len<P: Precision>(&self, x: &CudaVector<P>) -> usize {
+        x.len
+    }
+
+    fn spmv<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<P>,
+    ) -> Result<()> {
+        self.spmv_like(a, x, y, None)
+    }
+
+    fn residual<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        b: &CudaVector<f64>,
+        x: &CudaVector<P>,
+        r: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert_eq!(b.len, a.nrows, "residual: b length");
+        self.spmv_like(a, x, r, Some(b))
+    }
+
+    fn dot<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
+        assert_eq!(x.len, y.len, "dot: lengths");
+        let suffix = Self::suffix::<P>()?;
+        let per = Self::words_per_element::<P>();
+        let blocks = x.len.div_ceil(DOT_CHUNK).max(1);
+        let mut partial = alloc_words(&self.stream, blocks * per)?;
+        let mut out = alloc_words(&self.stream, per)?;
+        let n64 = x.len as i64;
+        let m = blocks as i32;
+        let stage1 = self.kernels.function(&format!("dot_{suffix}_partial"))?;
+        let stage2 = self.kernels.function(&format!("dot_{suffix}_final"))?;
+        let mut args = self.stream.launch_builder(&stage1);
+        args.arg(&n64).arg(&x.words).arg(&y.words).arg(&mut partial);
+        let cfg = |grid: usize| LaunchConfig {
+            grid_dim: (grid as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial) with `blocks`
+        // blocks of DOT_THREADS = 256 threads, partial holding one T per block.
+        unsafe { args.launch(cfg(blocks)) }.map_err(driver_error("dot stage 1"))?;
+        let mut args = self.stream.launch_builder(&stage2);
+        args.arg(&m).arg(&partial).arg(&mut out);
+        // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block of 256 threads.
+        unsafe { args.launch(cfg(1)) }.map_err(driver_error("dot stage 2"))?;
+        let w = self
+            .stream
+            .clone_dtoh(&out)
+            .map_err(driver_error("copying a dot product from the GPU"))?;
+        Ok(if per == 1 {
+            P::from_f64(w[0])
+        } else {
+            P::from_dd(Dd::from_parts(w[0], w[1]))
+        })
+    }
+
+    fn axpy<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert_eq!(x.len, y.len, "axpy: lengths");
+        let alpha = Self::scalar(alpha);
+        let n = x.len as i64;
+        let (f, name) = self.kernel::<P>("axpy")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.arg(&x.words).arg(&mut y.words);
+        self.launch_elementwise(args, x.len, &name)
+    }
+
+    fn xpay<P: Precision>(&self, x: &CudaVector<P>, beta: &P, y: &mut CudaVector<P>) -> Result<()> {
+        assert_eq!(x.len, y.len, "xpay: lengths");
+        let beta = Self::scalar(beta);
+        let n = x.len as i64;
+        let (f, name) = self.kernel::<P>("xpay")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).arg(&x.words);
+        push_scalar(&mut args, &beta);
+        args.arg(&mut y.words);
+        self.launch_elementwise(args, x.len, &name)
+    }
+
+    fn axpyz<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CudaVector<P>,
+        y: &CudaVector<P>,
+        z: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert!(x.len == y.len && y.len == z.len, "axpyz: lengths");
+        let alpha = Self::scalar(alpha);
+        let n = x.len as i64;
+        let (f, name) = self.kernel::<P>("axpyz")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.arg(&x.words).arg(&y.words).arg(&mut z.words);
+        self.launch_elementwise(args, x.len, &name)
+    }
+
+    fn copy<P: Precision>(&self, x: &CudaVector<P>, y: &mut CudaVector<P>) -> Result<()> {
+        assert_eq!(x.len, y.len, "copy: lengths");
+        if x.len == 0 {
+            return Ok(());
+        }
+        self.stream
+            .memcpy_dtod(&x.words, &mut y.words)
+            .map_err(driver_error("copying a vector on the GPU"))
+    }
+
+    fn convert<P: Precision, Q: Precision>(
+        &self,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<Q>,
+    ) -> Result<()> {
+        assert_eq!(x.len, y.len, "convert: lengths");
+        let (from, to) = (Self::suffix::<P>()?, Self::suffix::<Q>()?);
+        if from == to {
+            if x.len > 0 {
+                self.stream
+                    .memcpy_dtod(&x.words, &mut y.words)
+                    .map_err(driver_error("copying a vector on the GPU"))?;
+            }
+            return Ok(());
+        }
+        let op = format!("convert_{from}_to");
+        let name = format!("{op}_{to}");
+        let f = self.kernels.function(&name)?;
+        let n64 = x.len as i64;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n64).arg(&x.words).arg(&mut y.words);
+        // SAFETY: convert_{from}_to_{to}(long long n, const S* x, T* y) in kernels/blas1.cu.
+        unsafe { args.launch(Self::elementwise(x.len)) }.map_err(driver_error(&name))?;
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(driver_error("synchronizing the GPU"))
+    }
+
+    fn bicgstab_direction<P: Precision>(
+        &self,
+        r: &CudaVector<P>,
+        beta: &P,
+        omega: &P,
+        v: &CudaVector<P>,
+        p: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert!(
+            r.len == v.len && v.len == p.len,
+            "bicgstab_direction: lengths"
+        );
+        let beta = Self::scalar(beta);
+        let minus_omega = Self::scalar(&omega.neg());
+        let n = r.len as i64;
+        let (f, name) = self.kernel::<P>("bicgstab_direction")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).arg(&r.words);
+        push_scalar(&mut args, &beta);
+        push_scalar(&mut args, &minus_omega);
+        args.arg(&v.words).arg(&mut p.words);
+        self.launch_elementwise(args, r.len, &name)
+    }
+}
+
+fn push_scalar<'a>(args: &mut LaunchArgs<'a>, s: &'a Scalar) {
+    match s {
+        Scalar::F64(v) => args.arg(v),
+        Scalar::Dd(v) => args.arg(v),
+    };
+}
