@@ -1,0 +1,394 @@
+//! GPU kernels against the CPU backend, bit for bit, then whole solves.
+//!
+//! A custom harness (`harness = false`): where no GPU is usable every test is reported as
+//! skipped with the reason, never as passed. Run on a GPU machine with
+//! `cargo test --release --test gpu`; `PRECSOLVE_MATRICES` names a folder of `.mtx` files for the
+//! whole-solve checks (default `../shared/matrices`).
+
+#[cfg(feature = "cuda")]
+mod gpu_checks {
+    use precsolve::backend::Backend;
+    use precsolve::backend::cpu::CpuBackend;
+    use precsolve::backend::cuda::CudaBackend;
+    use precsolve::precond::Identity;
+    use precsolve::solver::{NoMonitor, Params, SolveInfo, bicgstab, cg};
+    use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
+    use precsolve::{Dd, Precision};
+    use std::sync::Arc;
+
+    pub type Check = fn(&CudaBackend) -> Result<(), String>;
+
+    pub const CHECKS: &[(&str, Check)] = &[
+        (
+            "spmv_and_residual_match_cpu_for_every_lane_count",
+            spmv_and_residual,
+        ),
+        ("dot_matches_cpu_at_awkward_lengths", dot),
+        ("vector_updates_match_cpu", vector_updates),
+        ("conversions_and_copies_match_cpu", conversions),
+        ("whole_solves_match_cpu_on_poisson", solves_poisson),
+        ("whole_solves_match_cpu_on_shared_matrices", solves_shared),
+    ];
+
+    /// xorshift64*: reproducible inputs without a dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+        /// Values of mixed sign and magnitude (about 1e-3 to 1e3), so DD rounding is exercised.
+        fn value(&mut self) -> f64 {
+            let mantissa = (self.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            mantissa * 10f64.powi(self.below(7) as i32 - 3)
+        }
+        fn dd(&mut self) -> Dd {
+            let hi = self.value();
+            Dd::new(hi, hi * 1e-17 * self.value())
+        }
+    }
+
+    /// A random square matrix with about `mean` entries per row, some empty rows, and one
+    /// dense row (the worst case for a row-per-thread-group kernel).
+    fn random_matrix(rng: &mut Rng, n: usize, mean: f64) -> CsrMatrix {
+        let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+        for i in 0..n {
+            let count = match i % 97 {
+                13 => 0,
+                _ if i == n / 2 => n.min(3000),
+                _ => rng.below((2.0 * mean) as u64 + 1) as usize,
+            };
+            for _ in 0..count {
+                rows.push(i as u32);
+                cols.push(rng.below(n as u64) as u32);
+                vals.push(rng.value());
+            }
+        }
+        CsrMatrix::from_coo(n, n, &rows, &cols, &vals, Symmetry::General).unwrap()
+    }
+
+    fn same_bits<P: Precision>(what: &str, gpu: &[P], cpu: &[P]) -> Result<(), String> {
+        if gpu.len() != cpu.len() {
+            return Err(format!("{what}: lengths {} vs {}", gpu.len(), cpu.len()));
+        }
+        for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+            let (g, c) = (g.to_dd(), c.to_dd());
+            if g.hi.to_bits() != c.hi.to_bits() || g.lo.to_bits() != c.lo.to_bits() {
+                return Err(format!(
+                    "{what} ({}): element {i} differs: GPU {g:?}, CPU {c:?}",
+                    P::NAME
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn err(e: precsolve::Error) -> String {
+        e.to_string()
+    }
+
+    fn random_vec<P: Precision>(rng: &mut Rng, n: usize) -> Vec<P> {
+        (0..n).map(|_| P::from_dd(rng.dd())).collect()
+    }
+
+    fn upload<P: Precision>(
+        gpu: &CudaBackend,
+        host: &[P],
+    ) -> Result<<CudaBackend as Backend>::Vector<P>, String> {
+        // Through double-double words: exact for f64 and dd.
+        let hi: Vec<f64> = host.iter().map(|v| v.to_dd().hi).collect();
+        let lo: Vec<f64> = host.iter().map(|v| v.to_dd().lo).collect();
+        let mut v = gpu.vector_from_f64::<P>(&hi).map_err(err)?;
+        let lo_v = gpu.vector_from_f64::<P>(&lo).map_err(err)?;
+        gpu.axpy(&P::one(), &lo_v, &mut v).map_err(err)?; // hi + lo, exact for normalised values
+        let back = gpu.to_host(&v).map_err(err)?;
+        same_bits("upload", &back, host)?;
+        Ok(v)
+    }
+
+    fn spmv_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        for (n, mean) in [
+            (1000, 0.5),
+            (1001, 1.5),
+            (4099, 3.0),
+            (3000, 6.0),
+            (2049, 12.0),
+            (777, 40.0),
+        ] {
+            let a = Arc::new(random_matrix(rng, n, mean));
+            let x: Vec<P> = random_vec(rng, n);
+            let b: Vec<f64> = (0..n).map(|_| rng.value()).collect();
+            let (ga, ca) = (gpu.matrix(&a).map_err(err)?, cpu.matrix(&a).map_err(err)?);
+            let gx = upload(gpu, &x)?;
+            let gb = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
+            let mut gy = gpu.zeros::<P>(n).map_err(err)?;
+            let mut cy = cpu.zeros::<P>(n).map_err(err)?;
+            gpu.spmv(&ga, &gx, &mut gy).map_err(err)?;
+            cpu.spmv(&ca, &x, &mut cy).map_err(err)?;
+            same_bits(
+                &format!("spmv n={n} lanes={}", ca.lanes),
+                &gpu.to_host(&gy).map_err(err)?,
+                &cy,
+            )?;
+            gpu.residual(&ga, &gb, &gx, &mut gy).map_err(err)?;
+            cpu.residual(&ca, &b, &x, &mut cy).map_err(err)?;
+            same_bits(
+                &format!("residual n={n}"),
+                &gpu.to_host(&gy).map_err(err)?,
+                &cy,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn spmv_and_residual(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_0001);
+        spmv_for::<f64>(gpu, &mut rng)?;
+        spmv_for::<Dd>(gpu, &mut rng)
+    }
+
+    const LENGTHS: [usize; 9] = [
+        1,
+        255,
+        257,
+        8191,
+        8193,
+        3 * 8192 + 5,
+        100_003,
+        256 * 8192 + 77,
+        3_000_017,
+    ];
+
+    fn dot_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        for n in LENGTHS {
+            let (x, y): (Vec<P>, Vec<P>) = (random_vec(rng, n), random_vec(rng, n));
+            let (gx, gy) = (upload(gpu, &x)?, upload(gpu, &y)?);
+            let g = gpu.dot(&gx, &gy).map_err(err)?;
+            let c = cpu.dot(&x, &y).map_err(err)?;
+            same_bits(&format!("dot n={n}"), &[g], &[c])?;
+        }
+        Ok(())
+    }
+
+    fn dot(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_0002);
+        dot_for::<f64>(gpu, &mut rng)?;
+        dot_for::<Dd>(gpu, &mut rng)
+    }
+
+    fn updates_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        for n in [1, 257, 100_003] {
+            let (x, y, z): (Vec<P>, Vec<P>, Vec<P>) =
+                (random_vec(rng, n), random_vec(rng, n), random_vec(rng, n));
+            let (alpha, beta) = (P::from_dd(rng.dd()), P::from_dd(rng.dd()));
+            let (gx, gy) = (upload(gpu, &x)?, upload(gpu, &y)?);
+            let mut gz = upload(gpu, &z)?;
+            let mut cz = z.clone();
+            gpu.axpy(&alpha, &gx, &mut gz).map_err(err)?;
+            cpu.axpy(&alpha, &x, &mut cz).map_err(err)?;
+            same_bits("axpy", &gpu.to_host(&gz).map_err(err)?, &cz)?;
+            gpu.xpay(&gx, &beta, &mut gz).map_err(err)?;
+            cpu.xpay(&x, &beta, &mut cz).map_err(err)?;
+            same_bits("xpay", &gpu.to_host(&gz).map_err(err)?, &cz)?;
+            gpu.axpyz(&alpha, &gx, &gy, &mut gz).map_err(err)?;
+            cpu.axpyz(&alpha, &x, &y, &mut cz).map_err(err)?;
+            same_bits("axpyz", &gpu.to_host(&gz).map_err(err)?, &cz)?;
+            let mut gp = upload(gpu, &z)?;
+            let mut cp = z.clone();
+            gpu.bicgstab_direction(&gx, &beta, &alpha, &gy, &mut gp)
+                .map_err(err)?;
+            cpu.bicgstab_direction(&x, &beta, &alpha, &y, &mut cp)
+                .map_err(err)?;
+            same_bits("bicgstab_direction", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+        }
+        Ok(())
+    }
+
+    fn vector_updates(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_0003);
+        updates_for::<f64>(gpu, &mut rng)?;
+        updates_for::<Dd>(gpu, &mut rng)
+    }
+
+    fn conversions(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_0004);
+        let cpu = CpuBackend::new();
+        for n in [1, 257, 100_003] {
+            let d: Vec<Dd> = random_vec(&mut rng, n);
+            let gd = upload(gpu, &d)?;
+            let mut gf = gpu.zeros::<f64>(n).map_err(err)?;
+            let mut cf = vec![0.0; n];
+            gpu.convert(&gd, &mut gf).map_err(err)?;
+            cpu.convert(&d, &mut cf).map_err(err)?;
+            same_bits("convert dd->f64", &gpu.to_host(&gf).map_err(err)?, &cf)?;
+            let mut gd2 = gpu.zeros::<Dd>(n).map_err(err)?;
+            let mut cd2 = vec![Dd::ZERO; n];
+            gpu.convert(&gf, &mut gd2).map_err(err)?;
+            cpu.convert(&cf, &mut cd2).map_err(err)?;
+            same_bits("convert f64->dd", &gpu.to_host(&gd2).map_err(err)?, &cd2)?;
+            let mut gc = gpu.zeros::<Dd>(n).map_err(err)?;
+            gpu.copy(&gd, &mut gc).map_err(err)?;
+            same_bits("copy", &gpu.to_host(&gc).map_err(err)?, &d)?;
+        }
+        Ok(())
+    }
+
+    /// Run one solve on both backends; iterations, outcome, residuals and x must agree exactly.
+    fn compare_solve<P: Precision>(
+        gpu: &CudaBackend,
+        a: &Arc<CsrMatrix>,
+        use_cg: bool,
+        label: &str,
+    ) -> Result<SolveInfo, String> {
+        let cpu = CpuBackend::new();
+        let params = Params {
+            max_iter: 3000,
+            ..Params::default()
+        };
+        let b = vec![1.0; a.nrows()];
+        let run_gpu = || -> Result<(SolveInfo, Vec<P>), String> {
+            let ga = gpu.matrix(a).map_err(err)?;
+            let gb = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
+            let mut gx = gpu.zeros::<P>(a.nrows()).map_err(err)?;
+            let info = if use_cg {
+                cg(gpu, &ga, &gb, &mut gx, &Identity, &params, &mut NoMonitor)
+            } else {
+                bicgstab(gpu, &ga, &gb, &mut gx, &Identity, &params, &mut NoMonitor)
+            }
+            .map_err(err)?;
+            Ok((info, gpu.to_host(&gx).map_err(err)?))
+        };
+        let (gi, gx) = run_gpu()?;
+        let ca = cpu.matrix(a).map_err(err)?;
+        let mut cx = vec![P::zero(); a.nrows()];
+        let ci = if use_cg {
+            cg(&cpu, &ca, &b, &mut cx, &Identity, &params, &mut NoMonitor)
+        } else {
+            bicgstab(&cpu, &ca, &b, &mut cx, &Identity, &params, &mut NoMonitor)
+        }
+        .map_err(err)?;
+        if gi.iterations != ci.iterations || gi.stop_reason != ci.stop_reason {
+            return Err(format!(
+                "{label} {}: GPU {} iterations ({}), CPU {} ({})",
+                P::NAME,
+                gi.iterations,
+                gi.stop_reason,
+                ci.iterations,
+                ci.stop_reason
+            ));
+        }
+        if gi.recurrence_residual.to_bits() != ci.recurrence_residual.to_bits()
+            || gi.true_residual.to_bits() != ci.true_residual.to_bits()
+        {
+            return Err(format!(
+                "{label} {}: residuals GPU {:e}/{:e}, CPU {:e}/{:e}",
+                P::NAME,
+                gi.recurrence_residual,
+                gi.true_residual,
+                ci.recurrence_residual,
+                ci.true_residual
+            ));
+        }
+        same_bits(&format!("{label} solution"), &gx, &cx)?;
+        println!(
+            "    {label:>28} {:>4} {:>9}: {:>5} iterations, true residual {:.3e}, identical",
+            P::NAME,
+            if use_cg { "cg" } else { "bicgstab" },
+            gi.iterations,
+            gi.true_residual
+        );
+        Ok(gi)
+    }
+
+    fn solves_poisson(gpu: &CudaBackend) -> Result<(), String> {
+        let a = Arc::new(poisson3d(40));
+        for use_cg in [true, false] {
+            compare_solve::<f64>(gpu, &a, use_cg, "poisson3d:40")?;
+            compare_solve::<Dd>(gpu, &a, use_cg, "poisson3d:40")?;
+        }
+        Ok(())
+    }
+
+    fn solves_shared(gpu: &CudaBackend) -> Result<(), String> {
+        let dir = std::env::var("PRECSOLVE_MATRICES")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/matrices").into());
+        let names = [
+            "bcsstk16", "1138_bus", "nos1", "fs_183_4", "olm500", "rdb200l", "sherman5",
+            "cavity02", "e05r0100", "Pd",
+        ];
+        let mut found = 0;
+        for name in names {
+            let path = format!("{dir}/{name}.mtx");
+            if !std::path::Path::new(&path).exists() {
+                continue;
+            }
+            found += 1;
+            let a = Arc::new(precsolve::load_matrix(&path).map_err(err)?);
+            let use_cg = a.symmetry() == Symmetry::Symmetric;
+            compare_solve::<f64>(gpu, &a, use_cg, name)?;
+            compare_solve::<Dd>(gpu, &a, use_cg, name)?;
+        }
+        if found == 0 {
+            return Err(format!(
+                "no matrices found in {dir} (set PRECSOLVE_MATRICES)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn main() {
+    let mut passed = 0;
+    let mut failed = 0;
+    let mut skipped = 0;
+    #[cfg(feature = "cuda")]
+    {
+        let gpu = precsolve::solver::dispatch::cuda_backend();
+        for (name, check) in gpu_checks::CHECKS {
+            match &gpu {
+                Err(e) => {
+                    println!("test {name} ... skipped ({e})");
+                    skipped += 1;
+                }
+                Ok(gpu) => {
+                    let start = std::time::Instant::now();
+                    let result = std::panic::catch_unwind(|| check(gpu))
+                        .unwrap_or_else(|_| Err("panicked".into()));
+                    match result {
+                        Ok(()) => {
+                            println!(
+                                "test {name} ... ok ({:.2} s)",
+                                start.elapsed().as_secs_f64()
+                            );
+                            passed += 1;
+                        }
+                        Err(e) => {
+                            println!("test {name} ... FAILED: {e}");
+                            failed += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if let Ok(gpu) = &gpu {
+            println!("device: {}", gpu.device_description());
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        println!("test gpu ... skipped (built without the `cuda` feature)");
+        skipped += 1;
+    }
+    println!("\ngpu: {passed} passed, {failed} failed, {skipped} skipped");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
