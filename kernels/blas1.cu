@@ -126,3 +126,63 @@ extern "C" __global__ void convert_dd_to_f64(long long n, const double2* __restr
     ELEMENT_INDEX
     y[i] = x[i].x;
 }
+
+// Fused updates that also reduce the squared norm of their result, in the dot products' block
+// layout (DOT_CHUNK elements per block, thread t taking t, t + DOT_THREADS, ...), so each gives
+// the same bits as the update followed by dot(z, z). Launch like dot_{p}_partial; finish the
+// partials with dot_{p}_final.
+// axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)  z <- alpha x + y
+// (y may alias z: each element is read before it is written, by the same thread.)
+// x_update_{p}(long long n, S alpha, const T* p, S omega, const T* s, T* x)  x <- x + alpha p + omega s
+
+extern "C" __global__ void axpyz_norm_f64(long long n, double alpha, const double* x,
+                                          const double* y, double* z, double* partial) {
+    __shared__ double shared[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double s = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const double v = __dadd_rn(__dmul_rn(alpha, x[i]), y[i]);
+            z[i] = v;
+            s = __dadd_rn(s, __dmul_rn(v, v));
+        }
+    }
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+extern "C" __global__ void axpyz_norm_dd(long long n, double2 alpha, const double2* x,
+                                         const double2* y, double2* z, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    const dd_t a = dd_of(alpha);
+    dd_t s = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const dd_t v = dd_add(dd_mul(a, dd_load(x, i)), dd_load(y, i));
+            dd_store(z, i, v);
+            s = dd_add(s, dd_mul(v, v));
+        }
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}
+
+extern "C" __global__ void x_update_f64(long long n, double alpha, const double* __restrict__ p,
+                                        double omega, const double* __restrict__ s,
+                                        double* __restrict__ x) {
+    ELEMENT_INDEX
+    const double t = __dadd_rn(__dmul_rn(alpha, p[i]), x[i]);
+    x[i] = __dadd_rn(__dmul_rn(omega, s[i]), t);
+}
+
+extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2* __restrict__ p,
+                                       double2 omega, const double2* __restrict__ s,
+                                       double2* __restrict__ x) {
+    ELEMENT_INDEX
+    const dd_t t = dd_add(dd_mul(dd_of(alpha), dd_load(p, i)), dd_load(x, i));
+    dd_store(x, i, dd_add(dd_mul(dd_of(omega), dd_load(s, i)), t));
+}

@@ -44,6 +44,26 @@ enum Command {
     Solve(SolveArgs),
     /// Print what a matrix looks like: size, nonzeros per row, symmetry, diagonal.
     Info(InfoArgs),
+    /// Time our GPU kernels against cuSPARSE and the copy bandwidth (needs a GPU).
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Matrix Market file or generated matrix (e.g. poisson3d:200).
+    matrix: String,
+    /// Timed runs per kernel (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Iterations of each timed CG/BiCGStab solve.
+    #[arg(long, default_value_t = 100)]
+    iterations: usize,
+    /// Also write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also time our SpMV with every threads-per-row count (an experiment).
+    #[arg(long)]
+    sweep_lanes: bool,
 }
 
 #[derive(Args)]
@@ -155,7 +175,37 @@ fn run(cli: Cli, progress: &MultiProgress) -> anyhow::Result<u8> {
     match cli.command {
         Command::Solve(args) => run_solve(raw, args, progress),
         Command::Info(args) => run_info(raw, args),
+        Command::Bench(args) => run_bench(args),
     }
+}
+
+#[cfg(feature = "cuda")]
+fn run_bench(args: BenchArgs) -> anyhow::Result<u8> {
+    anyhow::ensure!(
+        args.reps >= 1 && args.iterations >= 1,
+        "--reps and --iterations must be at least 1"
+    );
+    let gpu = precsolve::solver::dispatch::cuda_backend()?;
+    let a = Arc::new(load_matrix(&args.matrix)?);
+    let report = precsolve::backend::cuda::bench::run(
+        gpu,
+        &args.matrix,
+        &a,
+        args.reps,
+        args.iterations,
+        args.sweep_lanes,
+    )?;
+    print!("{}", report.to_table());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.to_json())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(0)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_bench(_: BenchArgs) -> anyhow::Result<u8> {
+    anyhow::bail!("this build has no CUDA backend (built without the `cuda` feature)")
 }
 
 fn run_info(mut raw: RawConfig, args: InfoArgs) -> anyhow::Result<u8> {

@@ -270,3 +270,86 @@ pub fn write_solution(path: &Path, x: &[crate::Dd], precision: &str) -> Result<(
         source,
     })
 }
+
+/// One timed kernel of `solver bench`.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRow {
+    pub kernel: String,
+    pub precision: &'static str,
+    pub median_ms: f64,
+    /// Minimum bytes the operation must move.
+    pub bytes: f64,
+    pub gb_per_s: f64,
+    /// Achieved bandwidth over the measured device-to-device copy bandwidth.
+    pub fraction_of_copy: f64,
+    pub peer: Option<String>,
+    /// Peer time over ours (> 1: ours is faster).
+    pub speedup_vs_peer: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub matrix: MatrixSummary,
+    pub device: String,
+    pub reps: usize,
+    pub copy_gb_per_s: f64,
+    pub rows: Vec<BenchRow>,
+}
+
+impl BenchReport {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("bench report serializes")
+    }
+
+    pub fn to_table(&self) -> String {
+        let m = &self.matrix;
+        let mut out = format!(
+            "matrix   {}: {} x {}, {} nonzeros ({:.1}/row)\ndevice   {}, copy bandwidth {:.0} GB/s, median of {} runs\n\n",
+            m.name,
+            m.rows,
+            m.cols,
+            m.nnz,
+            m.nnz_per_row_mean,
+            self.device,
+            self.copy_gb_per_s,
+            self.reps
+        );
+        let _ = writeln!(
+            out,
+            "{:<28} {:>4} {:>11} {:>9} {:>7}  vs peer",
+            "kernel", "prec", "median [ms]", "GB/s", "% copy"
+        );
+        for r in &self.rows {
+            let peer = match (&r.peer, r.speedup_vs_peer) {
+                (Some(p), Some(s)) => format!("{s:.2}x faster than {p}"),
+                (Some(p), None) => p.clone(),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "{:<28} {:>4} {:>11.4} {:>9.0} {:>6.0}%  {}",
+                r.kernel,
+                r.precision,
+                r.median_ms,
+                r.gb_per_s,
+                100.0 * r.fraction_of_copy,
+                peer
+            );
+        }
+        let ratio = |kernel: &str| {
+            let t = |p: &str| {
+                self.rows
+                    .iter()
+                    .find(|r| r.kernel == kernel && r.precision == p)
+                    .map(|r| r.median_ms)
+            };
+            Some(t("dd")? / t("f64")?)
+        };
+        for kernel in ["spmv", "cg iteration", "bicgstab iteration"] {
+            if let Some(q) = ratio(kernel) {
+                let _ = writeln!(out, "dd/f64 time of {kernel}: {q:.2}");
+            }
+        }
+        out
+    }
+}

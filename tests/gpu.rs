@@ -208,6 +208,22 @@ mod gpu_checks {
             cpu.bicgstab_direction(&x, &beta, &alpha, &y, &mut cp)
                 .map_err(err)?;
             same_bits("bicgstab_direction", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            // Fused updates with their norms: the same bits as the unfused CPU operations.
+            let g = gpu.axpy_norm(&alpha, &gx, &mut gp).map_err(err)?;
+            cpu.axpy(&alpha, &x, &mut cp).map_err(err)?;
+            let c = cpu.dot(&cp, &cp).map_err(err)?;
+            same_bits("axpy_norm", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            same_bits("axpy_norm's norm", &[g], &[c])?;
+            let g = gpu.axpyz_norm(&beta, &gx, &gy, &mut gp).map_err(err)?;
+            cpu.axpyz(&beta, &x, &y, &mut cp).map_err(err)?;
+            let c = cpu.dot(&cp, &cp).map_err(err)?;
+            same_bits("axpyz_norm", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            same_bits("axpyz_norm's norm", &[g], &[c])?;
+            gpu.x_update(&alpha, &gx, &beta, &gy, &mut gp)
+                .map_err(err)?;
+            cpu.axpy(&alpha, &x, &mut cp).map_err(err)?;
+            cpu.axpy(&beta, &y, &mut cp).map_err(err)?;
+            same_bits("x_update", &gpu.to_host(&gp).map_err(err)?, &cp)?;
         }
         Ok(())
     }

@@ -13,15 +13,20 @@ use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
 use std::sync::Arc;
 
-/// Threads per row of the CSR-vector SpMV (thesis ch. 3, Listing 3.1):
-/// `NT = max(1, min(32, 2^ceil(log2(nnz/row))))`. The CPU backend sums each row in the same lane
-/// order and reduction tree the GPU kernel uses, so both give the same bits.
+/// Threads per row (NT) of the CSR-vector SpMV, a power of two in 1..=32 from the mean nonzeros
+/// per row. The thesis (ch. 3, Listing 3.1) takes `2^ceil(log2(nnz/row))`, tuned for Kepler; on
+/// the H200 that is 1.8x slower than one thread per row at 7 nonzeros per row
+/// (benches/results/h200.md), because each lane issues one round of dependent loads and waits.
+/// So each lane gets at least about 8 entries: `NT = 2^floor(log2(mean / 8))`.
+/// The CPU backend sums each row in the same lane order and reduction tree as the GPU kernel,
+/// so both give the same bits.
 pub fn spmv_lanes(a: &CsrMatrix) -> usize {
-    let mean = a.nnz_per_row_mean();
-    if mean <= 1.0 {
+    const ENTRIES_PER_LANE: f64 = 8.0;
+    let per_lane = a.nnz_per_row_mean() / ENTRIES_PER_LANE;
+    if per_lane < 2.0 {
         1
     } else {
-        (mean.log2().ceil().exp2() as usize).clamp(1, 32)
+        (per_lane.log2().floor().exp2() as usize).clamp(1, 32)
     }
 }
 
@@ -97,6 +102,44 @@ pub trait Backend: Send + Sync {
     /// Wait for queued work (a no-op on the CPU); timings call it before reading the clock.
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// `y <- alpha x + y`, returning `<y, y>`: CG's residual update with the norm that follows.
+    /// Must give the bits of `axpy` then `dot`; backends fuse it to save a pass over `y`.
+    fn axpy_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<P> {
+        self.axpy(alpha, x, y)?;
+        self.dot(y, y)
+    }
+
+    /// `z <- alpha x + y`, returning `<z, z>` (BiCGStab's `s` and `r` updates), with the bits of
+    /// `axpyz` then `dot`.
+    fn axpyz_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &Self::Vector<P>,
+        z: &mut Self::Vector<P>,
+    ) -> Result<P> {
+        self.axpyz(alpha, x, y, z)?;
+        self.dot(z, z)
+    }
+
+    /// `x <- x + alpha p + omega s` (BiCGStab's solution update), with the bits of two axpys.
+    fn x_update<P: Precision>(
+        &self,
+        alpha: &P,
+        p: &Self::Vector<P>,
+        omega: &P,
+        s: &Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.axpy(alpha, p, x)?;
+        self.axpy(omega, s, x)
     }
 
     /// BiCGStab's direction update `p <- r + beta (p - omega v)`. Backends fuse it.

@@ -10,9 +10,10 @@ use crate::precond::Preconditioner;
 /// Solve `A x = b` for symmetric positive definite `A`, starting from the `x` given.
 ///
 /// Memory traffic per iteration, unpreconditioned, with `s` bytes per `P` element, `n` rows:
-/// SpMV `12 nnz + 8 n + 2 s n` (plus the gather of `x`), `<p, q>` `2 s n`, two axpys `6 s n`,
-/// `<r, r>` `s n`, xpay `3 s n`: about `12 nnz + 14 s n` bytes. `<r, r>` serves both as the
-/// residual norm and as the next `rho`, so the identity case makes no separate norm pass.
+/// SpMV `12 nnz + 8 n + 2 s n` (plus the gather of `x`), `<p, q>` `2 s n`, the `x` update `3 s n`,
+/// the `r` update fused with `<r, r>` `3 s n`, xpay `3 s n`: about `12 nnz + 8 n + 13 s n` bytes.
+/// `<r, r>` serves both as the residual norm and as the next `rho`, so the identity case makes
+/// no separate norm pass.
 pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
     backend: &B,
     a: &B::Matrix,
@@ -84,10 +85,8 @@ pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
         let alpha = rho.div(&pq);
         // x <- x + alpha p
         backend.axpy(&alpha, &p, x)?;
-        // r <- r - alpha q
-        backend.axpy(&alpha.neg(), &q, &mut r)?;
-        // ||r||, which is sqrt(rho) of the next step when M = I
-        rr = backend.dot(&r, &r)?;
+        // r <- r - alpha q, and <r, r> in the same pass (sqrt(rho) of the next step when M = I)
+        rr = backend.axpy_norm(&alpha.neg(), &q, &mut r)?;
         r_norm = rr.sqrt();
         rho_prev = rho;
         if let Some(stop) = tracker.check(k, &r_norm, Some(&*x))? {

@@ -4,6 +4,8 @@
 //! for `dd`. Every kernel sums and rounds in the CPU backend's order, so results match the CPU
 //! bit for bit (checked on the device by `tests/gpu.rs`).
 
+pub mod bench;
+mod cusparse;
 mod device;
 
 pub use device::probe;
@@ -13,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision};
 use crate::sparse::CsrMatrix;
 use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchArgs, LaunchConfig,
+    PushKernelArg,
 };
 use device::{KernelStore, alloc_words, driver_error};
 use std::marker::PhantomData;
@@ -43,6 +46,7 @@ pub struct CudaVector<P> {
 pub struct CudaMatrix {
     nrows: usize,
     ncols: usize,
+    nnz: usize,
     lanes: usize,
     row_ptr: CudaSlice<i32>,
     col_idx: CudaSlice<i32>,
@@ -145,6 +149,54 @@ impl CudaBackend {
         })
     }
 
+    fn reduction(blocks: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Scratch for one partial result per DOT_CHUNK elements.
+    fn partials<P: Precision>(&self, n: usize) -> Result<(CudaSlice<f64>, usize)> {
+        let blocks = n.div_ceil(DOT_CHUNK).max(1);
+        Ok((
+            alloc_words(&self.stream, blocks * Self::words_per_element::<P>())?,
+            blocks,
+        ))
+    }
+
+    /// The final one-block stage of every reduction, and the one transfer of its result.
+    fn finish_reduction<P: Precision>(&self, partial: &CudaSlice<f64>, blocks: usize) -> Result<P> {
+        let per = Self::words_per_element::<P>();
+        let mut out = alloc_words(&self.stream, per)?;
+        let (f, name) = self.staged_kernel::<P>("dot", "final")?;
+        let m = blocks as i32;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).arg(partial).arg(&mut out);
+        // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block of 256 threads.
+        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        let w = self
+            .stream
+            .clone_dtoh(&out)
+            .map_err(driver_error("copying a reduction result from the GPU"))?;
+        Ok(if per == 1 {
+            P::from_f64(w[0])
+        } else {
+            P::from_dd(Dd::from_parts(w[0], w[1]))
+        })
+    }
+
+    /// A reduction stage `{op}_{suffix}_{stage}` and its name.
+    fn staged_kernel<P: Precision>(
+        &self,
+        op: &str,
+        stage: &str,
+    ) -> Result<(cudarc::driver::CudaFunction, String)> {
+        let name = format!("{op}_{}_{stage}", Self::suffix::<P>()?);
+        Ok((self.kernels.function(&name)?, name))
+    }
+
     /// The element-wise kernel `{op}_{suffix}` and its name.
     fn kernel<P: Precision>(&self, op: &str) -> Result<(cudarc::driver::CudaFunction, String)> {
         let name = format!("{op}_{}", Self::suffix::<P>()?);
@@ -244,6 +296,7 @@ impl Backend for CudaBackend {
         Ok(CudaMatrix {
             nrows: a.nrows(),
             ncols: a.ncols(),
+            nnz: a.nnz(),
             lanes: spmv_lanes(a),
             row_ptr: row_ptr_d,
             col_idx,
@@ -305,38 +358,85 @@ impl Backend for CudaBackend {
 
     fn dot<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
         assert_eq!(x.len, y.len, "dot: lengths");
-        let suffix = Self::suffix::<P>()?;
-        let per = Self::words_per_element::<P>();
-        let blocks = x.len.div_ceil(DOT_CHUNK).max(1);
-        let mut partial = alloc_words(&self.stream, blocks * per)?;
-        let mut out = alloc_words(&self.stream, per)?;
-        let n64 = x.len as i64;
-        let m = blocks as i32;
-        let stage1 = self.kernels.function(&format!("dot_{suffix}_partial"))?;
-        let stage2 = self.kernels.function(&format!("dot_{suffix}_final"))?;
+        let (mut partial, blocks) = self.partials::<P>(x.len)?;
+        let (stage1, name) = self.staged_kernel::<P>("dot", "partial")?;
+        let n = x.len as i64;
         let mut args = self.stream.launch_builder(&stage1);
-        args.arg(&n64).arg(&x.words).arg(&y.words).arg(&mut partial);
-        let cfg = |grid: usize| LaunchConfig {
-            grid_dim: (grid as u32, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial) with `blocks`
-        // blocks of DOT_THREADS = 256 threads, partial holding one T per block.
-        unsafe { args.launch(cfg(blocks)) }.map_err(driver_error("dot stage 1"))?;
-        let mut args = self.stream.launch_builder(&stage2);
-        args.arg(&m).arg(&partial).arg(&mut out);
-        // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block of 256 threads.
-        unsafe { args.launch(cfg(1)) }.map_err(driver_error("dot stage 2"))?;
-        let w = self
-            .stream
-            .clone_dtoh(&out)
-            .map_err(driver_error("copying a dot product from the GPU"))?;
-        Ok(if per == 1 {
-            P::from_f64(w[0])
-        } else {
-            P::from_dd(Dd::from_parts(w[0], w[1]))
-        })
+        args.arg(&n).arg(&x.words).arg(&y.words).arg(&mut partial);
+        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial), launched
+        // with one block of DOT_THREADS threads per DOT_CHUNK elements, one T per block.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.finish_reduction(&partial, blocks)
+    }
+
+    fn axpy_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<P>,
+    ) -> Result<P> {
+        assert_eq!(x.len, y.len, "axpy_norm: lengths");
+        let (mut partial, blocks) = self.partials::<P>(x.len)?;
+        let (f, name) = self.kernel::<P>("axpyz_norm")?;
+        let alpha = Self::scalar(alpha);
+        let n = x.len as i64;
+        // y is both input and output: pass its address twice (the kernel reads each element
+        // before the same thread writes it).
+        let (y_ptr, _sync) = y.words.device_ptr_mut(&self.stream);
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.arg(&x.words).arg(&y_ptr).arg(&y_ptr).arg(&mut partial);
+        // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
+        // with y == z allowed, in the dot products' launch layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.finish_reduction(&partial, blocks)
+    }
+
+    fn axpyz_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CudaVector<P>,
+        y: &CudaVector<P>,
+        z: &mut CudaVector<P>,
+    ) -> Result<P> {
+        assert!(x.len == y.len && y.len == z.len, "axpyz_norm: lengths");
+        let (mut partial, blocks) = self.partials::<P>(x.len)?;
+        let (f, name) = self.kernel::<P>("axpyz_norm")?;
+        let alpha = Self::scalar(alpha);
+        let n = x.len as i64;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.arg(&x.words)
+            .arg(&y.words)
+            .arg(&mut z.words)
+            .arg(&mut partial);
+        // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
+        // in the dot products' launch layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.finish_reduction(&partial, blocks)
+    }
+
+    fn x_update<P: Precision>(
+        &self,
+        alpha: &P,
+        p: &CudaVector<P>,
+        omega: &P,
+        s: &CudaVector<P>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert!(p.len == s.len && s.len == x.len, "x_update: lengths");
+        let (alpha, omega) = (Self::scalar(alpha), Self::scalar(omega));
+        let n = x.len as i64;
+        let (f, name) = self.kernel::<P>("x_update")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.arg(&p.words);
+        push_scalar(&mut args, &omega);
+        args.arg(&s.words).arg(&mut x.words);
+        self.launch_elementwise(args, x.len, &name)
     }
 
     fn axpy<P: Precision>(
