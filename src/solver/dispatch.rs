@@ -113,8 +113,12 @@ impl BackendChoice {
                     log::info!("using the GPU: {}", gpu.device_description());
                     Ok(ResolvedBackend::Cuda)
                 }
+                Err(Error::Backend { message, .. }) => {
+                    log::warn!("no usable GPU ({message}); solving on the CPU");
+                    Ok(ResolvedBackend::Cpu)
+                }
                 Err(e) => {
-                    log::info!("no usable GPU ({e}); solving on the CPU");
+                    log::warn!("no usable GPU ({e}); solving on the CPU");
                     Ok(ResolvedBackend::Cpu)
                 }
             },
