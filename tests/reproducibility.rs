@@ -5,7 +5,7 @@ use precsolve::backend::cpu::CpuBackend;
 use precsolve::solver::dispatch::{BackendChoice, Method, Problem, WorkingPrecision, solve};
 use precsolve::solver::{NoMonitor, Params};
 use precsolve::sparse::poisson3d;
-use precsolve::{Dd, Precision};
+use precsolve::Dd;
 use std::sync::Arc;
 
 fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
