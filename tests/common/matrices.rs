@@ -9,12 +9,17 @@ pub fn shared_matrices(test: &str) -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("SKIPPED {test}: {} not found (it exists only beside the team's checkouts)", dir.display());
+        eprintln!(
+            "SKIPPED {test}: {} not found (it exists only beside the team's checkouts)",
+            dir.display()
+        );
         None
     }
 }
 
 /// Path of one shared matrix by name (`bcsstk16` -> `.../bcsstk16.mtx`).
 pub fn shared_matrix(dir: &std::path::Path, name: &str) -> String {
-    dir.join(format!("{name}.mtx")).to_string_lossy().into_owned()
+    dir.join(format!("{name}.mtx"))
+        .to_string_lossy()
+        .into_owned()
 }
