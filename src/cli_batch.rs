@@ -184,7 +184,7 @@ impl Progress {
         };
         bar.set_style(
             ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} runs, {prefix}[{elapsed} elapsed, ~{eta} left] {wide_msg}",
+                "{bar:30} {pos}/{len} runs {prefix}[{elapsed} elapsed, ~{eta} left] {wide_msg}",
             )
             .expect("valid template"),
         );
@@ -206,7 +206,7 @@ impl StudyObserver for Progress {
         self.bar.set_length(plan.pending as u64);
         if plan.recorded > 0 {
             self.bar
-                .set_prefix(format!("{} already recorded ", plan.recorded));
+                .set_prefix(format!("(+{} recorded before) ", plan.recorded));
         }
         log::info!(
             "{} matrices x grid = {} runs: {} recorded, {} to run",

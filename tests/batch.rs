@@ -133,7 +133,7 @@ fn study_of_shared_matrices_counts_the_thesis_categories() {
     assert_eq!(names_where(&rows, "category", "both"), both);
     let timing: Vec<String> = rows
         .iter()
-        .map(|r| format!("{}: dd/f64 time {}", r["matrix"], r["ratio_solve_time"]))
+        .map(|r| format!("{}: dd/f64 time {}", r["matrix"], r["ratio_time"]))
         .collect();
     assert_eq!(
         names_where(&rows, "dd_faster", "true"),
@@ -150,7 +150,7 @@ fn study_of_shared_matrices_counts_the_thesis_categories() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     for line in [
         "solved by both f64 and dd                                 6",
-        "  of which dd is faster (solve time)                      1",
+        "  of which dd is faster                                   1",
         "solved by dd only                                         3",
         "f64 converged by its recurrence, true residual > tol      1",
         "solved by neither                                         2",
@@ -521,4 +521,80 @@ fn time_limit_is_recorded_as_an_outcome() {
     assert_eq!(recs[0]["status"], "time-limit");
     assert_eq!(recs[0]["key"]["time_limit_s"], 0.05);
     assert!(recs[0]["result"]["iterations"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn time_limits_parse_with_units() {
+    use precsolve::batch::parse_duration;
+    for (text, seconds) in [
+        ("90", 90.0),
+        ("60s", 60.0),
+        ("1.5m", 90.0),
+        ("2h", 7200.0),
+        ("500ms", 0.5),
+    ] {
+        assert_eq!(
+            parse_duration(text).unwrap().as_secs_f64(),
+            seconds,
+            "{text}"
+        );
+    }
+    for bad in ["", "s", "-1s", "0", "1d", "1e400", "soon"] {
+        assert!(parse_duration(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn stored_history_is_bounded_and_keeps_the_extremes() {
+    use precsolve::batch::{SERIES_POINTS, decimate};
+    // A jagged decreasing curve with one spike, 30,000 points as in a max-iterations run.
+    let points: Vec<(usize, f64)> = (0..30_000)
+        .map(|i| {
+            let spike = if i == 12_345 { 1e6 } else { 1.0 };
+            (
+                i,
+                spike * 10f64.powf(-(i as f64) / 3000.0) * (1.0 + (i % 7) as f64),
+            )
+        })
+        .collect();
+    let kept = decimate(&points, SERIES_POINTS);
+    assert!(kept.len() <= SERIES_POINTS + 2, "{} points", kept.len());
+    assert_eq!(kept.first().unwrap().0, 0);
+    assert_eq!(kept.last().unwrap().0, 29_999);
+    assert!(kept.iter().any(|p| p.0 == 12_345), "the spike survives");
+    assert!(
+        kept.windows(2).all(|w| w[0].0 < w[1].0),
+        "in iteration order"
+    );
+    // Four significant digits are stored.
+    assert_eq!(kept[0].1, 1.0);
+    let short = decimate(&[(0, 0.123456789), (1, f64::NAN)], SERIES_POINTS);
+    assert_eq!(short, [(0, 0.1235)], "non-finite values dropped");
+}
+
+#[test]
+fn store_cuts_a_partial_last_line_and_keeps_every_complete_one() {
+    use precsolve::batch::{RUNS_FILE, Store, read_records};
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = solver(&["batch", "poisson2d:5", "--out", "s", "-q"], tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let dir = tmp.path().join("s");
+    let path = dir.join(RUNS_FILE);
+    let complete = std::fs::read(&path).unwrap();
+    // A corrupt complete line in the middle is skipped (and kept); a partial tail is cut.
+    let mut bytes = complete.clone();
+    bytes.extend_from_slice(b"\0\0\0garbage\n");
+    let middle = bytes.len();
+    bytes.extend_from_slice(&complete[..40]);
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        read_records(&dir).unwrap().len(),
+        2,
+        "reading changes nothing"
+    );
+    assert_eq!(std::fs::read(&path).unwrap().len(), bytes.len());
+    let (_store, records) = Store::open(&dir).unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes[..middle]);
 }

@@ -132,6 +132,9 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
         }
     }
     observer.planned(&plan);
+    if !work.is_empty() {
+        warm_up(spec);
+    }
 
     let mut outcome = StudyOutcome::default();
     for (m, keys) in work {
@@ -174,6 +177,26 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
         }
     }
     Ok(outcome)
+}
+
+/// An untimed solve of a small generated problem in each precision of the grid, so that the
+/// first timed run does not pay for starting the backend (the CPU backend's thread pool starts
+/// on first use: it tripled the time per iteration of a study's first solve when measured).
+fn warm_up(spec: &StudySpec) {
+    let a = Arc::new(crate::sparse::poisson2d(16));
+    let Ok(problem) = Problem::new(a, None, None) else {
+        return;
+    };
+    for &precision in &spec.grid.precisions {
+        let _ = solve(
+            &problem,
+            spec.backend,
+            crate::solver::dispatch::Method::Cg,
+            precision,
+            &Params::default(),
+            &mut crate::solver::NoMonitor,
+        );
+    }
 }
 
 /// The grid's keys for one matrix, in the order they run: tolerance, preconditioner, method,

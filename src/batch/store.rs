@@ -106,10 +106,13 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// Setup and iterations: the thesis's "total time" (the solve, not the measurements made
-    /// for the plots), and the time the f64/dd comparison uses.
-    pub fn solve_time(&self) -> f64 {
-        self.setup_time + self.iteration_time
+    /// The time the f64/dd comparison uses: the iteration loop only, as the thesis measured
+    /// ("only the iterative portion", section 4.4). Setup is left out because the first run of
+    /// each matrix (f64) pays for first touches that the second does not, which decides the
+    /// comparison on millisecond solves; the true-residual checks made for the plots are
+    /// already outside the loop time.
+    pub fn time(&self) -> f64 {
+        self.iteration_time
     }
 
     pub fn time_per_iteration(&self) -> f64 {
