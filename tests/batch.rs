@@ -159,7 +159,7 @@ fn study_of_shared_matrices_counts_the_thesis_categories() {
     }
     let md = std::fs::read_to_string(study.join("summary.md")).unwrap();
     assert!(
-        md.contains("| solved by dd only | 3 | Pd, cage8, rdb200l |"),
+        md.contains("| solved by dd only | 3 | cage8, Pd, rdb200l |"),
         "{md}"
     );
     assert!(md.contains("like thesis Table 4.5"));

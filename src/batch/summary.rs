@@ -84,7 +84,7 @@ impl MatrixRow {
     }
 }
 
-/// Every matrix under one condition, sorted by name.
+/// Every matrix under one condition, sorted by name (ignoring case).
 #[derive(Clone, Debug)]
 pub struct ConditionSummary {
     pub condition: Condition,
@@ -153,7 +153,14 @@ impl Summary {
             .into_iter()
             .map(|(condition, rows)| {
                 let mut rows: Vec<MatrixRow> = rows.into_values().map(classify).collect();
-                rows.sort_by(|a, b| a.name.cmp(&b.name).then(a.matrix.cmp(&b.matrix)));
+                // Case-insensitive, as people look names up (Pd among the p's).
+                rows.sort_by(|a, b| {
+                    (a.name.to_lowercase(), &a.name, &a.matrix).cmp(&(
+                        b.name.to_lowercase(),
+                        &b.name,
+                        &b.matrix,
+                    ))
+                });
                 ConditionSummary { condition, rows }
             })
             .collect();

@@ -78,7 +78,7 @@ pub fn html(summary: &Summary) -> String {
             let _ = writeln!(
                 out,
                 "<figure id=\"p{ci}-{name}\"><a href=\"{file}\"><img src=\"{file}\" \
-alt=\"{name}\" loading=\"lazy\"></a><figcaption>{name}: {cat}</figcaption></figure>",
+alt=\"{name}\"></a><figcaption>{name}: {cat}</figcaption></figure>",
                 name = escape(&row.name),
                 cat = escape(&category_label(row)),
             );
