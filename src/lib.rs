@@ -1,6 +1,7 @@
 //! Sparse Krylov solvers in double and double-double precision.
 
 pub mod backend;
+pub mod batch;
 pub mod config;
 pub mod error;
 pub mod precision;

@@ -1,6 +1,8 @@
 //! `solver`: a thin command-line shell over the library. Flags override `solver.toml`, which
 //! overrides the built-in defaults; then validate, run, report.
 
+mod cli_batch;
+
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -46,6 +48,11 @@ enum Command {
     Info(InfoArgs),
     /// Time our GPU kernels against cuSPARSE and the copy bandwidth (needs a GPU).
     Bench(BenchArgs),
+    /// Solve many matrices over a grid of precisions, tolerances, preconditioners and methods;
+    /// resumable, with the thesis's summary table and convergence plots.
+    Batch(cli_batch::BatchArgs),
+    /// Re-render a batch study's summary, CSVs, plots and index.html from its records.
+    Report(cli_batch::ReportArgs),
 }
 
 #[derive(Args)]
@@ -176,6 +183,8 @@ fn run(cli: Cli, progress: &MultiProgress) -> anyhow::Result<u8> {
         Command::Solve(args) => run_solve(raw, args, progress),
         Command::Info(args) => run_info(raw, args),
         Command::Bench(args) => run_bench(args),
+        Command::Batch(args) => cli_batch::run_batch(raw, args, progress),
+        Command::Report(args) => cli_batch::run_report(args),
     }
 }
 

@@ -1,4 +1,8 @@
-//! The only module that formats results: the side-by-side text table, JSON, and history CSV.
+//! The only module that formats results: the side-by-side text table, JSON, and history CSV;
+//! batch studies' summaries in [`study`] and their plots in [`plot`].
+
+pub mod plot;
+pub mod study;
 
 use crate::error::{Error, Result};
 use crate::solver::{ResidualNorm, SolveInfo, StopReason};

@@ -1,11 +1,11 @@
 //! The same solve gives the same bits whatever the number of threads.
 
+use precsolve::Dd;
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
 use precsolve::solver::dispatch::{BackendChoice, Method, Problem, WorkingPrecision, solve};
 use precsolve::solver::{NoMonitor, Params};
 use precsolve::sparse::poisson3d;
-use precsolve::Dd;
 use std::sync::Arc;
 
 fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {

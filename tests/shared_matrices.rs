@@ -149,7 +149,10 @@ fn olm500_and_rdb200l_are_solved_by_dd_only() {
             "{name}: double {:?}",
             f64_run.stop_reason
         );
-        assert!(f64_run.true_residual > TRUE_RESIDUAL_SLACK * Params::default().tol, "{name}");
+        assert!(
+            f64_run.true_residual > TRUE_RESIDUAL_SLACK * Params::default().tol,
+            "{name}"
+        );
     }
 }
 

@@ -43,7 +43,8 @@ impl Default for Params {
 }
 
 /// Why a solve ended, named after PETSc's converged reasons. A numerical failure is an outcome.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `Deserialize` lets batch studies read their stored results back.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum StopReason {
     /// The relative recurrence residual reached the tolerance.

@@ -1,0 +1,260 @@
+//! The grid of a study (precision x tolerance x preconditioner x method), the per-run limits,
+//! and the key that identifies one run across restarts.
+
+use crate::error::{Error, Result};
+use crate::solver::ResidualNorm;
+use crate::solver::dispatch::{Method, WorkingPrecision};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Preconditioner axis of the grid. `Ilu0` is parsed already so that scripts written for it
+/// get a clear message instead of a usage error; landing ILU(0) (issue #4) means removing its
+/// arm in [`PrecondChoice::check_available`] and wiring it into dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrecondChoice {
+    None,
+    Ilu0,
+}
+
+impl PrecondChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            PrecondChoice::None => "none",
+            PrecondChoice::Ilu0 => "ilu0",
+        }
+    }
+
+    /// Refuse, before any work starts, a preconditioner the solvers do not have yet.
+    pub fn check_available(self) -> Result<()> {
+        match self {
+            PrecondChoice::None => Ok(()),
+            PrecondChoice::Ilu0 => Err(Error::InvalidInput(
+                "ilu0 is not available yet (issue #4)".into(),
+            )),
+        }
+    }
+}
+
+/// The axes of a study; every matrix is run at every combination.
+#[derive(Clone, Debug)]
+pub struct Grid {
+    pub precisions: Vec<WorkingPrecision>,
+    pub tols: Vec<f64>,
+    pub preconds: Vec<PrecondChoice>,
+    pub methods: Vec<Method>,
+}
+
+impl Grid {
+    /// Each axis non-empty, without repeats, with valid values.
+    pub fn validate(&self) -> Result<()> {
+        fn axis<T: PartialEq>(name: &str, values: &[T]) -> Result<()> {
+            if values.is_empty() {
+                return Err(Error::Config(format!("the {name} list is empty")));
+            }
+            for (i, v) in values.iter().enumerate() {
+                if values[..i].contains(v) {
+                    return Err(Error::Config(format!("the {name} list repeats a value")));
+                }
+            }
+            Ok(())
+        }
+        axis("precision", &self.precisions)?;
+        axis("tolerance", &self.tols)?;
+        axis("preconditioner", &self.preconds)?;
+        axis("method", &self.methods)?;
+        for &tol in &self.tols {
+            if !(tol > 0.0 && tol < 1.0) {
+                return Err(Error::Config(format!(
+                    "tol = {tol} must lie strictly between 0 and 1"
+                )));
+            }
+        }
+        for p in &self.preconds {
+            p.check_available()?;
+        }
+        Ok(())
+    }
+
+    /// Runs per matrix.
+    pub fn len(&self) -> usize {
+        self.precisions.len() * self.tols.len() * self.preconds.len() * self.methods.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What bounds each run and what it measures, the same for every run of a study.
+#[derive(Clone, Debug)]
+pub struct RunLimits {
+    pub max_iter: usize,
+    /// Wall time of one solve (loading the matrix excluded); the run ends as `time-limit`.
+    pub time_limit: Option<Duration>,
+    pub criterion: ResidualNorm,
+    /// True residual into the history every this many iterations; 0 picks
+    /// [`auto_true_residual_every`] per matrix.
+    pub true_residual_every: usize,
+}
+
+/// `--true-residual-every 0`: every `n / 100` iterations, clamped to 1..=10. Each check costs
+/// about one double-double SpMV and is excluded from the reported times, so the bound of 10
+/// keeps the extra wall time near 10% on large matrices, while small matrices (cheap checks,
+/// often many iterations) get a point at every iteration or nearly. Enough points for a plot
+/// either way; the stored history is decimated (see `store`).
+pub fn auto_true_residual_every(rows: usize) -> usize {
+    (rows / 100).clamp(1, 10)
+}
+
+/// Identity of one run: a study skips a run whose key is already recorded. Floats are compared
+/// through [`RunKey::id`], whose `{:e}` form round-trips every `f64` exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunKey {
+    /// Canonical absolute path of a file, or a normalised generator spec (`poisson2d:32`).
+    pub matrix: String,
+    pub precision: WorkingPrecision,
+    pub tol: f64,
+    pub precond: PrecondChoice,
+    /// As requested (`auto` stays `auto`; the result records what it resolved to).
+    pub method: Method,
+    pub max_iter: usize,
+    pub time_limit_s: Option<f64>,
+    pub criterion: ResidualNorm,
+}
+
+impl RunKey {
+    pub fn id(&self) -> String {
+        format!("{}|{}", self.condition().id(), self.matrix_precision())
+    }
+
+    fn matrix_precision(&self) -> String {
+        format!("{}|{}", self.matrix, precision_name(self.precision))
+    }
+
+    /// Everything but the matrix and the precision: the runs compared in one summary table.
+    pub fn condition(&self) -> Condition {
+        Condition {
+            tol: self.tol,
+            precond: self.precond,
+            method: self.method,
+            max_iter: self.max_iter,
+            time_limit_s: self.time_limit_s,
+            criterion: self.criterion,
+        }
+    }
+}
+
+/// The settings one summary table holds fixed while f64 and dd are compared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Condition {
+    pub tol: f64,
+    pub precond: PrecondChoice,
+    pub method: Method,
+    pub max_iter: usize,
+    pub time_limit_s: Option<f64>,
+    pub criterion: ResidualNorm,
+}
+
+impl Condition {
+    pub fn id(&self) -> String {
+        format!(
+            "{:e}|{}|{}|{}|{}|{}",
+            self.tol,
+            self.precond.name(),
+            method_name(self.method),
+            self.max_iter,
+            self.time_limit_s
+                .map_or("none".into(), |t| format!("{t:e}")),
+            criterion_name(self.criterion),
+        )
+    }
+
+    /// Human heading: `tol 1e-8, precond none, method auto, max 30000 iterations`.
+    pub fn label(&self) -> String {
+        let mut s = format!(
+            "tol {:e}, precond {}, method {}, max {} iterations",
+            self.tol,
+            self.precond.name(),
+            method_name(self.method),
+            self.max_iter
+        );
+        if let Some(t) = self.time_limit_s {
+            s.push_str(&format!(", time limit {t} s"));
+        }
+        if self.criterion != ResidualNorm::Initial {
+            s.push_str(", stop on ||r||/||b||");
+        }
+        s
+    }
+
+    /// File-name fragment, unique per condition: `tol1e-8_none_auto_30000it` (then `_60s` for a
+    /// time limit, `_rhs` for the other criterion).
+    pub fn slug(&self) -> String {
+        let mut s = format!(
+            "tol{:e}_{}_{}_{}it",
+            self.tol,
+            self.precond.name(),
+            method_name(self.method),
+            self.max_iter
+        );
+        if let Some(t) = self.time_limit_s {
+            s.push_str(&format!("_{t}s"));
+        }
+        if self.criterion != ResidualNorm::Initial {
+            s.push_str("_rhs");
+        }
+        s
+    }
+}
+
+pub fn precision_name(p: WorkingPrecision) -> &'static str {
+    match p {
+        WorkingPrecision::F64 => "f64",
+        WorkingPrecision::Dd => "dd",
+    }
+}
+
+pub fn method_name(m: Method) -> &'static str {
+    match m {
+        Method::Auto => "auto",
+        Method::Cg => "cg",
+        Method::Bicgstab => "bicgstab",
+    }
+}
+
+fn criterion_name(c: ResidualNorm) -> &'static str {
+    match c {
+        ResidualNorm::Initial => "initial",
+        ResidualNorm::Rhs => "rhs",
+    }
+}
+
+/// `--time-limit`: `90`, `90s`, `1.5m`, `2h`, `500ms` (plain numbers are seconds).
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(Error::Config(format!(
+                "time '{text}': unknown unit '{other}' (use s, m, h or ms)"
+            )));
+        }
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| Error::Config(format!("time '{text}' is not a number with a unit")))?;
+    match Duration::try_from_secs_f64(value * scale) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(Error::Config(format!(
+            "time '{text}' must be positive and below 10^19 seconds"
+        ))),
+    }
+}

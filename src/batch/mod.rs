@@ -1,0 +1,390 @@
+//! Batch studies (thesis section 4.4 as a tool): every matrix of a set solved at every point of a
+//! grid (precision x tolerance x preconditioner x method), each finished run appended to
+//! `runs.jsonl` before the next starts, so a study can be interrupted at any moment and
+//! resumed with the same arguments (runs already recorded are skipped; a changed grid adds only
+//! its new runs). [`render_study`] turns the records into `summary.md`, `summary.csv`,
+//! `runs.csv`, per-matrix SVG plots and `index.html`, through `report::study` and
+//! `report::plot`.
+//!
+//! The library never prints: progress and cancellation go through [`StudyObserver`].
+
+mod grid;
+mod inputs;
+mod store;
+mod summary;
+
+pub use grid::{
+    Condition, Grid, PrecondChoice, RunKey, RunLimits, auto_true_residual_every, method_name,
+    parse_duration, precision_name,
+};
+pub use inputs::{MatrixInput, expand_inputs, matrix_name};
+pub use store::{
+    CompactHistory, FORMAT_VERSION, MatrixShape, RUNS_FILE, RunRecord, RunResult, RunStatus,
+    SERIES_POINTS, Store, decimate, latest_by_key, read_records,
+};
+pub use summary::{Category, ConditionSummary, MatrixRow, Ratios, Summary};
+
+use crate::error::{Error, Result};
+use crate::solver::dispatch::{BackendChoice, Problem, solve};
+use crate::solver::{Monitor, Params};
+use crate::sparse::CsrMatrix;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Everything a study needs; [`StudySpec::validate`] runs before any work.
+#[derive(Clone, Debug)]
+pub struct StudySpec {
+    /// Directories, globs, matrix files, generated matrices (`poisson2d:N`) or list files.
+    pub inputs: Vec<String>,
+    pub grid: Grid,
+    pub limits: RunLimits,
+    pub backend: BackendChoice,
+    /// The study directory (created if needed).
+    pub out: PathBuf,
+}
+
+impl StudySpec {
+    pub fn validate(&self) -> Result<()> {
+        self.grid.validate()?;
+        if self.limits.max_iter == 0 {
+            return Err(Error::Config("max_iter must be at least 1".into()));
+        }
+        if self.inputs.is_empty() {
+            return Err(Error::InvalidInput(
+                "a study needs at least one input".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a study has to do, known before the first run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub matrices: usize,
+    /// Matrices x grid.
+    pub runs: usize,
+    /// Already recorded with an outcome: skipped.
+    pub recorded: usize,
+    /// To run now (includes earlier load or solve errors, which are retried).
+    pub pending: usize,
+}
+
+/// Progress and cancellation. Every method has a do-nothing default.
+pub trait StudyObserver {
+    fn planned(&mut self, _plan: &Plan) {}
+    /// A run is about to start (or a load is: `key` is its first pending run).
+    fn run_started(&mut self, _name: &str, _key: &RunKey) {}
+    /// Once per solver iteration; `false` cancels the run (it is not recorded) and the study.
+    fn iteration(&mut self, _iteration: usize, _relative_residual: f64) -> bool {
+        true
+    }
+    /// A run ended; `recorded` is false for a repeated error that was already on file.
+    fn run_finished(&mut self, _record: &RunRecord, _recorded: bool) {}
+    /// Checked between runs: true stops the study before the next one.
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}
+
+/// The observer that watches nothing.
+pub struct Silent;
+impl StudyObserver for Silent {}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StudyOutcome {
+    pub executed: usize,
+    /// Runs that ended in a load or solve error this time.
+    pub errors: usize,
+    /// Stopped by the observer before every pending run was done.
+    pub interrupted: bool,
+}
+
+/// Run every pending run of the study, appending each result as it finishes.
+pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<StudyOutcome> {
+    spec.validate()?;
+    let matrices = expand_inputs(&spec.inputs)?;
+    let (mut store, records) = Store::open(&spec.out)?;
+    let latest: HashMap<String, RunStatus> = latest_by_key(records)
+        .into_iter()
+        .map(|r| (r.key.id(), r.status))
+        .collect();
+
+    let mut work: Vec<(&MatrixInput, Vec<RunKey>)> = Vec::new();
+    let mut plan = Plan {
+        matrices: matrices.len(),
+        runs: 0,
+        recorded: 0,
+        pending: 0,
+    };
+    for m in &matrices {
+        let keys = run_keys(m, &spec.grid, &spec.limits);
+        plan.runs += keys.len();
+        let pending: Vec<RunKey> = keys
+            .into_iter()
+            .filter(|k| latest.get(&k.id()).is_none_or(|s| s.is_retried()))
+            .collect();
+        plan.recorded += spec.grid.len() - pending.len();
+        plan.pending += pending.len();
+        if !pending.is_empty() {
+            work.push((m, pending));
+        }
+    }
+    observer.planned(&plan);
+    if !work.is_empty() {
+        warm_up(spec);
+    }
+
+    let mut outcome = StudyOutcome::default();
+    for (m, keys) in work {
+        if observer.stop_requested() {
+            outcome.interrupted = true;
+            return Ok(outcome);
+        }
+        observer.run_started(&m.name, &keys[0]);
+        let problem = crate::load_matrix(&m.key)
+            .and_then(|a| Problem::new(Arc::new(a), None, None))
+            .map_err(|e| e.to_string());
+        for key in keys {
+            if observer.stop_requested() {
+                outcome.interrupted = true;
+                return Ok(outcome);
+            }
+            let record = match &problem {
+                Err(message) => error_record(m, key, None, RunStatus::LoadError, message),
+                Ok(problem) => {
+                    observer.run_started(&m.name, &key);
+                    match run_one(m, key, problem, spec, observer)? {
+                        Some(r) => r,
+                        None => {
+                            outcome.interrupted = true;
+                            return Ok(outcome);
+                        }
+                    }
+                }
+            };
+            outcome.executed += 1;
+            let repeated_error = record.status.is_retried()
+                && latest.get(&record.key.id()).is_some_and(|s| s.is_retried());
+            if record.status.is_retried() {
+                outcome.errors += 1;
+            }
+            if !repeated_error {
+                store.append(&record)?;
+            }
+            observer.run_finished(&record, !repeated_error);
+        }
+    }
+    Ok(outcome)
+}
+
+/// An untimed solve of a small generated problem in each precision of the grid, so that the
+/// first timed run does not pay for starting the backend (the CPU backend's thread pool starts
+/// on first use: it tripled the time per iteration of a study's first solve when measured).
+fn warm_up(spec: &StudySpec) {
+    let a = Arc::new(crate::sparse::poisson2d(16));
+    let Ok(problem) = Problem::new(a, None, None) else {
+        return;
+    };
+    for &precision in &spec.grid.precisions {
+        let _ = solve(
+            &problem,
+            spec.backend,
+            crate::solver::dispatch::Method::Cg,
+            precision,
+            &Params::default(),
+            &mut crate::solver::NoMonitor,
+        );
+    }
+}
+
+/// The grid's keys for one matrix, in the order they run: tolerance, preconditioner, method,
+/// then precision (so f64 and dd of one comparison run back to back).
+fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
+    let mut keys = Vec::with_capacity(grid.len());
+    for &tol in &grid.tols {
+        for &precond in &grid.preconds {
+            for &method in &grid.methods {
+                for &precision in &grid.precisions {
+                    keys.push(RunKey {
+                        matrix: m.key.clone(),
+                        precision,
+                        tol,
+                        precond,
+                        method,
+                        max_iter: limits.max_iter,
+                        time_limit_s: limits.time_limit.map(|d| d.as_secs_f64()),
+                        criterion: limits.criterion,
+                    });
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// Forwards the solver's iterations to the observer.
+struct Relay<'a>(&'a mut dyn StudyObserver);
+
+impl Monitor for Relay<'_> {
+    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
+        self.0.iteration(iteration, relative_residual)
+    }
+}
+
+/// One solve; `None` when the observer cancelled it.
+fn run_one(
+    m: &MatrixInput,
+    key: RunKey,
+    problem: &Problem,
+    spec: &StudySpec,
+    observer: &mut dyn StudyObserver,
+) -> Result<Option<RunRecord>> {
+    let a: &CsrMatrix = &problem.a;
+    let every = match spec.limits.true_residual_every {
+        0 => auto_true_residual_every(a.nrows()),
+        k => k,
+    };
+    // Fields Params gains later keep their defaults.
+    #[allow(clippy::needless_update)]
+    let params = Params {
+        tol: key.tol,
+        max_iter: key.max_iter,
+        criterion: key.criterion,
+        true_residual_every: every,
+        record_history: true,
+        time_limit: spec.limits.time_limit,
+        ..Params::default()
+    };
+    let shape = MatrixShape {
+        rows: a.nrows(),
+        nnz: a.nnz(),
+        symmetry: a.symmetry().to_string(),
+    };
+    let solution = match solve(
+        problem,
+        spec.backend,
+        key.method,
+        key.precision,
+        &params,
+        &mut Relay(observer),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Some(error_record(
+                m,
+                key,
+                Some(shape),
+                RunStatus::SolveError,
+                &e.to_string(),
+            )));
+        }
+    };
+    let info = solution.info;
+    let Some(status) = RunStatus::from_stop(&info.stop_reason) else {
+        return Ok(None);
+    };
+    let history = CompactHistory::new(&info.history, info.iterations, info.true_residual);
+    let solved = info.stop_reason.converged() && info.true_residual <= key.tol;
+    let result = RunResult {
+        method: info.method.to_string(),
+        backend: info.backend.to_string(),
+        iterations: info.iterations,
+        stop_reason: info.stop_reason,
+        recurrence_residual: info.recurrence_residual,
+        true_residual: info.true_residual,
+        setup_time: info.times.setup,
+        iteration_time: info.times.iterations,
+        true_residual_time: info.times.true_residual,
+        total_time: info.times.total,
+        time_to_target: info.time_to_target,
+        true_residual_every: every,
+    };
+    Ok(Some(RunRecord {
+        v: FORMAT_VERSION,
+        key,
+        name: m.name.clone(),
+        status,
+        solved,
+        matrix: Some(shape),
+        result: Some(result),
+        error: None,
+        history: Some(history),
+        finished_at: now(),
+        solver_version: env!("CARGO_PKG_VERSION").to_string(),
+    }))
+}
+
+fn error_record(
+    m: &MatrixInput,
+    key: RunKey,
+    shape: Option<MatrixShape>,
+    status: RunStatus,
+    message: &str,
+) -> RunRecord {
+    RunRecord {
+        v: FORMAT_VERSION,
+        key,
+        name: m.name.clone(),
+        status,
+        solved: false,
+        matrix: shape,
+        result: None,
+        error: Some(message.to_string()),
+        history: None,
+        finished_at: now(),
+        solver_version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Files `render_study` writes inside the study directory.
+pub const SUMMARY_MD: &str = "summary.md";
+pub const SUMMARY_CSV: &str = "summary.csv";
+pub const RUNS_CSV: &str = "runs.csv";
+pub const INDEX_HTML: &str = "index.html";
+pub const PLOTS_DIR: &str = "plots";
+
+/// Read a study's records and (re)write its summary, CSVs, plots and `index.html`. Each file
+/// is written whole under a temporary name and renamed, so an interrupted render leaves the
+/// previous version, never half a file.
+pub fn render_study(dir: &Path) -> Result<Summary> {
+    use crate::report::{plot, study};
+    let summary = Summary::new(latest_by_key(read_records(dir)?));
+    let plots = dir.join(PLOTS_DIR);
+    std::fs::create_dir_all(&plots).map_err(|source| Error::Io {
+        path: plots.clone(),
+        source,
+    })?;
+    for cs in &summary.conditions {
+        for row in &cs.rows {
+            let Some(svg) = plot::convergence_svg(cs, row) else {
+                continue;
+            };
+            write_atomic(&dir.join(study::plot_file(cs, row)), svg.as_bytes())?;
+        }
+    }
+    write_atomic(&dir.join(SUMMARY_MD), study::markdown(&summary).as_bytes())?;
+    write_atomic(&dir.join(SUMMARY_CSV), &study::summary_csv(&summary)?)?;
+    write_atomic(&dir.join(RUNS_CSV), &study::runs_csv(&summary)?)?;
+    write_atomic(&dir.join(INDEX_HTML), study::html(&summary).as_bytes())?;
+    Ok(summary)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

@@ -1,0 +1,253 @@
+//! The thesis's categories (section 4.4, Tables 4.2-4.5) computed from a study's records: for
+//! each condition (tolerance, preconditioner, method, limits), every matrix's f64 and dd runs
+//! side by side and the outcome they fall in. Data only: `report::study` formats it.
+
+use super::grid::Condition;
+use super::store::RunRecord;
+use crate::solver::dispatch::WorkingPrecision;
+use std::collections::HashMap;
+
+/// Where a matrix lands under one condition. The first five are a partition; "dd faster" and
+/// "f64 missed the true residual" are flags on top (as the thesis counts them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    SolvedByBoth,
+    DdOnly,
+    F64Only,
+    Neither,
+    /// A run failed to load or solve (an error, not an outcome).
+    Error,
+    /// A precision has no record under this condition (not in the grid, or not run yet).
+    Incomplete,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::SolvedByBoth,
+        Category::DdOnly,
+        Category::F64Only,
+        Category::Neither,
+        Category::Error,
+        Category::Incomplete,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::SolvedByBoth => "both",
+            Category::DdOnly => "dd-only",
+            Category::F64Only => "f64-only",
+            Category::Neither => "neither",
+            Category::Error => "error",
+            Category::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// Ratios dd/f64 as in thesis Table 4.3(d); times are iteration-loop times (`RunResult::time`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ratios {
+    pub iterations: f64,
+    pub time_per_iteration: f64,
+    pub time: f64,
+}
+
+/// One matrix under one condition.
+#[derive(Clone, Debug)]
+pub struct MatrixRow {
+    /// Unique within the study: the file name, or `parent/name` where two files share a name.
+    pub name: String,
+    pub matrix: String,
+    pub f64: Option<RunRecord>,
+    pub dd: Option<RunRecord>,
+    pub category: Category,
+    /// Solved by both and dd's iterations took less time.
+    pub dd_faster: bool,
+    /// f64's recurrence residual met tol (it stopped as converged) but its true residual did not.
+    pub f64_missed_true_residual: bool,
+    pub ratios: Option<Ratios>,
+}
+
+impl MatrixRow {
+    pub fn run(&self, p: WorkingPrecision) -> Option<&RunRecord> {
+        match p {
+            WorkingPrecision::F64 => self.f64.as_ref(),
+            WorkingPrecision::Dd => self.dd.as_ref(),
+        }
+    }
+
+    /// Rows, nonzeros and symmetry from whichever run loaded the matrix.
+    pub fn shape(&self) -> Option<&super::store::MatrixShape> {
+        self.f64
+            .iter()
+            .chain(self.dd.iter())
+            .find_map(|r| r.matrix.as_ref())
+    }
+}
+
+/// Every matrix under one condition, sorted by name (ignoring case).
+#[derive(Clone, Debug)]
+pub struct ConditionSummary {
+    pub condition: Condition,
+    pub rows: Vec<MatrixRow>,
+}
+
+impl ConditionSummary {
+    pub fn in_category(&self, c: Category) -> impl Iterator<Item = &MatrixRow> {
+        self.rows.iter().filter(move |r| r.category == c)
+    }
+
+    pub fn dd_faster(&self) -> impl Iterator<Item = &MatrixRow> {
+        self.rows.iter().filter(|r| r.dd_faster)
+    }
+
+    pub fn f64_missed_true_residual(&self) -> impl Iterator<Item = &MatrixRow> {
+        self.rows.iter().filter(|r| r.f64_missed_true_residual)
+    }
+
+    pub fn count(&self, c: Category) -> usize {
+        self.in_category(c).count()
+    }
+}
+
+/// A whole study: one summary per condition, tolerances from loose to tight.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub conditions: Vec<ConditionSummary>,
+    /// Every run's latest record, in recording order (for the per-run CSV).
+    pub runs: Vec<RunRecord>,
+}
+
+impl Summary {
+    /// `records` must already hold one record per key (see `store::latest_by_key`).
+    pub fn new(records: Vec<RunRecord>) -> Summary {
+        let names = unique_names(&records);
+        let mut conditions: Vec<(Condition, HashMap<String, MatrixRow>)> = Vec::new();
+        for r in &records {
+            let cond = r.key.condition();
+            let slot = match conditions.iter().position(|(c, _)| c.id() == cond.id()) {
+                Some(i) => i,
+                None => {
+                    conditions.push((cond, HashMap::new()));
+                    conditions.len() - 1
+                }
+            };
+            let row = conditions[slot]
+                .1
+                .entry(r.key.matrix.clone())
+                .or_insert_with(|| MatrixRow {
+                    name: names[&r.key.matrix].clone(),
+                    matrix: r.key.matrix.clone(),
+                    f64: None,
+                    dd: None,
+                    category: Category::Incomplete,
+                    dd_faster: false,
+                    f64_missed_true_residual: false,
+                    ratios: None,
+                });
+            match r.key.precision {
+                WorkingPrecision::F64 => row.f64 = Some(r.clone()),
+                WorkingPrecision::Dd => row.dd = Some(r.clone()),
+            }
+        }
+        let mut conditions: Vec<ConditionSummary> = conditions
+            .into_iter()
+            .map(|(condition, rows)| {
+                let mut rows: Vec<MatrixRow> = rows.into_values().map(classify).collect();
+                // Case-insensitive, as people look names up (Pd among the p's).
+                rows.sort_by(|a, b| {
+                    (a.name.to_lowercase(), &a.name, &a.matrix).cmp(&(
+                        b.name.to_lowercase(),
+                        &b.name,
+                        &b.matrix,
+                    ))
+                });
+                ConditionSummary { condition, rows }
+            })
+            .collect();
+        conditions.sort_by(|a, b| {
+            b.condition
+                .tol
+                .total_cmp(&a.condition.tol)
+                .then_with(|| a.condition.id().cmp(&b.condition.id()))
+        });
+        Summary {
+            conditions,
+            runs: records,
+        }
+    }
+}
+
+fn classify(mut row: MatrixRow) -> MatrixRow {
+    let tol = row
+        .f64
+        .as_ref()
+        .or(row.dd.as_ref())
+        .map_or(0.0, |r| r.key.tol);
+    if let Some(f) = row.f64.as_ref().and_then(|r| r.result.as_ref()) {
+        // A NaN true residual misses too.
+        let met = f.true_residual <= tol;
+        row.f64_missed_true_residual = f.stop_reason.converged() && !met;
+    }
+    let is_error = |r: &Option<RunRecord>| r.as_ref().is_some_and(|r| r.status.is_retried());
+    row.category = match (&row.f64, &row.dd) {
+        _ if is_error(&row.f64) || is_error(&row.dd) => Category::Error,
+        (Some(f), Some(d)) => match (f.solved, d.solved) {
+            (true, true) => Category::SolvedByBoth,
+            (false, true) => Category::DdOnly,
+            (true, false) => Category::F64Only,
+            (false, false) => Category::Neither,
+        },
+        _ => Category::Incomplete,
+    };
+    if let (Some(f), Some(d)) = (
+        row.f64.as_ref().and_then(|r| r.result.as_ref()),
+        row.dd.as_ref().and_then(|r| r.result.as_ref()),
+    ) {
+        row.ratios = Some(Ratios {
+            iterations: ratio(d.iterations as f64, f.iterations as f64),
+            time_per_iteration: ratio(d.time_per_iteration(), f.time_per_iteration()),
+            time: ratio(d.time(), f.time()),
+        });
+        row.dd_faster = row.category == Category::SolvedByBoth && d.time() < f.time();
+    }
+    row
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { f64::NAN } else { a / b }
+}
+
+/// Display names, unique per matrix key: `parent/name` where two files share a name.
+fn unique_names(records: &[RunRecord]) -> HashMap<String, String> {
+    let mut matrices_named: HashMap<&str, Vec<&str>> = HashMap::new();
+    for r in records {
+        let keys = matrices_named.entry(r.name.as_str()).or_default();
+        if !keys.contains(&r.key.matrix.as_str()) {
+            keys.push(&r.key.matrix);
+        }
+    }
+    let mut out = HashMap::new();
+    for (name, keys) in &matrices_named {
+        for key in keys {
+            let display = if keys.len() > 1 {
+                qualified(key, name)
+            } else {
+                name.to_string()
+            };
+            out.insert(key.to_string(), display);
+        }
+    }
+    out
+}
+
+/// `.../dir/name.mtx` -> `dir/name`.
+fn qualified(matrix: &str, name: &str) -> String {
+    let parent = std::path::Path::new(matrix)
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|p| p.to_string_lossy().into_owned());
+    match parent {
+        Some(p) => format!("{p}/{name}"),
+        None => matrix.to_string(),
+    }
+}

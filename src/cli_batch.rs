@@ -1,0 +1,250 @@
+//! The `batch` and `report` subcommands of the `solver` binary (declared in `main.rs`; not part
+//! of the library): flags and `solver.toml` -> `batch::StudySpec`, a progress bar, Ctrl-C.
+
+use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use precsolve::batch::{
+    self, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord, StudyObserver, StudySpec,
+    precision_name,
+};
+use precsolve::config::RawConfig;
+use precsolve::report::study;
+use precsolve::solver::ResidualNorm;
+use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Exit code of a study stopped by Ctrl-C (128 + SIGINT, the shell's convention).
+const EXIT_INTERRUPTED: u8 = 130;
+
+#[derive(Args)]
+pub struct BatchArgs {
+    /// Directories (searched recursively for .mtx and .mtx.gz), globs, matrix files, generated
+    /// matrices (poisson2d:N, poisson3d:N), or list files (one of those per line).
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<String>,
+    /// Study directory: runs.jsonl (the records), summary.md, summary.csv, runs.csv, plots/,
+    /// index.html. A study already there is resumed: recorded runs are skipped.
+    #[arg(long, default_value = "study")]
+    out: PathBuf,
+    /// Working precisions, comma separated (default: solver.toml's precision; both = f64,dd).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    precision: Vec<WorkingPrecision>,
+    /// Tolerances on the stopping test, comma separated (default: solver.toml's tol).
+    #[arg(long, value_delimiter = ',')]
+    tol: Vec<f64>,
+    /// Preconditioners, comma separated: none (ilu0 is issue #4).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "none")]
+    precond: Vec<PrecondChoice>,
+    /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    method: Vec<Method>,
+    #[arg(long)]
+    max_iter: Option<usize>,
+    /// Wall-time limit of each solve: 90, 90s, 1.5m, 2h, 500ms (the run is recorded as
+    /// time-limit).
+    #[arg(long, value_parser = parse_time)]
+    time_limit: Option<Duration>,
+    #[arg(long, value_enum)]
+    criterion: Option<ResidualNorm>,
+    /// True residual into the plotted history every N iterations; 0 = auto (n/100 clamped to
+    /// 1..10, about 10% extra wall time at most, excluded from the reported times).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    true_residual_every: usize,
+    #[arg(long, value_enum)]
+    backend: Option<BackendChoice>,
+    /// CPU threads (0: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// No progress bar (the summary is still printed).
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Study directory written by `solver batch`.
+    #[arg(default_value = "study")]
+    dir: PathBuf,
+    /// Write the files without printing the summary.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn parse_time(text: &str) -> Result<Duration, String> {
+    batch::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// Flags override `solver.toml`, which overrides the built-in defaults.
+fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
+    let config = raw.validate()?;
+    let or = |flag: &[_], default| {
+        if flag.is_empty() {
+            vec![default]
+        } else {
+            flag.to_vec()
+        }
+    };
+    let precisions = if args.precision.is_empty() {
+        config.precision.precisions()
+    } else {
+        args.precision.clone()
+    };
+    let tols = if args.tol.is_empty() {
+        vec![config.params.tol]
+    } else {
+        args.tol.clone()
+    };
+    Ok(StudySpec {
+        inputs: args.inputs.clone(),
+        grid: Grid {
+            precisions,
+            tols,
+            preconds: args.precond.clone(),
+            methods: or(&args.method, config.method),
+        },
+        limits: RunLimits {
+            max_iter: args.max_iter.unwrap_or(config.params.max_iter),
+            time_limit: args.time_limit,
+            criterion: args.criterion.unwrap_or(config.params.criterion),
+            true_residual_every: args.true_residual_every,
+        },
+        backend: args.backend.unwrap_or(config.backend),
+        out: args.out.clone(),
+    })
+}
+
+pub fn run_batch(raw: RawConfig, args: BatchArgs, progress: &MultiProgress) -> anyhow::Result<u8> {
+    let threads = args.threads.unwrap_or(raw.solve.threads);
+    let spec = spec(raw, &args)?;
+    // Everything the user can get wrong is refused here, before a directory is created.
+    spec.validate()?;
+    if threads > 0 {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global()?;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = stop.clone();
+    // First Ctrl-C: stop after cancelling the run in progress (it is not recorded) and render
+    // the summary. Second: leave at once; every finished run is on disk already.
+    if let Err(e) = ctrlc::set_handler(move || {
+        if handler_stop.swap(true, Ordering::SeqCst) {
+            std::process::exit(EXIT_INTERRUPTED.into());
+        }
+    }) {
+        log::warn!("Ctrl-C will stop without a summary: {e}");
+    }
+    let mut observer = Progress::new(progress, args.quiet, stop);
+    let outcome = batch::run_study(&spec, &mut observer)?;
+    observer.finish();
+    let summary = batch::render_study(&spec.out)?;
+    print!("{}", study::text(&summary));
+    println!(
+        "{} runs this time ({} errors); study in {}",
+        outcome.executed,
+        outcome.errors,
+        spec.out.join(batch::INDEX_HTML).display()
+    );
+    if outcome.interrupted {
+        eprintln!("interrupted: run the same command again to resume");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    Ok(0)
+}
+
+pub fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
+    let summary = batch::render_study(&args.dir)?;
+    if !args.quiet {
+        print!("{}", study::text(&summary));
+        println!("rendered {}", args.dir.join(batch::INDEX_HTML).display());
+    }
+    Ok(0)
+}
+
+/// The study's bar: runs done and left, time left (from the mean time of this session's runs),
+/// and the current matrix with its latest iteration.
+struct Progress {
+    bar: ProgressBar,
+    stop: Arc<AtomicBool>,
+    current: String,
+    last_draw: Instant,
+}
+
+impl Progress {
+    const REDRAW_EVERY: Duration = Duration::from_millis(200);
+
+    fn new(progress: &MultiProgress, quiet: bool, stop: Arc<AtomicBool>) -> Self {
+        let bar = if quiet {
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+        } else {
+            progress.add(ProgressBar::new(0))
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs {prefix}[{elapsed} elapsed, ~{eta} left] {wide_msg}",
+            )
+            .expect("valid template"),
+        );
+        Progress {
+            bar,
+            stop,
+            current: String::new(),
+            last_draw: Instant::now(),
+        }
+    }
+
+    fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl StudyObserver for Progress {
+    fn planned(&mut self, plan: &Plan) {
+        self.bar.set_length(plan.pending as u64);
+        if plan.recorded > 0 {
+            self.bar
+                .set_prefix(format!("(+{} recorded before) ", plan.recorded));
+        }
+        log::info!(
+            "{} matrices x grid = {} runs: {} recorded, {} to run",
+            plan.matrices,
+            plan.runs,
+            plan.recorded,
+            plan.pending
+        );
+    }
+
+    fn run_started(&mut self, name: &str, key: &RunKey) {
+        self.current = format!("{name} {} tol {:e}", precision_name(key.precision), key.tol);
+        self.bar.set_message(self.current.clone());
+    }
+
+    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
+        if self.last_draw.elapsed() >= Self::REDRAW_EVERY {
+            self.last_draw = Instant::now();
+            self.bar.set_message(format!(
+                "{}: iteration {iteration}, residual {relative_residual:.2e}",
+                self.current
+            ));
+        }
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    fn run_finished(&mut self, record: &RunRecord, _recorded: bool) {
+        log::info!(
+            "{} {} tol {:e}: {}",
+            record.name,
+            precision_name(record.key.precision),
+            record.key.tol,
+            record.status.name()
+        );
+        self.bar.inc(1);
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,621 @@
+//! Batch studies end to end through the `solver` binary: the thesis's categories on shared
+//! matrices, exactly-once records across a SIGKILL and a resume, failures recorded without
+//! stopping the study, a grown grid adding only its new runs, and `solver report`.
+
+mod common;
+
+use common::matrices::{shared_matrices, shared_matrix};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const EXIT_OK: i32 = 0;
+const EXIT_BAD_INPUT: i32 = 4;
+
+/// The shared-matrix study compares wall times (the "dd faster" category); the kill test runs a
+/// second solver process. Run one test of this file at a time so they do not skew each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn solver(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_solver"))
+        .args(args)
+        .current_dir(dir) // no solver.toml there: built-in defaults
+        .output()
+        .expect("runs the solver binary")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Every complete line of `runs.jsonl`, parsed.
+fn records(study: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(study.join("runs.jsonl")).unwrap();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "runs.jsonl ends mid-line"
+    );
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("every line is a JSON record"))
+        .collect()
+}
+
+/// `matrix|precision|tol` of a record: unique per run in these studies.
+fn run_id(r: &serde_json::Value) -> String {
+    let k = &r["key"];
+    format!("{}|{}|{}", k["matrix"], k["precision"], k["tol"])
+}
+
+fn summary_rows(study: &Path) -> Vec<HashMap<String, String>> {
+    let mut reader = csv::Reader::from_path(study.join("summary.csv")).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            header
+                .iter()
+                .cloned()
+                .zip(r.unwrap().iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn names_where(rows: &[HashMap<String, String>], column: &str, value: &str) -> Vec<String> {
+    let mut names: Vec<String> = rows
+        .iter()
+        .filter(|r| r[column] == value)
+        .map(|r| r["matrix"].clone())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Measured at tol 1e-8 (`scripts/survey_shared.sh`, and this study): each matrix's category.
+/// In the "both" matrices dd needs at least 0.8 of double's iterations at more than twice the
+/// cost of one on the CPU, so dd cannot win on time, however loaded the machine.
+const BOTH: &[&str] = &["Pd", "nos3", "nos5", "odepa400", "sherman1"];
+/// Double reaches 30,000 BiCGStab iterations on fs_183_4 (dd: 553) and breaks down on rdb200l
+/// after 45 (dd converges in 29).
+const DD_ONLY: &[&str] = &["fs_183_4", "rdb200l"];
+/// BiCGStab breaks down in both precisions (str_200); CG meets <p, Ap> <= 0 at once (bfwb398).
+const NEITHER: &[&str] = &["bfwb398", "str_200"];
+
+#[test]
+fn study_of_shared_matrices_counts_the_thesis_categories() {
+    let Some(dir) = shared_matrices("study_of_shared_matrices_counts_the_thesis_categories") else {
+        return;
+    };
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let names: Vec<&str> = BOTH.iter().chain(DD_ONLY).chain(NEITHER).copied().collect();
+    let paths: Vec<String> = names.iter().map(|n| shared_matrix(&dir, n)).collect();
+    let mut args = vec!["batch"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend([
+        "--precision",
+        "f64,dd",
+        "--tol",
+        "1e-8",
+        "--out",
+        "study",
+        "-q",
+    ]);
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let study = tmp.path().join("study");
+    assert_eq!(records(&study).len(), 2 * names.len());
+
+    let rows = summary_rows(&study);
+    assert_eq!(rows.len(), names.len());
+    let mut both: Vec<String> = BOTH.iter().map(|s| s.to_string()).collect();
+    both.sort();
+    assert_eq!(names_where(&rows, "category", "both"), both);
+    let timing: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{}: dd/f64 time {}", r["matrix"], r["ratio_time"]))
+        .collect();
+    assert!(
+        names_where(&rows, "dd_faster", "true").is_empty(),
+        "{timing:?}"
+    );
+    assert_eq!(names_where(&rows, "category", "dd-only"), DD_ONLY);
+    assert!(names_where(&rows, "f64_missed_true_residual", "true").is_empty());
+    assert_eq!(names_where(&rows, "category", "neither"), NEITHER);
+
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "solved by both f64 and dd                                 5",
+        "  of which dd is faster                                   0",
+        "solved by dd only                                         2",
+        "f64 converged by its recurrence, true residual > tol      0",
+        "solved by neither                                         2",
+    ] {
+        assert!(stdout.contains(line), "summary lacks `{line}`:\n{stdout}");
+    }
+    let md = std::fs::read_to_string(study.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| solved by dd only | 2 | fs_183_4, rdb200l |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(study.join("index.html")).unwrap();
+    for name in &names {
+        let plot = format!("plots/{name}__tol1e-8_none_auto_30000it.svg");
+        assert!(html.contains(&plot), "index.html does not show {plot}");
+        let svg = std::fs::read_to_string(study.join(&plot)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("dd true residual"));
+    }
+}
+
+#[test]
+fn bundled_sample_study_shows_double_missing_its_true_residual() {
+    // The thesis's Table 4.5 category on the README's sample (no ../shared needed). Measured at
+    // tol 1e-12: double's recurrence converges but its true residual is 1.5e-11; dd meets 1e-12.
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/matrices/graded_spd_400.mtx");
+    let args = [
+        "batch",
+        sample,
+        "--precision",
+        "f64,dd",
+        "--tol",
+        "1e-12",
+        "--out",
+        "study",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let rows = summary_rows(&tmp.path().join("study"));
+    assert_eq!(
+        names_where(&rows, "category", "dd-only"),
+        ["graded_spd_400"]
+    );
+    assert_eq!(
+        names_where(&rows, "f64_missed_true_residual", "true"),
+        ["graded_spd_400"]
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("f64 converged by its recurrence, true residual > tol      1"),
+        "{stdout}"
+    );
+}
+
+/// Matrices whose runs take a few tenths of a second each, so the study can be killed midway.
+fn slow_enough_study(list: &Path) {
+    let specs: Vec<String> = (100..108).map(|n| format!("poisson2d:{n}")).collect();
+    std::fs::write(list, specs.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn killed_study_resumes_and_records_every_run_exactly_once() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    slow_enough_study(&tmp.path().join("list.txt"));
+    let args = [
+        "batch",
+        "list.txt",
+        "--tol",
+        "1e-10",
+        "--precision",
+        "f64,dd",
+        "--out",
+        "study",
+        "-q",
+    ];
+    const RUNS: usize = 16;
+    let jsonl = tmp.path().join("study/runs.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_solver"))
+        .args(args)
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let lines = || {
+        std::fs::read_to_string(&jsonl)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    while lines() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no records after a minute"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the study ended before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "still running");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let before = records(&tmp.path().join("study"));
+    assert!(
+        (2..RUNS).contains(&before.len()),
+        "killed midway: {} of {RUNS} runs recorded",
+        before.len()
+    );
+
+    // What a kill in the middle of a write leaves: a last line without its newline.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&jsonl)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"v\":1,\"key\":{\"matrix\":\"poiss").unwrap();
+    drop(f);
+
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let after = records(&tmp.path().join("study"));
+    assert_eq!(after.len(), RUNS, "every run recorded, none twice");
+    let ids: HashSet<String> = after.iter().map(run_id).collect();
+    assert_eq!(ids.len(), RUNS, "each run recorded exactly once");
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "the lines written before the kill are kept as they were"
+    );
+    assert!(after.iter().all(|r| r["status"] == "converged"));
+
+    // A third time: nothing left to run, nothing written.
+    let bytes = std::fs::read(&jsonl).unwrap();
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert!(text(&out).contains("0 runs this time"), "{}", text(&out));
+    assert_eq!(std::fs::read(&jsonl).unwrap(), bytes);
+}
+
+/// A 3 x 3 positive definite matrix stored as symmetric.
+fn write_spd(to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::write(
+        to,
+        "%%MatrixMarket matrix coordinate real symmetric\n3 3 5\n\
+         1 1 4.0\n2 1 -1.0\n2 2 4.0\n3 2 -1.0\n3 3 4.0\n",
+    )
+    .unwrap();
+}
+
+fn copy(from: &str, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(from);
+    std::fs::copy(src, to).unwrap();
+}
+
+#[test]
+fn malformed_matrices_are_recorded_as_failures_and_the_rest_complete() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("input");
+    copy(
+        "matrices/graded_spd_400.mtx",
+        &input.join("graded_spd_400.mtx"),
+    );
+    write_spd(&input.join("sub/spd.mtx"));
+    copy(
+        "matrices/tiny/gzipped.mtx.gz",
+        &input.join("sub/deeper/gzipped.mtx.gz"),
+    );
+    copy("matrices/bad/bad_banner.mtx", &input.join("bad_banner.mtx"));
+    copy(
+        "matrices/bad/io_truncated.mtx.gz",
+        &input.join("sub/io_truncated.mtx.gz"),
+    );
+    std::fs::write(input.join("notes.txt"), "not a matrix, not searched\n").unwrap();
+
+    let args = ["batch", "input", "--out", "study", "-q"];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let study = tmp.path().join("study");
+    let recs = records(&study);
+    assert_eq!(
+        recs.len(),
+        5 * 2,
+        "5 matrices found recursively, f64 and dd"
+    );
+    let status: HashMap<String, (String, String)> = recs
+        .iter()
+        .map(|r| {
+            (
+                format!("{}/{}", r["name"].as_str().unwrap(), r["key"]["precision"]),
+                (
+                    r["status"].as_str().unwrap().to_string(),
+                    r["error"].as_str().unwrap_or_default().to_string(),
+                ),
+            )
+        })
+        .collect();
+    for name in ["bad_banner", "io_truncated"] {
+        let (s, error) = &status[&format!("{name}/\"f64\"")];
+        assert_eq!(s, "load-error");
+        assert!(error.contains(name), "the error names the file: {error}");
+    }
+    for name in ["graded_spd_400", "spd", "gzipped"] {
+        for p in ["f64", "dd"] {
+            assert_eq!(
+                status[&format!("{name}/\"{p}\"")].0,
+                "converged",
+                "{name} {p}"
+            );
+        }
+    }
+    let md = std::fs::read_to_string(study.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| failed to load or solve | 2 | bad_banner, io_truncated |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("bad banner"),
+        "the reader's message is in the summary"
+    );
+
+    // Resuming retries the two failed loads (cheap), but a repeated failure is not written
+    // again: still one line per run.
+    let bytes = std::fs::read(study.join("runs.jsonl")).unwrap();
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert!(
+        text(&out).contains("4 runs this time (4 errors)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(study.join("runs.jsonl")).unwrap(), bytes);
+
+    // A fixed file is picked up: its success supersedes the failure in the summary.
+    write_spd(&input.join("bad_banner.mtx"));
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert_eq!(records(&study).len(), 12);
+    let md = std::fs::read_to_string(study.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| failed to load or solve | 1 | io_truncated |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn list_files_mix_paths_generated_matrices_and_comments() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    write_spd(&tmp.path().join("m/a.mtx"));
+    std::fs::write(
+        tmp.path().join("m/list.txt"),
+        "# relative to this list\na.mtx\n\npoisson2d:6\nmissing.mtx\npoisson2d:x\n",
+    )
+    .unwrap();
+    let out = solver(
+        &[
+            "batch",
+            "m/list.txt",
+            "--precision",
+            "dd",
+            "--out",
+            "s",
+            "-q",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let recs = records(&tmp.path().join("s"));
+    let status: Vec<(&str, &str)> = recs
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("a", "converged"),
+            ("poisson2d:6", "converged"),
+            ("missing", "load-error"),
+            ("poisson2d:x", "load-error"),
+        ]
+    );
+}
+
+#[test]
+fn a_grown_grid_adds_only_its_new_runs() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let base = ["batch", "poisson2d:8", "poisson3d:4", "--out", "s", "-q"];
+    let run = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let out = solver(&args, tmp.path());
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    };
+    run(&["--tol", "1e-8"]);
+    let jsonl = tmp.path().join("s/runs.jsonl");
+    let first = std::fs::read(&jsonl).unwrap();
+    assert_eq!(records(&tmp.path().join("s")).len(), 4);
+    run(&["--tol", "1e-8,1e-12", "--method", "auto,bicgstab"]);
+    let grown = std::fs::read(&jsonl).unwrap();
+    assert!(grown.starts_with(&first), "earlier lines untouched");
+    let recs = records(&tmp.path().join("s"));
+    assert_eq!(recs.len(), 2 * 2 * 2 * 2);
+    let keys: HashSet<String> = recs.iter().map(|r| r["key"].to_string()).collect();
+    assert_eq!(keys.len(), recs.len());
+    let md = std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap();
+    for heading in [
+        "## tol 1e-8, precond none, method auto,",
+        "## tol 1e-8, precond none, method bicgstab,",
+        "## tol 1e-12, precond none, method auto,",
+        "## tol 1e-12, precond none, method bicgstab,",
+    ] {
+        assert!(md.contains(heading), "{heading}\n{md}");
+    }
+
+    // `solver report` rebuilds everything from runs.jsonl alone.
+    for f in ["summary.md", "summary.csv", "runs.csv", "index.html"] {
+        std::fs::remove_file(tmp.path().join("s").join(f)).unwrap();
+    }
+    std::fs::remove_dir_all(tmp.path().join("s/plots")).unwrap();
+    let out = solver(&["report", "s"], tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert!(text(&out).contains("solved by both f64 and dd"));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap(),
+        md
+    );
+    let plots = std::fs::read_dir(tmp.path().join("s/plots"))
+        .unwrap()
+        .count();
+    assert_eq!(plots, 2 * 4, "one plot per matrix and condition");
+    let runs_csv = std::fs::read_to_string(tmp.path().join("s/runs.csv")).unwrap();
+    assert_eq!(runs_csv.lines().count(), 1 + 16);
+}
+
+#[test]
+fn unavailable_preconditioner_and_bad_limits_stop_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = solver(
+        &[
+            "batch",
+            "poisson2d:4",
+            "--precond",
+            "none,ilu0",
+            "--out",
+            "s",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{}", text(&out));
+    assert!(
+        text(&out).contains("ilu0 is not available yet (issue #4)"),
+        "{}",
+        text(&out)
+    );
+    assert!(!tmp.path().join("s").exists(), "no study directory made");
+
+    let out = solver(
+        &["batch", "poisson2d:4", "--time-limit", "soon", "--out", "s"],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "a usage error: {}", text(&out));
+    let out = solver(&["batch", "no/such/dir", "--out", "s"], tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{}", text(&out));
+    let out = solver(
+        &["batch", "poisson2d:4", "--tol", "2", "--out", "s"],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{}", text(&out));
+    assert!(!tmp.path().join("s").exists());
+}
+
+#[test]
+fn time_limit_is_recorded_as_an_outcome() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = solver(
+        &[
+            "batch",
+            "poisson2d:300",
+            "--precision",
+            "dd",
+            "--tol",
+            "1e-14",
+            "--time-limit",
+            "50ms",
+            "--out",
+            "s",
+            "-q",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let recs = records(&tmp.path().join("s"));
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["status"], "time-limit");
+    assert_eq!(recs[0]["key"]["time_limit_s"], 0.05);
+    assert!(recs[0]["result"]["iterations"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn time_limits_parse_with_units() {
+    use precsolve::batch::parse_duration;
+    for (text, seconds) in [
+        ("90", 90.0),
+        ("60s", 60.0),
+        ("1.5m", 90.0),
+        ("2h", 7200.0),
+        ("500ms", 0.5),
+    ] {
+        assert_eq!(
+            parse_duration(text).unwrap().as_secs_f64(),
+            seconds,
+            "{text}"
+        );
+    }
+    for bad in ["", "s", "-1s", "0", "1d", "1e400", "soon"] {
+        assert!(parse_duration(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn stored_history_is_bounded_and_keeps_the_extremes() {
+    use precsolve::batch::{SERIES_POINTS, decimate};
+    // A jagged decreasing curve with one spike, 30,000 points as in a max-iterations run.
+    let points: Vec<(usize, f64)> = (0..30_000)
+        .map(|i| {
+            let spike = if i == 12_345 { 1e6 } else { 1.0 };
+            (
+                i,
+                spike * 10f64.powf(-(i as f64) / 3000.0) * (1.0 + (i % 7) as f64),
+            )
+        })
+        .collect();
+    let kept = decimate(&points, SERIES_POINTS);
+    assert!(kept.len() <= SERIES_POINTS + 2, "{} points", kept.len());
+    assert_eq!(kept.first().unwrap().0, 0);
+    assert_eq!(kept.last().unwrap().0, 29_999);
+    assert!(kept.iter().any(|p| p.0 == 12_345), "the spike survives");
+    assert!(
+        kept.windows(2).all(|w| w[0].0 < w[1].0),
+        "in iteration order"
+    );
+    // Four significant digits are stored.
+    assert_eq!(kept[0].1, 1.0);
+    let short = decimate(&[(0, 0.123456789), (1, f64::NAN)], SERIES_POINTS);
+    assert_eq!(short, [(0, 0.1235)], "non-finite values dropped");
+}
+
+#[test]
+fn store_cuts_a_partial_last_line_and_keeps_every_complete_one() {
+    use precsolve::batch::{RUNS_FILE, Store, read_records};
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = solver(&["batch", "poisson2d:5", "--out", "s", "-q"], tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let dir = tmp.path().join("s");
+    let path = dir.join(RUNS_FILE);
+    let complete = std::fs::read(&path).unwrap();
+    // A corrupt complete line in the middle is skipped (and kept); a partial tail is cut.
+    let mut bytes = complete.clone();
+    bytes.extend_from_slice(b"\0\0\0garbage\n");
+    let middle = bytes.len();
+    bytes.extend_from_slice(&complete[..40]);
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        read_records(&dir).unwrap().len(),
+        2,
+        "reading changes nothing"
+    );
+    assert_eq!(std::fs::read(&path).unwrap().len(), bytes.len());
+    let (_store, records) = Store::open(&dir).unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(std::fs::read(&path).unwrap(), bytes[..middle]);
+}
