@@ -186,3 +186,86 @@ extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2
     const dd_t t = dd_add(dd_mul(dd_of(alpha), dd_load(p, i)), dd_load(x, i));
     dd_store(x, i, dd_add(dd_mul(dd_of(omega), dd_load(s, i)), t));
 }
+
+// CG's step with alpha kept on the device (Backend::cg_step). The scalars array holds, as T:
+// [0] <p, q>, [1] alpha, [2] accepted (non-zero high word when <p, q> is finite and positive),
+// [3] <r, r> after the update, filled by dot_{p}_final on the update's partials.
+// cg_alpha_{p}(int m, const T* partial, S rho, T* scalars)           one block
+// cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x, T* r, T* partial)
+//   x <- alpha p + x ; r <- (-alpha) q + r ; partial <r, r>, in the dot products' layout.
+
+extern "C" __global__ void cg_alpha_f64(int m, const double* __restrict__ partial, double rho,
+                                        double* scalars) {
+    __shared__ double shared[DOT_THREADS];
+    double s = 0.0;
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, partial[i]);
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) {
+        const int ok = isfinite(s) && s > 0.0;
+        scalars[0] = s;
+        scalars[1] = ok ? __ddiv_rn(rho, s) : 0.0;
+        scalars[2] = ok ? 1.0 : 0.0;
+    }
+}
+
+extern "C" __global__ void cg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho,
+                                       double2* scalars) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    dd_t s = dd_from_f64(0.0);
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_load(partial, i));
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) {
+        const int ok = isfinite(s.hi) && isfinite(s.lo) && dd_to_f64(s) > 0.0;
+        dd_store(scalars, 0, s);
+        dd_store(scalars, 1, ok ? dd_div(dd_of(rho), s) : dd_from_f64(0.0));
+        scalars[2] = make_double2(ok ? 1.0 : 0.0, 0.0);
+    }
+}
+
+extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__ scalars,
+                                         const double* __restrict__ p,
+                                         const double* __restrict__ q, double* __restrict__ x,
+                                         double* __restrict__ r, double* partial) {
+    __shared__ double shared[DOT_THREADS];
+    if (scalars[2] == 0.0) return;  // rejected step: nothing changes (same for every thread)
+    const double alpha = scalars[1];
+    const double minus_alpha = -alpha;
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double s = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            x[i] = __dadd_rn(__dmul_rn(alpha, p[i]), x[i]);
+            const double v = __dadd_rn(__dmul_rn(minus_alpha, q[i]), r[i]);
+            r[i] = v;
+            s = __dadd_rn(s, __dmul_rn(v, v));
+        }
+    }
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+extern "C" __global__ void cg_update_dd(long long n, const double2* __restrict__ scalars,
+                                        const double2* __restrict__ p,
+                                        const double2* __restrict__ q, double2* __restrict__ x,
+                                        double2* __restrict__ r, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    if (scalars[2].x == 0.0) return;  // rejected step: nothing changes (same for every thread)
+    const dd_t alpha = dd_load(scalars, 1);
+    const dd_t minus_alpha = dd_neg(alpha);
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t s = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            dd_store(x, i, dd_add(dd_mul(alpha, dd_load(p, i)), dd_load(x, i)));
+            const dd_t v = dd_add(dd_mul(minus_alpha, dd_load(q, i)), dd_load(r, i));
+            dd_store(r, i, v);
+            s = dd_add(s, dd_mul(v, v));
+        }
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}

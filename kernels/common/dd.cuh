@@ -87,3 +87,19 @@ __device__ __forceinline__ dd_t dd_of(double2 x) {
     dd_t r = {x.x, x.y};
     return r;
 }
+
+// Accurate division (QD accurate_div), as Dd::div.
+__device__ __forceinline__ dd_t dd_div(dd_t a, dd_t b) {
+    const double q1 = __ddiv_rn(a.hi, b.hi);
+    dd_t r = dd_sub(a, dd_mul_f64(b, q1));
+    const double q2 = __ddiv_rn(r.hi, b.hi);
+    r = dd_sub(r, dd_mul_f64(b, q2));
+    const double q3 = __ddiv_rn(r.hi, b.hi);
+    dd_t q = dd_quick_two_sum(q1, q2);
+    return dd_add(q, dd_from_f64(q3));
+}
+
+// Precision::to_f64 for Dd: hi + lo, rounded.
+__device__ __forceinline__ double dd_to_f64(dd_t a) {
+    return __dadd_rn(a.hi, a.lo);
+}

@@ -30,6 +30,12 @@ pub fn spmv_lanes(a: &CsrMatrix) -> usize {
     }
 }
 
+/// Whether CG may step with `<p, q>`: finite and positive (the GPU's `cg_alpha` kernel decides
+/// the same way).
+pub fn cg_step_accepts<P: Precision>(pq: &P) -> bool {
+    pq.is_finite() && pq.to_f64() > 0.0
+}
+
 pub trait Backend: Send + Sync {
     /// A vector of `P` values living on this backend.
     type Vector<P: Precision>: Send + Sync;
@@ -114,6 +120,28 @@ pub trait Backend: Send + Sync {
     ) -> Result<P> {
         self.axpy(alpha, x, y)?;
         self.dot(y, y)
+    }
+
+    /// CG's step after `q = A p`: `alpha = rho / <p, q>`, `x <- x + alpha p`, `r <- r - alpha q`,
+    /// returning `(<p, q>, <r, r>)`. Where `<p, q>` is not finite and positive, `x` and `r` are
+    /// left alone, `<r, r>` is returned as zero and the caller reports the breakdown. Backends
+    /// keep `alpha` on the device, so the step needs one transfer to the host.
+    fn cg_step<P: Precision>(
+        &self,
+        rho: &P,
+        p: &Self::Vector<P>,
+        q: &Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+        r: &mut Self::Vector<P>,
+    ) -> Result<(P, P)> {
+        let pq = self.dot(p, q)?;
+        if !cg_step_accepts(&pq) {
+            return Ok((pq, P::zero()));
+        }
+        let alpha = rho.div(&pq);
+        self.axpy(&alpha, p, x)?;
+        let rr = self.axpy_norm(&alpha.neg(), q, r)?;
+        Ok((pq, rr))
     }
 
     /// `z <- alpha x + y`, returning `<z, z>` (BiCGStab's `s` and `r` updates), with the bits of

@@ -74,19 +74,17 @@ pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
         }
         // q <- A p
         backend.spmv(a, &p, &mut q)?;
-        // alpha <- rho / <p, q>
-        let pq = backend.dot(&p, &q)?;
+        // alpha <- rho / <p, q> ; x <- x + alpha p ; r <- r - alpha q ; and <r, r>, in one step
+        // with one transfer to the host (alpha is 0 where <p, q> is not positive and finite)
+        let (pq, new_rr) = backend.cg_step(&rho, &p, &q, x, &mut r)?;
         if let Some(stop) = finite_or(&pq, "<p, Ap>") {
             return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
         }
         if pq.to_f64() <= 0.0 {
             return tracker.finish(METHOD, k - 1, StopReason::Indefinite, r_norm.to_f64(), x);
         }
-        let alpha = rho.div(&pq);
-        // x <- x + alpha p
-        backend.axpy(&alpha, &p, x)?;
-        // r <- r - alpha q, and <r, r> in the same pass (sqrt(rho) of the next step when M = I)
-        rr = backend.axpy_norm(&alpha.neg(), &q, &mut r)?;
+        // <r, r> is sqrt(rho) of the next step when M = I
+        rr = new_rr;
         r_norm = rr.sqrt();
         rho_prev = rho;
         if let Some(stop) = tracker.check(k, &r_norm, Some(&*x))? {
