@@ -12,9 +12,6 @@
 // convert_f64_to_dd(long long n, const double* x, double2* y), convert_dd_to_f64(...)
 // with T = double, S = double for f64 and T = double2, S = double2 for dd.
 
-#define ELEMENT_INDEX                                                        \
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;  \
-    if (i >= n) return;
 
 extern "C" __global__ void dot_f64_partial(long long n, const double* __restrict__ x,
                                            const double* __restrict__ y, double* partial) {

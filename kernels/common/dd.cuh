@@ -103,3 +103,14 @@ __device__ __forceinline__ dd_t dd_div(dd_t a, dd_t b) {
 __device__ __forceinline__ double dd_to_f64(dd_t a) {
     return __dadd_rn(a.hi, a.lo);
 }
+
+// Square root by one Newton step from the double root (Karp's trick, QD sqrt), as Dd::sqrt.
+__device__ __forceinline__ dd_t dd_sqrt(dd_t a) {
+    if (a.hi == 0.0) return dd_from_f64(0.0);
+    if (a.hi < 0.0 || isnan(a.hi)) return dd_from_f64(__longlong_as_double(0x7ff8000000000000LL));
+    if (isinf(a.hi)) return a;
+    const double x = __ddiv_rn(1.0, __dsqrt_rn(a.hi));
+    const double ax = __dmul_rn(a.hi, x);
+    const dd_t diff = dd_sub(a, dd_two_prod(ax, ax));
+    return dd_two_sum(ax, __dmul_rn(diff.hi, __dmul_rn(x, 0.5)));
+}

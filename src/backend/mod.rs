@@ -30,6 +30,50 @@ pub fn spmv_lanes(a: &CsrMatrix) -> usize {
     }
 }
 
+/// Entries of BiCGStab's scalar block, in order (a vector of [`BICGSTAB_BLOCK`] values).
+#[derive(Clone, Debug)]
+pub struct BicgstabScalars<P> {
+    /// `<r~, v>`.
+    pub rv: P,
+    pub alpha: P,
+    /// `<s, s>`.
+    pub ss: P,
+    /// `||s||` met the stopping test: `x` got the half-step update only.
+    pub half_converged: bool,
+    pub omega: P,
+    /// `<r, r>` after the update.
+    pub rr: P,
+    /// The next iteration's `rho = <r~, r>`.
+    pub rho_next: P,
+}
+
+/// Length of BiCGStab's scalar block: [rv, alpha, accepted, ss, half, tt, ts, omega, omega_ok,
+/// rr, rho_next, unused].
+pub const BICGSTAB_BLOCK: usize = 12;
+
+impl<P: Precision> BicgstabScalars<P> {
+    pub fn from_block(b: &[P]) -> Self {
+        BicgstabScalars {
+            rv: b[0].clone(),
+            alpha: b[1].clone(),
+            ss: b[3].clone(),
+            half_converged: b[4] != P::zero(),
+            omega: b[7].clone(),
+            rr: b[9].clone(),
+            rho_next: b[10].clone(),
+        }
+    }
+}
+
+fn flag<P: Precision>(value: bool) -> P {
+    if value { P::one() } else { P::zero() }
+}
+
+/// The tracker's stopping test on `||s|| = sqrt(<s, s>)`, decided where the scalars live.
+pub fn half_step_converged<P: Precision>(ss: &P, denominator: f64, tol: f64) -> bool {
+    ss.sqrt().to_f64() / denominator <= tol
+}
+
 /// Whether CG may step with `<p, q>`: finite and positive (the GPU's `cg_alpha` kernel decides
 /// the same way).
 pub fn cg_step_accepts<P: Precision>(pq: &P) -> bool {
@@ -142,6 +186,79 @@ pub trait Backend: Send + Sync {
         self.axpy(&alpha, p, x)?;
         let rr = self.axpy_norm(&alpha.neg(), q, r)?;
         Ok((pq, rr))
+    }
+
+    /// A vector holding these values exactly (BiCGStab's block of device-side scalars).
+    fn upload<P: Precision>(&self, values: &[P]) -> Result<Self::Vector<P>>;
+
+    /// BiCGStab's first half-step after `v = A p^`: `alpha = rho / <r~, v>` and
+    /// `s <- r - alpha v` with `<s, s>`, kept in `block` (see [`BicgstabScalars`]) without a
+    /// transfer to the host. Where `<r~, v>` is zero or not finite, `s` is left alone.
+    fn bicgstab_half<P: Precision>(
+        &self,
+        rho: &P,
+        r_tilde: &Self::Vector<P>,
+        v: &Self::Vector<P>,
+        r: &Self::Vector<P>,
+        s: &mut Self::Vector<P>,
+        block: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        let rv = self.dot(r_tilde, v)?;
+        let accepted = rv.is_finite() && rv != P::zero();
+        let (alpha, ss) = if accepted {
+            let alpha = rho.div(&rv);
+            let ss = self.axpyz_norm(&alpha.neg(), v, r, s)?;
+            (alpha, ss)
+        } else {
+            (P::zero(), P::zero())
+        };
+        let mut b = self.to_host(block)?;
+        b[0] = rv;
+        b[1] = alpha;
+        b[2] = flag(accepted);
+        b[3] = ss;
+        *block = self.upload(&b)?;
+        Ok(())
+    }
+
+    /// BiCGStab's second half-step after `t = A s^`, and the iteration's one transfer to the
+    /// host: `omega = <t, s> / <t, t>`; if `||s||` already meets the stopping test
+    /// (`||s|| / denominator <= tol`, as the tracker computes it) `x <- x + alpha p^`, else
+    /// `x <- x + alpha p^ + omega s^`, `r <- s - omega t` with `<r, r>` and the next
+    /// `rho = <r~, r>`. Nothing is updated after a rejected `alpha` or a non-finite `omega`.
+    #[allow(clippy::too_many_arguments)]
+    fn bicgstab_finish<P: Precision>(
+        &self,
+        denominator: f64,
+        tol: f64,
+        p_hat: &Self::Vector<P>,
+        s_hat: &Self::Vector<P>,
+        t: &Self::Vector<P>,
+        s: &Self::Vector<P>,
+        r_tilde: &Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+        r: &mut Self::Vector<P>,
+        block: &mut Self::Vector<P>,
+    ) -> Result<BicgstabScalars<P>> {
+        let mut b = self.to_host(block)?;
+        if b[2] != P::zero() {
+            let half = half_step_converged(&b[3], denominator, tol);
+            b[4] = flag(half);
+            b[5] = self.dot(t, t)?;
+            b[6] = self.dot(t, s)?;
+            b[7] = b[6].div(&b[5]);
+            let omega_ok = b[7].is_finite();
+            b[8] = flag(omega_ok);
+            if half {
+                self.axpy(&b[1], p_hat, x)?;
+            } else if omega_ok {
+                self.x_update(&b[1], p_hat, &b[7], s_hat, x)?;
+                b[9] = self.axpyz_norm(&b[7].neg(), t, s, r)?;
+                b[10] = self.dot(r_tilde, r)?;
+            }
+        }
+        *block = self.upload(&b)?;
+        Ok(BicgstabScalars::from_block(&b))
     }
 
     /// `z <- alpha x + y`, returning `<z, z>` (BiCGStab's `s` and `r` updates), with the bits of

@@ -2,7 +2,7 @@
 
 use super::monitor::{Monitor, Tracker, finite_or};
 use super::params::{Params, SolveInfo, StopReason};
-use crate::backend::Backend;
+use crate::backend::{BICGSTAB_BLOCK, Backend};
 use crate::error::Result;
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
@@ -45,11 +45,13 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
         return tracker.finish(METHOD, 0, stop, r_norm.to_f64(), x);
     }
 
+    // The step's scalars stay on the backend in `block` until one transfer per iteration.
+    let mut block = backend.zeros::<P>(BICGSTAB_BLOCK)?;
+    // rho <- <r~, r> (later iterations get it from the previous step)
+    let mut rho = backend.dot(&r_tilde, &r)?;
     let (mut rho_prev, mut alpha, mut omega) = (P::one(), P::one(), P::one());
     for k in 1..=params.max_iter {
         let fail = |stop: StopReason| (k - 1, stop);
-        // rho <- <r~, r>
-        let rho = backend.dot(&r_tilde, &r)?;
         if let Some(stop) = finite_or(&rho, "rho") {
             let (it, stop) = fail(stop);
             return tracker.finish(METHOD, it, stop, r_norm.to_f64(), x);
@@ -77,27 +79,10 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
             None => &p,
         };
         backend.spmv(a, p_hat_ref, &mut v)?;
-        // alpha <- rho / <r~, v>
-        let rv = backend.dot(&r_tilde, &v)?;
-        if let Some(stop) = finite_or(&rv, "<r~, v>") {
-            let (it, stop) = fail(stop);
-            return tracker.finish(METHOD, it, stop, r_norm.to_f64(), x);
-        }
-        if rv == P::zero() {
-            let (it, stop) = fail(StopReason::Breakdown {
-                what: "<r~, v> = 0".into(),
-            });
-            return tracker.finish(METHOD, it, stop, r_norm.to_f64(), x);
-        }
-        alpha = rho.div(&rv);
-        // s <- r - alpha v, with ||s|| in the same pass
-        let s_norm = backend.axpyz_norm(&alpha.neg(), &v, &r, &mut s)?.sqrt();
-        if let Some(stop) = tracker.check(k, &s_norm, None)? {
-            // Converged (or stopped) on the half step: x <- x + alpha p^
-            backend.axpy(&alpha, p_hat_ref, x)?;
-            return tracker.finish(METHOD, k, stop, s_norm.to_f64(), x);
-        }
-        // s^ <- M^-1 s ; t <- A s^
+        // alpha <- rho / <r~, v> ; s <- r - alpha v with <s, s>, on the backend
+        backend.bicgstab_half(&rho, &r_tilde, &v, &r, &mut s, &mut block)?;
+        // s^ <- M^-1 s ; t <- A s^ (before the half-step test, whose scalars are not on the
+        // host yet: wasted only on the iteration that stops there)
         let s_hat_ref = match s_hat.as_mut() {
             Some(sh) => {
                 precond.apply(backend, &s, sh)?;
@@ -106,18 +91,44 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
             None => &s,
         };
         backend.spmv(a, s_hat_ref, &mut t)?;
-        // omega <- <t, s> / <t, t>
-        let tt = backend.dot(&t, &t)?;
-        let ts = backend.dot(&t, &s)?;
-        omega = ts.div(&tt);
+        // omega <- <t, s> / <t, t> ; x <- x + alpha p^ (+ omega s^ unless ||s|| converged) ;
+        // r <- s - omega t with <r, r> and the next rho: the iteration's one transfer
+        let step = backend.bicgstab_finish(
+            tracker.denominator(),
+            params.tol,
+            p_hat_ref,
+            s_hat_ref,
+            &t,
+            &s,
+            &r_tilde,
+            x,
+            &mut r,
+            &mut block,
+        )?;
+        if let Some(stop) = finite_or(&step.rv, "<r~, v>") {
+            let (it, stop) = fail(stop);
+            return tracker.finish(METHOD, it, stop, r_norm.to_f64(), x);
+        }
+        if step.rv == P::zero() {
+            let (it, stop) = fail(StopReason::Breakdown {
+                what: "<r~, v> = 0".into(),
+            });
+            return tracker.finish(METHOD, it, stop, r_norm.to_f64(), x);
+        }
+        alpha = step.alpha;
+        let s_norm = step.ss.sqrt();
+        if let Some(stop) = tracker.check(k, &s_norm, None)? {
+            // Converged on the half step: x got x + alpha p^ only. (Stopped for another reason
+            // here, x holds the whole step.)
+            debug_assert!(stop != StopReason::ConvergedRtol || step.half_converged);
+            return tracker.finish(METHOD, k, stop, s_norm.to_f64(), x);
+        }
+        omega = step.omega;
         if let Some(stop) = finite_or(&omega, "omega") {
             let (it, stop) = fail(stop);
             return tracker.finish(METHOD, it, stop, s_norm.to_f64(), x);
         }
-        // x <- x + alpha p^ + omega s^
-        backend.x_update(&alpha, p_hat_ref, &omega, s_hat_ref, x)?;
-        // r <- s - omega t, with ||r|| in the same pass
-        r_norm = backend.axpyz_norm(&omega.neg(), &t, &s, &mut r)?.sqrt();
+        r_norm = step.rr.sqrt();
         if let Some(stop) = tracker.check(k, &r_norm, Some(&*x))? {
             return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
         }
@@ -128,6 +139,7 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
             return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
         }
         rho_prev = rho;
+        rho = step.rho_next;
     }
     let iterations = params.max_iter;
     tracker.finish(

@@ -91,6 +91,11 @@ impl<'a, B: Backend> Tracker<'a, B> {
         })
     }
 
+    /// Denominator of the relative residual in the stopping test (after `setup_done`).
+    pub fn denominator(&self) -> f64 {
+        self.denominator
+    }
+
     pub fn b_norm(&self) -> f64 {
         self.true_residual.b_norm
     }

@@ -59,6 +59,10 @@ impl Backend for CpuBackend {
         Ok(values.par_iter().map(|&v| P::from_f64(v)).collect())
     }
 
+    fn upload<P: Precision>(&self, values: &[P]) -> Result<Vec<P>> {
+        Ok(values.to_vec())
+    }
+
     fn to_host<P: Precision>(&self, x: &Vec<P>) -> Result<Vec<P>> {
         Ok(x.clone())
     }

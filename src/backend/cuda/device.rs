@@ -11,10 +11,12 @@ use std::sync::{Arc, Mutex};
 const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/dd.cuh"),
     include_str!("../../../kernels/common/reduce.cuh"),
+    include_str!("../../../kernels/common/launch.cuh"),
 ];
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
     ("blas1", include_str!("../../../kernels/blas1.cu")),
+    ("bicgstab", include_str!("../../../kernels/bicgstab.cu")),
 ];
 
 pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
@@ -80,6 +82,8 @@ impl KernelStore {
         }
         let source = if name.starts_with("spmv_") {
             "spmv_csr"
+        } else if name.starts_with("bicg_") {
+            "bicgstab"
         } else {
             "blas1"
         };

@@ -166,6 +166,52 @@ impl CudaBackend {
         ))
     }
 
+    fn launch_dot_partial<P: Precision>(
+        &self,
+        x: &CudaVector<P>,
+        y: &CudaVector<P>,
+        partial: &mut CudaSlice<f64>,
+        blocks: usize,
+    ) -> Result<()> {
+        let (f, name) = self.staged_kernel::<P>("dot", "partial")?;
+        let n = x.len as i64;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).arg(&x.words).arg(&y.words).arg(partial);
+        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial), launched
+        // with one block of DOT_THREADS threads per DOT_CHUNK elements, one T per block.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        Ok(())
+    }
+
+    /// The final stage of a reduction, written into entry `index` of a scalar block on the GPU.
+    fn final_into_block<P: Precision>(
+        &self,
+        partial: &CudaSlice<f64>,
+        blocks: usize,
+        block: &mut CudaVector<P>,
+        index: usize,
+    ) -> Result<()> {
+        let per = Self::words_per_element::<P>();
+        let mut slot = block.words.slice_mut(index * per..(index + 1) * per);
+        self.final_stage_into::<P>(partial, blocks, &mut slot)
+    }
+
+    /// `dot_{p}_final` over `blocks` partial results, into a one-element slot on the GPU.
+    fn final_stage_into<P: Precision>(
+        &self,
+        partial: &CudaSlice<f64>,
+        blocks: usize,
+        slot: &mut cudarc::driver::CudaViewMut<'_, f64>,
+    ) -> Result<()> {
+        let (f, name) = self.staged_kernel::<P>("dot", "final")?;
+        let m = blocks as i32;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).arg(partial).arg(slot);
+        // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block; out is one T.
+        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        Ok(())
+    }
+
     /// The final one-block stage of every reduction, and the one transfer of its result.
     fn finish_reduction<P: Precision>(&self, partial: &CudaSlice<f64>, blocks: usize) -> Result<P> {
         let per = Self::words_per_element::<P>();
@@ -318,6 +364,11 @@ impl Backend for CudaBackend {
         self.upload_words(values.iter().map(|&v| Dd::from_f64(v)), values.len())
     }
 
+    fn upload<P: Precision>(&self, values: &[P]) -> Result<CudaVector<P>> {
+        Self::suffix::<P>()?;
+        self.upload_words(values.iter().map(Precision::to_dd), values.len())
+    }
+
     fn to_host<P: Precision>(&self, x: &CudaVector<P>) -> Result<Vec<P>> {
         let words = self
             .stream
@@ -359,14 +410,114 @@ impl Backend for CudaBackend {
     fn dot<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
         assert_eq!(x.len, y.len, "dot: lengths");
         let (mut partial, blocks) = self.partials::<P>(x.len)?;
-        let (stage1, name) = self.staged_kernel::<P>("dot", "partial")?;
-        let n = x.len as i64;
-        let mut args = self.stream.launch_builder(&stage1);
-        args.arg(&n).arg(&x.words).arg(&y.words).arg(&mut partial);
-        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial), launched
-        // with one block of DOT_THREADS threads per DOT_CHUNK elements, one T per block.
-        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.launch_dot_partial(x, y, &mut partial, blocks)?;
         self.finish_reduction(&partial, blocks)
+    }
+
+    fn bicgstab_half<P: Precision>(
+        &self,
+        rho: &P,
+        r_tilde: &CudaVector<P>,
+        v: &CudaVector<P>,
+        r: &CudaVector<P>,
+        s: &mut CudaVector<P>,
+        block: &mut CudaVector<P>,
+    ) -> Result<()> {
+        let n = r.len;
+        let n64 = n as i64;
+        let (mut rv_partial, blocks) = self.partials::<P>(n)?;
+        let (mut ss_partial, _) = self.partials::<P>(n)?;
+        let m = blocks as i32;
+        self.launch_dot_partial(r_tilde, v, &mut rv_partial, blocks)?;
+        let (f, name) = self.kernel::<P>("bicg_alpha")?;
+        let rho = Self::scalar(rho);
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).arg(&rv_partial);
+        push_scalar(&mut args, &rho);
+        args.arg(&mut block.words);
+        // SAFETY: bicg_alpha_{p}(int m, const T* partial, S rho, T* block), one block.
+        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        let (f, name) = self.kernel::<P>("bicg_s")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n64)
+            .arg(&block.words)
+            .arg(&v.words)
+            .arg(&r.words)
+            .arg(&mut s.words)
+            .arg(&mut ss_partial);
+        // SAFETY: bicg_s_{p}(long long n, const T* block, const T* v, const T* r, T* s,
+        // T* partial), reduction layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.final_into_block::<P>(&ss_partial, blocks, block, 3)
+    }
+
+    fn bicgstab_finish<P: Precision>(
+        &self,
+        denominator: f64,
+        tol: f64,
+        p_hat: &CudaVector<P>,
+        s_hat: &CudaVector<P>,
+        t: &CudaVector<P>,
+        s: &CudaVector<P>,
+        r_tilde: &CudaVector<P>,
+        x: &mut CudaVector<P>,
+        r: &mut CudaVector<P>,
+        block: &mut CudaVector<P>,
+    ) -> Result<crate::backend::BicgstabScalars<P>> {
+        let n = r.len;
+        let n64 = n as i64;
+        let (mut tt_partial, blocks) = self.partials::<P>(n)?;
+        let (mut ts_partial, _) = self.partials::<P>(n)?;
+        let (f, name) = self.kernel::<P>("bicg_tt_ts")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n64)
+            .arg(&t.words)
+            .arg(&s.words)
+            .arg(&mut tt_partial)
+            .arg(&mut ts_partial);
+        // SAFETY: bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt,
+        // T* partial_ts), reduction layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.final_into_block::<P>(&tt_partial, blocks, block, 5)?;
+        self.final_into_block::<P>(&ts_partial, blocks, block, 6)?;
+        let (f, name) = self.kernel::<P>("bicg_decide")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&mut block.words).arg(&denominator).arg(&tol);
+        let one_thread = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: bicg_decide_{p}(T* block, double denominator, double tol), one thread.
+        unsafe { args.launch(one_thread) }.map_err(driver_error(&name))?;
+        let (f, name) = self.kernel::<P>("bicg_x")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n64)
+            .arg(&block.words)
+            .arg(&p_hat.words)
+            .arg(&s_hat.words)
+            .arg(&mut x.words);
+        self.launch_elementwise(args, n, &name)?;
+        let (mut rr_partial, _) = self.partials::<P>(n)?;
+        let (mut rho_partial, _) = self.partials::<P>(n)?;
+        let (f, name) = self.kernel::<P>("bicg_r")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n64)
+            .arg(&block.words)
+            .arg(&t.words)
+            .arg(&s.words)
+            .arg(&r_tilde.words)
+            .arg(&mut r.words)
+            .arg(&mut rr_partial)
+            .arg(&mut rho_partial);
+        // SAFETY: bicg_r_{p}(long long n, const T* block, const T* t, const T* s,
+        // const T* r_tilde, T* r, T* partial_rr, T* partial_rho), reduction layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.final_into_block::<P>(&rr_partial, blocks, block, 9)?;
+        self.final_into_block::<P>(&rho_partial, blocks, block, 10)?;
+        // The iteration's one transfer to the host.
+        let values = self.to_host(block)?;
+        Ok(crate::backend::BicgstabScalars::from_block(&values))
     }
 
     fn axpy_norm<P: Precision>(

@@ -1,0 +1,216 @@
+
+// BiCGStab's step with its scalars kept on the device (Backend::bicgstab_half/_finish). The block
+// holds, as T: [0] <r~, v>, [1] alpha, [2] accepted, [3] <s, s>, [4] half-step converged,
+// [5] <t, t>, [6] <t, s>, [7] omega, [8] omega finite, [9] <r, r>, [10] next rho. Flags are
+// 1 or 0 in the high word. Reductions use the dot products' layout and dot_{p}_final.
+// bicg_alpha_{p}(int m, const T* partial, S rho, T* block)                     one block
+// bicg_s_{p}(long long n, const T* block, const T* v, const T* r, T* s, T* partial)
+// bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt, T* partial_ts)
+// bicg_decide_{p}(T* block, double denominator, double tol)                     one thread
+// bicg_x_{p}(long long n, const T* block, const T* p_hat, const T* s_hat, T* x)
+// bicg_r_{p}(long long n, const T* block, const T* t, const T* s, const T* r_tilde, T* r,
+//            T* partial_rr, T* partial_rho)
+
+extern "C" __global__ void bicg_alpha_f64(int m, const double* __restrict__ partial, double rho, double* block) {
+    __shared__ double shared[DOT_THREADS];
+    double s = 0.0;
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, partial[i]);
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) {
+        const int ok = isfinite(s) && (s != 0.0);
+        block[0] = s;
+        block[1] = ok ? __ddiv_rn(rho, s) : 0.0;
+        block[2] = (ok ? 1.0 : 0.0);
+    }
+}
+
+extern "C" __global__ void bicg_s_f64(long long n, const double* __restrict__ block, const double* __restrict__ v,
+                                    const double* __restrict__ r, double* __restrict__ s_out, double* partial) {
+    __shared__ double shared[DOT_THREADS];
+    if (!(block[2] != 0.0)) return;
+    const double minus_alpha = (-block[1]);
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double s = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const double z = __dadd_rn(__dmul_rn(minus_alpha, v[i]), r[i]);
+            s_out[i] = z;
+            s = __dadd_rn(s, __dmul_rn(z, z));
+        }
+    }
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+extern "C" __global__ void bicg_tt_ts_f64(long long n, const double* __restrict__ t, const double* __restrict__ s_in,
+                                        double* partial_tt, double* partial_ts) {
+    __shared__ double shared[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double s = 0.0;
+    double u = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const double ti = t[i];
+            s = __dadd_rn(s, __dmul_rn(ti, ti));
+            u = __dadd_rn(u, __dmul_rn(ti, s_in[i]));
+        }
+    }
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) partial_tt[blockIdx.x] = s;
+    __syncthreads();
+    u = tree_reduce_f64(u, shared);
+    if (threadIdx.x == 0) partial_ts[blockIdx.x] = u;
+}
+
+extern "C" __global__ void bicg_decide_f64(double* block, double denominator, double tol) {
+    if (threadIdx.x != 0 || blockIdx.x != 0 || !(block[2] != 0.0)) return;
+    // As the host's tracker: ||s|| = sqrt(<s, s>), rounded to double, over the denominator.
+    const int half = __ddiv_rn(__dsqrt_rn(block[3]), denominator) <= tol;
+    const double omega = __ddiv_rn(block[6], block[5]);
+    block[4] = (half ? 1.0 : 0.0);
+    block[7] = omega;
+    block[8] = (isfinite(omega) ? 1.0 : 0.0);
+}
+
+extern "C" __global__ void bicg_x_f64(long long n, const double* __restrict__ block, const double* __restrict__ p_hat,
+                                    const double* __restrict__ s_hat, double* __restrict__ x) {
+    ELEMENT_INDEX
+    if (!(block[2] != 0.0)) return;
+    const double t = __dadd_rn(__dmul_rn(block[1], p_hat[i]), x[i]);
+    if ((block[4] != 0.0)) {
+        x[i] = t;
+    } else if ((block[8] != 0.0)) {
+        x[i] = __dadd_rn(__dmul_rn(block[7], s_hat[i]), t);
+    }
+}
+
+extern "C" __global__ void bicg_r_f64(long long n, const double* __restrict__ block, const double* __restrict__ t,
+                                    const double* __restrict__ s_in, const double* __restrict__ r_tilde,
+                                    double* __restrict__ r, double* partial_rr, double* partial_rho) {
+    __shared__ double shared[DOT_THREADS];
+    if (!(block[2] != 0.0) || (block[4] != 0.0) || !(block[8] != 0.0)) return;
+    const double minus_omega = (-block[7]);
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double s = 0.0;
+    double u = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const double z = __dadd_rn(__dmul_rn(minus_omega, t[i]), s_in[i]);
+            r[i] = z;
+            s = __dadd_rn(s, __dmul_rn(z, z));
+            u = __dadd_rn(u, __dmul_rn(r_tilde[i], z));
+        }
+    }
+    s = tree_reduce_f64(s, shared);
+    if (threadIdx.x == 0) partial_rr[blockIdx.x] = s;
+    __syncthreads();
+    u = tree_reduce_f64(u, shared);
+    if (threadIdx.x == 0) partial_rho[blockIdx.x] = u;
+}
+
+extern "C" __global__ void bicg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho, double2* block) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    dd_t s = dd_from_f64(0.0);
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_load(partial, i));
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) {
+        const int ok = (isfinite(s.hi) && isfinite(s.lo)) && (s.hi != 0.0 || s.lo != 0.0);
+        dd_store(block, 0, s);
+        dd_store(block, 1, ok ? dd_div(dd_of(rho), s) : dd_from_f64(0.0));
+        dd_store(block, 2, dd_from_f64(ok ? 1.0 : 0.0));
+    }
+}
+
+extern "C" __global__ void bicg_s_dd(long long n, const double2* __restrict__ block, const double2* __restrict__ v,
+                                    const double2* __restrict__ r, double2* __restrict__ s_out, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    if (!(block[2].x != 0.0)) return;
+    const dd_t minus_alpha = dd_neg(dd_load(block, 1));
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t s = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const dd_t z = dd_add(dd_mul(minus_alpha, dd_load(v, i)), dd_load(r, i));
+            dd_store(s_out, i, z);
+            s = dd_add(s, dd_mul(z, z));
+        }
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}
+
+extern "C" __global__ void bicg_tt_ts_dd(long long n, const double2* __restrict__ t, const double2* __restrict__ s_in,
+                                        double2* partial_tt, double2* partial_ts) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t s = dd_from_f64(0.0);
+    dd_t u = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const dd_t ti = dd_load(t, i);
+            s = dd_add(s, dd_mul(ti, ti));
+            u = dd_add(u, dd_mul(ti, dd_load(s_in, i)));
+        }
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial_tt, blockIdx.x, s);
+    __syncthreads();
+    u = tree_reduce_dd(u, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial_ts, blockIdx.x, u);
+}
+
+extern "C" __global__ void bicg_decide_dd(double2* block, double denominator, double tol) {
+    if (threadIdx.x != 0 || blockIdx.x != 0 || !(block[2].x != 0.0)) return;
+    // As the host's tracker: ||s|| = sqrt(<s, s>), rounded to double, over the denominator.
+    const int half = __ddiv_rn(dd_to_f64(dd_sqrt(dd_load(block, 3))), denominator) <= tol;
+    const dd_t omega = dd_div(dd_load(block, 6), dd_load(block, 5));
+    dd_store(block, 4, dd_from_f64(half ? 1.0 : 0.0));
+    dd_store(block, 7, omega);
+    dd_store(block, 8, dd_from_f64((isfinite(omega.hi) && isfinite(omega.lo)) ? 1.0 : 0.0));
+}
+
+extern "C" __global__ void bicg_x_dd(long long n, const double2* __restrict__ block, const double2* __restrict__ p_hat,
+                                    const double2* __restrict__ s_hat, double2* __restrict__ x) {
+    ELEMENT_INDEX
+    if (!(block[2].x != 0.0)) return;
+    const dd_t t = dd_add(dd_mul(dd_load(block, 1), dd_load(p_hat, i)), dd_load(x, i));
+    if ((block[4].x != 0.0)) {
+        dd_store(x, i, t);
+    } else if ((block[8].x != 0.0)) {
+        dd_store(x, i, dd_add(dd_mul(dd_load(block, 7), dd_load(s_hat, i)), t));
+    }
+}
+
+extern "C" __global__ void bicg_r_dd(long long n, const double2* __restrict__ block, const double2* __restrict__ t,
+                                    const double2* __restrict__ s_in, const double2* __restrict__ r_tilde,
+                                    double2* __restrict__ r, double2* partial_rr, double2* partial_rho) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    if (!(block[2].x != 0.0) || (block[4].x != 0.0) || !(block[8].x != 0.0)) return;
+    const dd_t minus_omega = dd_neg(dd_load(block, 7));
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t s = dd_from_f64(0.0);
+    dd_t u = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const dd_t z = dd_add(dd_mul(minus_omega, dd_load(t, i)), dd_load(s_in, i));
+            dd_store(r, i, z);
+            s = dd_add(s, dd_mul(z, z));
+            u = dd_add(u, dd_mul(dd_load(r_tilde, i), z));
+        }
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial_rr, blockIdx.x, s);
+    __syncthreads();
+    u = tree_reduce_dd(u, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial_rho, blockIdx.x, u);
+}
