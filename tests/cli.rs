@@ -236,3 +236,65 @@ fn info_describes_the_matrix() {
         "{stdout}"
     );
 }
+
+#[test]
+fn rhs_and_initial_guess_are_read_from_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // A 9 x 9 Poisson system with b = A (1, ..., 1): the solution is all ones.
+    let a = precsolve::sparse::poisson2d(3);
+    let b: Vec<f64> = (0..9).map(|i| a.row(i).1.iter().sum()).collect();
+    let mut rhs = String::from("%%MatrixMarket matrix array real general\n9 1\n");
+    for v in &b {
+        rhs.push_str(&format!("{v:e}\n"));
+    }
+    std::fs::write(dir.path().join("b.mtx"), rhs).unwrap();
+    // x0 as a coordinate vector: missing entries are zero.
+    std::fs::write(
+        dir.path().join("x0.mtx"),
+        "%%MatrixMarket matrix coordinate real general\n9 1 2\n1 1 0.5\n9 1 2.0\n",
+    )
+    .unwrap();
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:3",
+            "--rhs",
+            "b.mtx",
+            "--x0",
+            "x0.mtx",
+            "--tol",
+            "1e-14",
+            "--precision",
+            "dd",
+            "--write-x",
+            "x.mtx",
+            "-q",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let x = std::fs::read_to_string(dir.path().join("x.mtx")).unwrap();
+    let values: Vec<f64> = x
+        .lines()
+        .filter(|l| !l.starts_with('%'))
+        .skip(1)
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(values.len(), 9);
+    for v in values {
+        assert!((v - 1.0).abs() < 1e-13, "solution entry {v}");
+    }
+    // A right-hand side of the wrong length is bad input that names both sizes.
+    std::fs::write(
+        dir.path().join("short.mtx"),
+        "%%MatrixMarket matrix array real general\n2 1\n1\n2\n",
+    )
+    .unwrap();
+    let out = solver(&["solve", "poisson2d:3", "--rhs", "short.mtx"], dir.path());
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{stderr}");
+    assert!(
+        stderr.contains("2 entries") && stderr.contains("9 rows"),
+        "{stderr}"
+    );
+}
