@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::cli::{EXIT_BAD_INPUT, EXIT_OK, solver};
 use common::matrices::{shared_matrices, shared_matrix};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -11,23 +12,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const EXIT_OK: i32 = 0;
-const EXIT_BAD_INPUT: i32 = 4;
-
 /// The shared-matrix study compares wall times (the "dd faster" category); the kill test runs a
 /// second solver process. Run one test of this file at a time so they do not skew each other.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn solver(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_solver"))
-        .args(args)
-        .current_dir(dir) // no solver.toml there: built-in defaults
-        .output()
-        .expect("runs the solver binary")
 }
 
 fn text(out: &Output) -> String {

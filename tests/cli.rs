@@ -1,20 +1,9 @@
 //! The `solver` binary end to end: exit codes, the report's fields, and the files it writes.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-const EXIT_OK: i32 = 0;
-const EXIT_USAGE: i32 = 2;
-const EXIT_NOT_CONVERGED: i32 = 3;
-const EXIT_BAD_INPUT: i32 = 4;
-
-fn solver(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_solver"))
-        .args(args)
-        .current_dir(dir) // no solver.toml there: built-in defaults
-        .output()
-        .expect("runs the solver binary")
-}
+use common::cli::{EXIT_BAD_INPUT, EXIT_NOT_CONVERGED, EXIT_OK, EXIT_USAGE, solver};
+use std::process::Output;
 
 fn text(out: &Output) -> (String, String) {
     (

@@ -1,3 +1,4 @@
 #![allow(dead_code)] // each test binary uses a different part of these helpers
 
+pub mod cli;
 pub mod matrices;
