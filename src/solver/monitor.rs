@@ -154,7 +154,9 @@ impl<'a, B: Backend> Tracker<'a, B> {
         let relative = norm / self.denominator;
         let every = self.params.true_residual_every;
         let true_residual = match x {
-            Some(x) if every > 0 && k % every == 0 => Some(self.timed_true_residual(x, k)?),
+            Some(x) if every > 0 && k.is_multiple_of(every) => {
+                Some(self.timed_true_residual(x, k)?)
+            }
             _ => None,
         };
         self.record_point(k, relative, true_residual);

@@ -170,10 +170,11 @@ fn capacity(hdr: &Header, bytes: usize, body_bytes: usize) -> usize {
 pub(super) fn coordinate(data: &[u8], hdr: &Header) -> Result<Coo, MmError> {
     let body = &data[hdr.body_start..];
     let threads = rayon::current_num_threads();
-    if threads > 1 && body.len() >= PARALLEL_MIN_BYTES {
-        if let Some(coo) = coordinate_parallel(body, hdr, threads) {
-            return Ok(coo);
-        }
+    if threads > 1
+        && body.len() >= PARALLEL_MIN_BYTES
+        && let Some(coo) = coordinate_parallel(body, hdr, threads)
+    {
+        return Ok(coo);
     }
     let mut coo = Coo::with_capacity(capacity(hdr, body.len(), body.len()));
     let n = scan_coordinate(body, hdr.body_line, hdr, hdr.entries, &mut coo)?;
