@@ -5,17 +5,19 @@
 //! results the same way, so the result is the same bits with 1, 2 or 64 threads, and on the GPU.
 
 mod kernels;
+mod simd_dd;
 
 use super::{Backend, spmv_lanes};
 use crate::error::Result;
 use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
 
-/// Rows per parallel task in SpMV: large enough to amortise scheduling, small enough to balance.
+/// Rows per parallel task in SpMV: large enough to amortise scheduling, small enough to balance;
+/// a multiple of the SIMD kernel's rows at once (4 or 8), so that tasks hold whole groups of rows.
 const SPMV_ROWS_PER_TASK: usize = 4096;
 /// Elements per parallel task in the vector updates.
 const VECTOR_CHUNK: usize = 1 << 14;
@@ -28,6 +30,30 @@ pub struct CpuBackend;
 pub struct CpuMatrix {
     pub csr: Arc<CsrMatrix>,
     pub lanes: usize,
+    /// The entries regrouped for the SIMD double-double SpMV, built on its first use (of
+    /// `csr` as it was then: the kernels check that it still is).
+    sell: Arc<OnceLock<simd_dd::Sell>>,
+}
+
+impl CpuMatrix {
+    pub fn new(csr: Arc<CsrMatrix>) -> Self {
+        let lanes = spmv_lanes(&csr);
+        CpuMatrix {
+            csr,
+            lanes,
+            sell: Arc::default(),
+        }
+    }
+
+    /// The layout of the SIMD double-double SpMV when `P` is `Dd` and the CPU can run it.
+    fn sell_for<P: Precision>(&self) -> Option<&simd_dd::Sell> {
+        let dd = simd_dd::as_dd::<P>(&[]).is_some();
+        let level = simd_dd::level().filter(|_| dd)?;
+        let sell = self
+            .sell
+            .get_or_init(|| simd_dd::Sell::new(&self.csr, level.width()));
+        sell.built_for(&self.csr).then_some(sell)
+    }
 }
 
 impl CpuBackend {
@@ -45,10 +71,7 @@ impl Backend for CpuBackend {
     }
 
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<CpuMatrix> {
-        Ok(CpuMatrix {
-            csr: Arc::clone(a),
-            lanes: spmv_lanes(a),
-        })
+        Ok(CpuMatrix::new(Arc::clone(a)))
     }
 
     fn zeros<P: Precision>(&self, n: usize) -> Result<Vec<P>> {
@@ -75,10 +98,12 @@ impl Backend for CpuBackend {
         let csr = &*a.csr;
         assert_eq!(x.len(), csr.ncols(), "spmv: x length");
         assert_eq!(y.len(), csr.nrows(), "spmv: y length");
+        let sell = a.sell_for::<P>();
         y.par_chunks_mut(SPMV_ROWS_PER_TASK)
             .enumerate()
             .for_each(|(task, out)| {
-                kernels::spmv_rows(csr, a.lanes, x, task * SPMV_ROWS_PER_TASK, out, None)
+                let first = task * SPMV_ROWS_PER_TASK;
+                kernels::spmv_rows(csr, a.lanes, sell, x, first, out, None)
             });
         Ok(())
     }
@@ -94,12 +119,13 @@ impl Backend for CpuBackend {
         assert_eq!(x.len(), csr.ncols(), "residual: x length");
         assert_eq!(b.len(), csr.nrows(), "residual: b length");
         assert_eq!(r.len(), csr.nrows(), "residual: r length");
+        let sell = a.sell_for::<P>();
         r.par_chunks_mut(SPMV_ROWS_PER_TASK)
             .enumerate()
             .for_each(|(task, out)| {
                 let first = task * SPMV_ROWS_PER_TASK;
                 let b = &b[first..first + out.len()];
-                kernels::spmv_rows(csr, a.lanes, x, first, out, Some(b))
+                kernels::spmv_rows(csr, a.lanes, sell, x, first, out, Some(b))
             });
         Ok(())
     }
@@ -176,3 +202,6 @@ impl Backend for CpuBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

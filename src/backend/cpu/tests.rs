@@ -1,0 +1,462 @@
+//! The optimised kernels against straightforward reference loops of the same operation order:
+//! every result must be the same bits (that is the contract with the GPU twin).
+
+use super::{CpuBackend, CpuMatrix, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
+use crate::backend::Backend;
+use crate::precision::{Dd, Precision};
+use crate::sparse::{CsrMatrix, Symmetry};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+
+/// The bits of a value, widened to double-double (exact for `f64` and `Dd`).
+fn bits<P: Precision>(v: &P) -> (u64, u64) {
+    let d = v.to_dd();
+    (d.hi.to_bits(), d.lo.to_bits())
+}
+
+fn assert_same_bits<P: Precision>(got: &[P], want: &[P], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(bits(g), bits(w), "{what}: element {i}: {g:?} != {w:?}");
+    }
+}
+
+/// A value with a full mantissa in `P` (a quotient), across magnitudes, or a signed zero one
+/// time in `zeros`.
+fn random_value_zeros<P: Precision>(rng: &mut impl Rng, zeros: u32) -> P {
+    match rng.random_range(0..2 * zeros) {
+        0 => P::from_f64(0.0),
+        1 => P::from_f64(-0.0),
+        _ => {
+            let scale = 2f64.powi(rng.random_range(-30..30));
+            let num = (rng.random::<f64>() - 0.5) * scale;
+            let den = rng.random_range(1..100) as f64;
+            P::from_f64(num).div(&P::from_f64(den))
+        }
+    }
+}
+
+fn random_value<P: Precision>(rng: &mut impl Rng) -> P {
+    random_value_zeros(rng, 10)
+}
+
+fn random_vector_zeros<P: Precision>(rng: &mut impl Rng, n: usize, zeros: u32) -> Vec<P> {
+    (0..n).map(|_| random_value_zeros(rng, zeros)).collect()
+}
+
+fn random_vector<P: Precision>(rng: &mut impl Rng, n: usize) -> Vec<P> {
+    random_vector_zeros(rng, n, 10)
+}
+
+/// A matrix whose rows have awkward lengths: empty, single entries, one more or less than each
+/// lane count, longer than 32, plus random ones.
+/// `zeros`: one value in `zeros` is a signed zero (many zeros make whole rows sum to a signed
+/// zero, whose sign shows whether every add of the definition was performed).
+fn awkward_matrix(rng: &mut impl Rng, nrows: usize, ncols: usize, zeros: u32) -> CsrMatrix {
+    const LENGTHS: [usize; 16] = [0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 65];
+    let mut row_ptr = vec![0];
+    let mut col_idx = Vec::new();
+    let mut values = Vec::new();
+    for row in 0..nrows {
+        // Every awkward length once, then a mix of them and short random rows.
+        let len = match LENGTHS.get(row) {
+            Some(&len) => len,
+            None if rng.random_range(0..4) == 0 => LENGTHS[rng.random_range(0..LENGTHS.len())],
+            None => rng.random_range(0..12),
+        }
+        .min(ncols);
+        let mut cols: Vec<i32> = rand::seq::index::sample(rng, ncols, len)
+            .into_iter()
+            .map(|c| c as i32)
+            .collect();
+        cols.sort_unstable();
+        for c in cols {
+            col_idx.push(c);
+            values.push(random_value_zeros::<f64>(rng, zeros));
+        }
+        row_ptr.push(col_idx.len());
+    }
+    CsrMatrix::try_from_parts(nrows, ncols, row_ptr, col_idx, values, Symmetry::General)
+        .expect("valid matrix")
+}
+
+/// `A x` (or `b - A x`) row by row as the GPU's CSR-vector kernel sums it.
+fn reference_spmv<P: Precision>(a: &CsrMatrix, lanes: usize, x: &[P], b: Option<&[f64]>) -> Vec<P> {
+    (0..a.nrows())
+        .map(|row| {
+            let (cols, vals) = a.row(row);
+            let mut s = vec![P::zero(); lanes];
+            for (k, (&c, &v)) in cols.iter().zip(vals).enumerate() {
+                s[k % lanes] = s[k % lanes].add_mul_f64(v, &x[c as usize]);
+            }
+            let mut off = lanes / 2;
+            while off > 0 {
+                for l in 0..off {
+                    s[l] = s[l].add(&s[l + off]);
+                }
+                off /= 2;
+            }
+            match b {
+                Some(b) => P::from_f64(b[row]).sub(&s[0]),
+                None => s[0].clone(),
+            }
+        })
+        .collect()
+}
+
+/// The halving tree `s[t] = s[t] + s[t + off]`, `off = len/2, ..., 1`, written plainly.
+fn reference_tree<P: Precision>(mut s: Vec<P>) -> P {
+    let mut off = s.len() / 2;
+    while off > 0 {
+        for t in 0..off {
+            s[t] = s[t].add(&s[t + off]);
+        }
+        off /= 2;
+    }
+    s[0].clone()
+}
+
+/// One chunk as a GPU block sums it: lane `t` takes elements `t, t + DOT_THREADS, ...` in
+/// order from zero, then the tree.
+fn reference_dot_chunk<P: Precision>(x: &[P], y: &[P]) -> P {
+    let mut s = vec![P::zero(); DOT_THREADS];
+    for (i, (xi, yi)) in x.iter().zip(y).enumerate() {
+        s[i % DOT_THREADS] = s[i % DOT_THREADS].add(&xi.mul(yi));
+    }
+    reference_tree(s)
+}
+
+/// `<x, y>`: the chunk results reduced the same way (strided lane sums, then the tree).
+fn reference_dot<P: Precision>(x: &[P], y: &[P]) -> P {
+    let partials: Vec<P> = x
+        .chunks(DOT_CHUNK)
+        .zip(y.chunks(DOT_CHUNK))
+        .map(|(x, y)| reference_dot_chunk(x, y))
+        .collect();
+    let mut s = vec![P::zero(); DOT_THREADS];
+    for (i, p) in partials.iter().enumerate() {
+        s[i % DOT_THREADS] = s[i % DOT_THREADS].add(p);
+    }
+    reference_tree(s)
+}
+
+fn check_spmv<P: Precision>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    let shapes = [(1, 1, 10), (37, 70, 10), (300, 90, 2), (5000, 4000, 10)];
+    for (nrows, ncols, zeros) in shapes {
+        let csr = Arc::new(awkward_matrix(&mut rng, nrows, ncols, zeros));
+        let x: Vec<P> = random_vector_zeros(&mut rng, ncols, zeros);
+        let b: Vec<f64> = random_vector(&mut rng, nrows);
+        for lanes in 1..=32 {
+            let a = CpuMatrix {
+                lanes,
+                ..CpuMatrix::new(Arc::clone(&csr))
+            };
+            let what = format!("{} spmv {nrows}x{ncols} lanes {lanes}", P::NAME);
+            let mut y = vec![P::zero(); nrows];
+            backend.spmv(&a, &x, &mut y).unwrap();
+            assert_same_bits(&y, &reference_spmv(&csr, lanes, &x, None), &what);
+            backend.residual(&a, &b, &x, &mut y).unwrap();
+            assert_same_bits(&y, &reference_spmv(&csr, lanes, &x, Some(&b)), &what);
+            // Row ranges that start and end anywhere (the lockstep rows and their remainder).
+            let want = reference_spmv(&csr, lanes, &x, Some(&b));
+            for first in [0, 1, nrows / 3] {
+                for len in [0, 1, 2, 3, nrows - first] {
+                    let len = len.min(nrows - first);
+                    let mut out = vec![P::zero(); len];
+                    let b = &b[first..first + len];
+                    kernels::spmv_rows(&csr, lanes, None, &x, first, &mut out, Some(b));
+                    assert_same_bits(&out, &want[first..first + len], &what);
+                    let sell = a.sell_for::<P>();
+                    kernels::spmv_rows(&csr, lanes, sell, &x, first, &mut out, Some(b));
+                    assert_same_bits(&out, &want[first..first + len], &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn spmv_matches_reference_f64() {
+    check_spmv::<f64>(1);
+}
+
+#[test]
+fn spmv_matches_reference_dd() {
+    check_spmv::<Dd>(2);
+}
+
+/// Lengths around the lane, row and chunk boundaries of the dot product.
+fn dot_lengths() -> Vec<usize> {
+    vec![
+        0,
+        1,
+        3,
+        5,
+        9,
+        DOT_THREADS - 1,
+        DOT_THREADS,
+        DOT_THREADS + 7,
+        5 * DOT_THREADS + 130,
+        DOT_CHUNK - 1,
+        DOT_CHUNK,
+        DOT_CHUNK + 1,
+        4 * DOT_CHUNK + 1,
+        100_003,
+    ]
+}
+
+fn check_dot<P: Precision>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    for n in dot_lengths() {
+        let x: Vec<P> = random_vector(&mut rng, n);
+        let y: Vec<P> = random_vector(&mut rng, n);
+        let want = reference_dot(&x, &y);
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let got = pool.install(|| backend.dot(&x, &y)).unwrap();
+            assert_eq!(
+                bits(&got),
+                bits(&want),
+                "{} dot n = {n}, {threads} threads: {got:?} != {want:?}",
+                P::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn dot_matches_reference_on_any_thread_count_f64() {
+    check_dot::<f64>(3);
+}
+
+#[test]
+fn dot_matches_reference_on_any_thread_count_dd() {
+    check_dot::<Dd>(4);
+}
+
+fn check_vector_updates<P: Precision>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    for n in [0, 1, 17, 40_000] {
+        let x: Vec<P> = random_vector(&mut rng, n);
+        let y: Vec<P> = random_vector(&mut rng, n);
+        let v: Vec<P> = random_vector(&mut rng, n);
+        let alpha: P = random_value(&mut rng);
+        let beta: P = random_value(&mut rng);
+
+        let mut got = y.clone();
+        backend.axpy(&alpha, &x, &mut got).unwrap();
+        let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
+        assert_same_bits(&got, &want, "axpy");
+
+        let mut got = y.clone();
+        backend.xpay(&x, &beta, &mut got).unwrap();
+        let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| x.add(&beta.mul(y))).collect();
+        assert_same_bits(&got, &want, "xpay");
+
+        let mut got = vec![P::zero(); n];
+        backend.axpyz(&alpha, &x, &y, &mut got).unwrap();
+        let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
+        assert_same_bits(&got, &want, "axpyz");
+
+        // The fused BiCGStab update against its unfused definition.
+        let mut got = y.clone();
+        backend
+            .bicgstab_direction(&x, &alpha, &beta, &v, &mut got)
+            .unwrap();
+        let mut want = y.clone();
+        backend.axpy(&beta.neg(), &v, &mut want).unwrap();
+        backend.xpay(&x, &alpha, &mut want).unwrap();
+        assert_same_bits(&got, &want, "bicgstab_direction");
+    }
+}
+
+#[test]
+fn vector_updates_match_reference_f64() {
+    check_vector_updates::<f64>(5);
+}
+
+#[test]
+fn vector_updates_match_reference_dd() {
+    check_vector_updates::<Dd>(6);
+}
+
+/// The scalar kernels directly: on a CPU with AVX2 the backend sends double-doubles to the
+/// SIMD kernels, so these would otherwise go untested there.
+fn check_scalar_kernels<P: Precision>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for n in dot_lengths() {
+        let x: Vec<P> = random_vector(&mut rng, n);
+        let y: Vec<P> = random_vector(&mut rng, n);
+        let got: Vec<P> = x
+            .chunks(DOT_CHUNK)
+            .zip(y.chunks(DOT_CHUNK))
+            .map(|(x, y)| kernels::dot_chunk_scalar(x, y))
+            .collect();
+        let want: Vec<P> = x
+            .chunks(DOT_CHUNK)
+            .zip(y.chunks(DOT_CHUNK))
+            .map(|(x, y)| reference_dot_chunk(x, y))
+            .collect();
+        assert_same_bits(&got, &want, "dot_chunk_scalar");
+    }
+    let n = 1001;
+    let (x, y, v): (Vec<P>, Vec<P>, Vec<P>) = (
+        random_vector(&mut rng, n),
+        random_vector(&mut rng, n),
+        random_vector(&mut rng, n),
+    );
+    let (alpha, beta): (P, P) = (random_value(&mut rng), random_value(&mut rng));
+    let mut got = y.clone();
+    kernels::axpy_chunk_scalar(&alpha, &x, &mut got);
+    let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
+    assert_same_bits(&got, &want, "axpy_chunk_scalar");
+    let mut got = y.clone();
+    kernels::xpay_chunk_scalar(&x, &beta, &mut got);
+    let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| x.add(&beta.mul(y))).collect();
+    assert_same_bits(&got, &want, "xpay_chunk_scalar");
+    let mut got = vec![P::zero(); n];
+    kernels::axpyz_chunk_scalar(&alpha, &x, &y, &mut got);
+    let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
+    assert_same_bits(&got, &want, "axpyz_chunk_scalar");
+    let mut got = y.clone();
+    kernels::bicgstab_direction_chunk_scalar(&x, &alpha, &beta, &v, &mut got);
+    let want: Vec<P> = x
+        .iter()
+        .zip(&y)
+        .zip(&v)
+        .map(|((r, p), v)| r.add(&alpha.mul(&beta.neg().mul(v).add(p))))
+        .collect();
+    assert_same_bits(&got, &want, "bicgstab_direction_chunk_scalar");
+}
+
+#[test]
+fn scalar_kernels_match_reference_f64() {
+    check_scalar_kernels::<f64>(7);
+}
+
+#[test]
+fn scalar_kernels_match_reference_dd() {
+    check_scalar_kernels::<Dd>(8);
+}
+
+/// The SIMD levels this CPU runs: the backend takes the widest, so the narrower ones are
+/// checked here directly.
+fn simd_levels() -> Vec<simd_dd::Level> {
+    let mut levels = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    if crate::precision::fma_available() {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            levels.push(simd_dd::Level::Avx512);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            levels.push(simd_dd::Level::Avx2);
+        }
+    }
+    levels
+}
+
+/// `alpha x + y`, element by element.
+fn ref_axpy<P: Precision>(alpha: &P, x: &[P], y: &[P]) -> Vec<P> {
+    x.iter().zip(y).map(|(x, y)| alpha.mul(x).add(y)).collect()
+}
+
+/// `x + beta y`, element by element.
+fn ref_xpay<P: Precision>(x: &[P], beta: &P, y: &[P]) -> Vec<P> {
+    x.iter().zip(y).map(|(x, y)| x.add(&beta.mul(y))).collect()
+}
+
+/// `r + beta (p - omega v)` in the order of `axpy(-omega, v, p); xpay(r, beta, p)`.
+fn ref_bicgstab_direction<P: Precision>(r: &[P], beta: &P, omega: &P, v: &[P], p: &[P]) -> Vec<P> {
+    r.iter()
+        .zip(p)
+        .zip(v)
+        .map(|((r, p), v)| r.add(&beta.mul(&omega.neg().mul(v).add(p))))
+        .collect()
+}
+
+/// Every SIMD width's kernels against the reference loops.
+#[test]
+fn simd_kernels_of_every_width_match_reference() {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for level in simd_levels() {
+        let w = level.width();
+        let what = |op: &str| format!("{level:?} {op}");
+        // Dot chunks of every length class.
+        for n in dot_lengths() {
+            let n = n.min(DOT_CHUNK);
+            let x: Vec<Dd> = random_vector(&mut rng, n);
+            let y: Vec<Dd> = random_vector(&mut rng, n);
+            // SAFETY: `simd_levels` detected the level.
+            let got = unsafe { simd_dd::dot_chunk_at(level, &x, &y) };
+            let want = reference_dot_chunk(&x, &y);
+            assert_eq!(bits(&got), bits(&want), "{} n = {n}", what("dot_chunk"));
+        }
+        // Vector updates, with a tail the SIMD code leaves to the caller.
+        let n = 1003;
+        let (x, y, v): (Vec<Dd>, Vec<Dd>, Vec<Dd>) = (
+            random_vector(&mut rng, n),
+            random_vector(&mut rng, n),
+            random_vector(&mut rng, n),
+        );
+        let (alpha, beta): (Dd, Dd) = (random_value(&mut rng), random_value(&mut rng));
+        let done = n / w * w;
+        let mut got = y.clone();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { simd_dd::axpy_at(level, &alpha, &x, &mut got) },
+            done
+        );
+        let want = ref_axpy(&alpha, &x, &y);
+        assert_same_bits(&got[..done], &want[..done], &what("axpy"));
+        let mut got = y.clone();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { simd_dd::xpay_at(level, &x, &beta, &mut got) },
+            done
+        );
+        let want = ref_xpay(&x, &beta, &y);
+        assert_same_bits(&got[..done], &want[..done], &what("xpay"));
+        let mut got = vec![Dd::default(); n];
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { simd_dd::axpyz_at(level, &alpha, &x, &y, &mut got) },
+            done
+        );
+        let want = ref_axpy(&alpha, &x, &y);
+        assert_same_bits(&got[..done], &want[..done], &what("axpyz"));
+        let mut got = y.clone();
+        // SAFETY: as above.
+        let d = unsafe { simd_dd::bicgstab_direction_at(level, &x, &alpha, &beta, &v, &mut got) };
+        assert_eq!(d, done);
+        let want = ref_bicgstab_direction(&x, &alpha, &beta, &v, &y);
+        assert_same_bits(&got[..done], &want[..done], &what("bicgstab_direction"));
+        // SpMV over whole groups of rows, every lane count the kernel takes.
+        let (nrows, ncols) = (203, 150);
+        let csr = Arc::new(awkward_matrix(&mut rng, nrows, ncols, 4));
+        let x: Vec<Dd> = random_vector_zeros(&mut rng, ncols, 4);
+        let b: Vec<f64> = random_vector(&mut rng, nrows);
+        let sell = simd_dd::Sell::new(&csr, w);
+        let rows = nrows / w * w;
+        for lanes in [1, 2, 4, 8, 16, 32] {
+            let want = reference_spmv(&csr, lanes, &x, Some(&b));
+            let mut got = vec![Dd::default(); rows];
+            // SAFETY: as above; the sizes are those of `csr`, the rows whole groups.
+            unsafe {
+                simd_dd::spmv_rows_at(level, &csr, &sell, lanes, &x, 0, &mut got, Some(&b[..rows]))
+            };
+            assert_same_bits(
+                &got,
+                &want[..rows],
+                &format!("{} lanes {lanes}", what("spmv")),
+            );
+        }
+    }
+}
