@@ -216,20 +216,23 @@ impl CudaBackend {
     fn finish_reduction<P: Precision>(&self, partial: &CudaSlice<f64>, blocks: usize) -> Result<P> {
         let per = Self::words_per_element::<P>();
         let mut out = alloc_words(&self.stream, per)?;
-        let (f, name) = self.staged_kernel::<P>("dot", "final")?;
-        let m = blocks as i32;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).arg(partial).arg(&mut out);
-        // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block of 256 threads.
-        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
-        let w = self
+        self.final_stage_into::<P>(partial, blocks, &mut out.slice_mut(..))?;
+        Ok(self.decode::<P>(&out, 1)?.remove(0))
+    }
+
+    /// The first `len` elements of `P` held in `words` (one word each for f64, `hi`/`lo` pairs
+    /// for dd), copied to the host.
+    fn decode<P: Precision>(&self, words: &CudaSlice<f64>, len: usize) -> Result<Vec<P>> {
+        let words = self
             .stream
-            .clone_dtoh(&out)
-            .map_err(driver_error("copying a reduction result from the GPU"))?;
-        Ok(if per == 1 {
-            P::from_f64(w[0])
-        } else {
-            P::from_dd(Dd::from_parts(w[0], w[1]))
+            .clone_dtoh(words)
+            .map_err(driver_error("copying from the GPU"))?;
+        Ok(match Self::words_per_element::<P>() {
+            1 => words[..len].iter().map(|&w| P::from_f64(w)).collect(),
+            _ => words[..2 * len]
+                .chunks_exact(2)
+                .map(|w| P::from_dd(Dd::from_parts(w[0], w[1])))
+                .collect(),
         })
     }
 
@@ -370,17 +373,7 @@ impl Backend for CudaBackend {
     }
 
     fn to_host<P: Precision>(&self, x: &CudaVector<P>) -> Result<Vec<P>> {
-        let words = self
-            .stream
-            .clone_dtoh(&x.words)
-            .map_err(driver_error("copying a vector from the GPU"))?;
-        Ok(match Self::words_per_element::<P>() {
-            1 => words[..x.len].iter().map(|&w| P::from_f64(w)).collect(),
-            _ => words[..2 * x.len]
-                .chunks_exact(2)
-                .map(|w| P::from_dd(Dd::from_parts(w[0], w[1])))
-                .collect(),
-        })
+        self.decode(&x.words, x.len)
     }
 
     fn len<P: Precision>(&self, x: &CudaVector<P>) -> usize {
@@ -412,6 +405,51 @@ impl Backend for CudaBackend {
         let (mut partial, blocks) = self.partials::<P>(x.len)?;
         self.launch_dot_partial(x, y, &mut partial, blocks)?;
         self.finish_reduction(&partial, blocks)
+    }
+
+    fn cg_step<P: Precision>(
+        &self,
+        rho: &P,
+        p: &CudaVector<P>,
+        q: &CudaVector<P>,
+        x: &mut CudaVector<P>,
+        r: &mut CudaVector<P>,
+    ) -> Result<(P, P)> {
+        let n = p.len;
+        assert!(q.len == n && x.len == n && r.len == n, "cg_step: lengths");
+        let per = Self::words_per_element::<P>();
+        let n64 = n as i64;
+        let (mut pq_partial, blocks) = self.partials::<P>(n)?;
+        let (mut rr_partial, _) = self.partials::<P>(n)?;
+        // [<p, q>, alpha, accepted, <r, r>], each one T: the step's only transfer to the host.
+        let mut scalars = alloc_words(&self.stream, 4 * per)?;
+        self.launch_dot_partial(p, q, &mut pq_partial, blocks)?;
+        let (f, name) = self.kernel::<P>("cg_alpha")?;
+        let rho = Self::scalar(rho);
+        let m = blocks as i32;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).arg(&pq_partial);
+        push_scalar(&mut args, &rho);
+        args.arg(&mut scalars);
+        // SAFETY: cg_alpha_{p}(int m, const T* partial, S rho, T* scalars), one block; scalars
+        // holds four T.
+        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        let (f, name) = self.kernel::<P>("cg_update")?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n64)
+            .arg(&scalars)
+            .arg(&p.words)
+            .arg(&q.words)
+            .arg(&mut x.words)
+            .arg(&mut r.words)
+            .arg(&mut rr_partial);
+        // SAFETY: cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x,
+        // T* r, T* partial), reduction layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        let mut rr_slot = scalars.slice_mut(3 * per..4 * per);
+        self.final_stage_into::<P>(&rr_partial, blocks, &mut rr_slot)?;
+        let values = self.decode::<P>(&scalars, 4)?;
+        Ok((values[0].clone(), values[3].clone()))
     }
 
     fn bicgstab_half<P: Precision>(
