@@ -35,9 +35,13 @@ pub struct BatchArgs {
     /// Tolerances on the stopping test, comma separated (default: solver.toml's tol).
     #[arg(long, value_delimiter = ',')]
     tol: Vec<f64>,
-    /// Preconditioners, comma separated: none (ilu0 is issue #4).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "none")]
+    /// Preconditioners, comma separated: none, ilu0 (default: solver.toml's precond). ILU(0) is
+    /// factored once per matrix; a zero pivot is recorded as precond-failed.
+    #[arg(long, value_enum, value_delimiter = ',')]
     precond: Vec<PrecondChoice>,
+    /// ILU(0) diagonal shift S > 0 for the ilu0 runs (default: solver.toml's ilu_shift).
+    #[arg(long, value_name = "S")]
+    ilu_shift: Option<f64>,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
     #[arg(long, value_enum, value_delimiter = ',')]
     method: Vec<Method>,
@@ -102,7 +106,11 @@ fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
         grid: Grid {
             precisions,
             tols,
-            preconds: args.precond.clone(),
+            preconds: if args.precond.is_empty() {
+                vec![config.precond]
+            } else {
+                args.precond.clone()
+            },
             methods: or(&args.method, config.method),
         },
         limits: RunLimits {
@@ -110,6 +118,16 @@ fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
             time_limit: args.time_limit,
             criterion: args.criterion.unwrap_or(config.params.criterion),
             true_residual_every: args.true_residual_every,
+            ilu_shift: match args.ilu_shift {
+                Some(s) if !(s.is_finite() && s > 0.0) => {
+                    return Err(precsolve::Error::Config(format!(
+                        "--ilu-shift {s}: the shift must be a positive number"
+                    ))
+                    .into());
+                }
+                Some(s) => Some(s),
+                None => config.ilu_shift,
+            },
         },
         backend: args.backend.unwrap_or(config.backend),
         out: args.out.clone(),

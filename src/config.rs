@@ -2,6 +2,7 @@
 //! their line and column); `Config` is the validated form the command runs with.
 
 use crate::error::{Error, Result};
+use crate::precond::PrecondKind;
 use crate::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
 use crate::solver::{Params, ResidualNorm};
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,8 @@ pub struct RawSolve {
     pub true_residual_every: usize,
     pub backend: BackendChoice,
     pub threads: usize,
+    pub precond: PrecondKind,
+    pub ilu_shift: f64,
 }
 
 impl Default for RawSolve {
@@ -46,6 +49,8 @@ impl Default for RawSolve {
             true_residual_every: params.true_residual_every,
             backend: BackendChoice::Auto,
             threads: 0,
+            precond: PrecondKind::None,
+            ilu_shift: 0.0,
         }
     }
 }
@@ -93,6 +98,17 @@ impl RawConfig {
         if s.max_iter == 0 {
             return Err(Error::Config("max_iter must be at least 1".into()));
         }
+        if !(s.ilu_shift.is_finite() && s.ilu_shift >= 0.0) {
+            return Err(Error::Config(format!(
+                "ilu_shift = {} must be 0 (no shift) or a positive number",
+                s.ilu_shift
+            )));
+        }
+        if s.ilu_shift > 0.0 && s.precond != PrecondKind::Ilu0 {
+            return Err(Error::Config(
+                "ilu_shift is set but the preconditioner is not ilu0".into(),
+            ));
+        }
         Ok(Config {
             params: Params {
                 tol: s.tol,
@@ -106,6 +122,8 @@ impl RawConfig {
             precision: s.precision,
             backend: s.backend,
             threads: s.threads,
+            precond: s.precond,
+            ilu_shift: (s.ilu_shift > 0.0).then_some(s.ilu_shift),
             format: self.output.format,
             quiet: self.output.quiet,
         })
@@ -120,6 +138,9 @@ pub struct Config {
     pub precision: PrecisionChoice,
     pub backend: BackendChoice,
     pub threads: usize,
+    pub precond: PrecondKind,
+    /// ILU(0)'s diagonal shift, `None` for none.
+    pub ilu_shift: Option<f64>,
     pub format: OutputFormat,
     pub quiet: bool,
 }

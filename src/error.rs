@@ -28,6 +28,9 @@ pub enum Error {
     /// Input that parses but cannot be used (mismatched sizes, unknown generated matrix...).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A preconditioner cannot be built for this matrix (ILU(0): zero pivot, missing diagonal).
+    #[error("{0}")]
+    Preconditioner(String),
     /// A compute backend failed (device errors, out of memory).
     #[error("backend {backend}: {message}")]
     Backend {

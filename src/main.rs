@@ -7,8 +7,9 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use precsolve::config::{Config, OutputFormat, RawConfig};
+use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::report::{MatrixSummary, SolveReport, write_history_csv, write_solution};
-use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice, Problem, solve};
+use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice, Problem, Recipe, solve};
 use precsolve::solver::{Monitor, ResidualNorm};
 use precsolve::sparse::read_vector;
 use precsolve::{Error, load_matrix};
@@ -96,6 +97,13 @@ struct SolveArgs {
     /// CPU threads (0: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Preconditioner, applied in double in both precisions.
+    #[arg(long, value_enum)]
+    precond: Option<PrecondKind>,
+    /// ILU(0) diagonal shift S > 0: factor A + S max|a_ij| I (inserting missing diagonals)
+    /// instead of stopping at a zero pivot.
+    #[arg(long, value_name = "S")]
+    ilu_shift: Option<f64>,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones).
     #[arg(long, value_name = "FILE")]
     rhs: Option<PathBuf>,
@@ -272,6 +280,12 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     if let Some(v) = args.threads {
         s.threads = v;
     }
+    if let Some(v) = args.precond {
+        s.precond = v;
+    }
+    if let Some(v) = args.ilu_shift {
+        s.ilu_shift = v;
+    }
     if let Some(v) = args.format {
         raw.output.format = v;
     }
@@ -317,15 +331,21 @@ fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> a
         precsolve::solver::dispatch::ResolvedBackend::Cuda => BackendChoice::Cuda,
     };
 
+    // Factored once, shared by every precision's solve.
+    let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)?;
     let mut infos = Vec::new();
     let mut last_x = None;
     for precision in config.precision.precisions() {
         let mut monitor = ProgressMonitor::new(progress, config.quiet, &format!("{precision:?}"));
+        let recipe = Recipe {
+            method: config.method,
+            precision,
+            precond: &precond,
+        };
         let solution = solve(
             &problem,
             config.backend,
-            config.method,
-            precision,
+            recipe,
             &config.params,
             &mut monitor,
         )?;

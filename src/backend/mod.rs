@@ -10,6 +10,7 @@ pub mod cuda;
 
 use crate::error::Result;
 use crate::precision::Precision;
+use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;
 use std::sync::Arc;
 
@@ -85,11 +86,23 @@ pub trait Backend: Send + Sync {
     type Vector<P: Precision>: Send + Sync;
     /// The f64 CSR matrix as this backend stores it.
     type Matrix: Send + Sync;
+    /// ILU(0) factors as this backend stores them, with the work space of an application.
+    type Ilu: Send + Sync;
 
     fn name(&self) -> &'static str;
 
     /// Make the matrix available to the kernels (the CPU shares it, a GPU copies it).
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<Self::Matrix>;
+    /// Make ILU(0) factors (computed on the CPU) available to the triangular solves.
+    fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<Self::Ilu>;
+    /// `z <- U^{-1} L^{-1} r` in double, with the arithmetic src/precond/ilu0.rs specifies:
+    /// `r` rounded to f64, the forward and backward solves, the result widened to `P`.
+    fn ilu_apply<P: Precision>(
+        &self,
+        ilu: &mut Self::Ilu,
+        r: &Self::Vector<P>,
+        z: &mut Self::Vector<P>,
+    ) -> Result<()>;
     /// A vector of `n` zeros.
     fn zeros<P: Precision>(&self, n: usize) -> Result<Self::Vector<P>>;
     /// A vector of `P` holding these doubles exactly.

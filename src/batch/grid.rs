@@ -7,34 +7,8 @@ use crate::solver::dispatch::{Method, WorkingPrecision};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Preconditioner axis of the grid. `Ilu0` is parsed already so that scripts written for it
-/// get a clear message instead of a usage error; landing ILU(0) (issue #4) means removing its
-/// arm in [`PrecondChoice::check_available`] and wiring it into dispatch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum PrecondChoice {
-    None,
-    Ilu0,
-}
-
-impl PrecondChoice {
-    pub fn name(self) -> &'static str {
-        match self {
-            PrecondChoice::None => "none",
-            PrecondChoice::Ilu0 => "ilu0",
-        }
-    }
-
-    /// Refuse, before any work starts, a preconditioner the solvers do not have yet.
-    pub fn check_available(self) -> Result<()> {
-        match self {
-            PrecondChoice::None => Ok(()),
-            PrecondChoice::Ilu0 => Err(Error::InvalidInput(
-                "ilu0 is not available yet (issue #4)".into(),
-            )),
-        }
-    }
-}
+/// Preconditioner axis of the grid.
+pub use crate::precond::PrecondKind as PrecondChoice;
 
 /// The axes of a study; every matrix is run at every combination.
 #[derive(Clone, Debug)]
@@ -70,9 +44,6 @@ impl Grid {
                 )));
             }
         }
-        for p in &self.preconds {
-            p.check_available()?;
-        }
         Ok(())
     }
 
@@ -96,6 +67,8 @@ pub struct RunLimits {
     /// True residual into the history every this many iterations; 0 picks
     /// [`auto_true_residual_every`] per matrix.
     pub true_residual_every: usize,
+    /// ILU(0)'s diagonal shift (`--ilu-shift`), for the runs with `ilu0`.
+    pub ilu_shift: Option<f64>,
 }
 
 /// `--true-residual-every 0`: every `n / 100` iterations, clamped to 1..=10. Each check costs
@@ -121,6 +94,9 @@ pub struct RunKey {
     pub max_iter: usize,
     pub time_limit_s: Option<f64>,
     pub criterion: ResidualNorm,
+    /// ILU(0)'s diagonal shift, only for `ilu0` runs given one (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ilu_shift: Option<f64>,
 }
 
 impl RunKey {
@@ -141,6 +117,7 @@ impl RunKey {
             max_iter: self.max_iter,
             time_limit_s: self.time_limit_s,
             criterion: self.criterion,
+            ilu_shift: self.ilu_shift,
         }
     }
 }
@@ -154,11 +131,13 @@ pub struct Condition {
     pub max_iter: usize,
     pub time_limit_s: Option<f64>,
     pub criterion: ResidualNorm,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ilu_shift: Option<f64>,
 }
 
 impl Condition {
     pub fn id(&self) -> String {
-        format!(
+        let mut id = format!(
             "{:e}|{}|{}|{}|{}|{}",
             self.tol,
             self.precond.name(),
@@ -167,7 +146,11 @@ impl Condition {
             self.time_limit_s
                 .map_or("none".into(), |t| format!("{t:e}")),
             criterion_name(self.criterion),
-        )
+        );
+        if let Some(shift) = self.ilu_shift {
+            id.push_str(&format!("|shift{shift:e}"));
+        }
+        id
     }
 
     /// Human heading: `tol 1e-8, precond none, method auto, max 30000 iterations`.
@@ -184,6 +167,9 @@ impl Condition {
         }
         if self.criterion != ResidualNorm::Initial {
             s.push_str(", stop on ||r||/||b||");
+        }
+        if let Some(shift) = self.ilu_shift {
+            s.push_str(&format!(", ilu-shift {shift:e}"));
         }
         s
     }
@@ -203,6 +189,9 @@ impl Condition {
         }
         if self.criterion != ResidualNorm::Initial {
             s.push_str("_rhs");
+        }
+        if let Some(shift) = self.ilu_shift {
+            s.push_str(&format!("_shift{shift:e}"));
         }
         s
     }

@@ -25,7 +25,8 @@ pub use store::{
 pub use summary::{Category, ConditionSummary, MatrixRow, Ratios, Summary};
 
 use crate::error::{Error, Result};
-use crate::solver::dispatch::{BackendChoice, Problem, solve};
+use crate::precond::Preconditioning;
+use crate::solver::dispatch::{BackendChoice, Problem, Recipe, solve};
 use crate::solver::{Monitor, Params};
 use crate::sparse::CsrMatrix;
 use std::collections::HashMap;
@@ -146,6 +147,9 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
         let problem = crate::load_matrix(&m.key)
             .and_then(|a| Problem::new(Arc::new(a), None, None))
             .map_err(|e| e.to_string());
+        // Each preconditioner is built once per matrix, for all the runs that use it.
+        let mut preconds: HashMap<PrecondChoice, std::result::Result<Preconditioning, String>> =
+            HashMap::new();
         for key in keys {
             if observer.stop_requested() {
                 outcome.interrupted = true;
@@ -155,7 +159,21 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
                 Err(message) => error_record(m, key, None, RunStatus::LoadError, message),
                 Ok(problem) => {
                     observer.run_started(&m.name, &key);
-                    match run_one(m, key, problem, spec, observer)? {
+                    let precond = preconds.entry(key.precond).or_insert_with(|| {
+                        Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift)
+                            .map_err(|e| e.to_string())
+                    });
+                    let precond = match precond {
+                        Ok(p) => p,
+                        Err(message) => {
+                            let shape = MatrixShape::of(&problem.a);
+                            let status = RunStatus::PrecondFailed;
+                            let record = error_record(m, key, Some(shape), status, message);
+                            finish_record(&mut store, &latest, record, &mut outcome, observer)?;
+                            continue;
+                        }
+                    };
+                    match run_one(m, key, problem, precond, spec, observer)? {
                         Some(r) => r,
                         None => {
                             outcome.interrupted = true;
@@ -164,19 +182,31 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
                     }
                 }
             };
-            outcome.executed += 1;
-            let repeated_error = record.status.is_retried()
-                && latest.get(&record.key.id()).is_some_and(|s| s.is_retried());
-            if record.status.is_retried() {
-                outcome.errors += 1;
-            }
-            if !repeated_error {
-                store.append(&record)?;
-            }
-            observer.run_finished(&record, !repeated_error);
+            finish_record(&mut store, &latest, record, &mut outcome, observer)?;
         }
     }
     Ok(outcome)
+}
+
+/// Count a finished run and append it, unless it repeats a recorded error.
+fn finish_record(
+    store: &mut Store,
+    latest: &HashMap<String, RunStatus>,
+    record: RunRecord,
+    outcome: &mut StudyOutcome,
+    observer: &mut dyn StudyObserver,
+) -> Result<()> {
+    outcome.executed += 1;
+    let repeated_error =
+        record.status.is_retried() && latest.get(&record.key.id()).is_some_and(|s| s.is_retried());
+    if record.status.is_retried() {
+        outcome.errors += 1;
+    }
+    if !repeated_error {
+        store.append(&record)?;
+    }
+    observer.run_finished(&record, !repeated_error);
+    Ok(())
 }
 
 /// An untimed solve of a small generated problem in each precision of the grid, so that the
@@ -188,11 +218,15 @@ fn warm_up(spec: &StudySpec) {
         return;
     };
     for &precision in &spec.grid.precisions {
+        let recipe = Recipe {
+            method: crate::solver::dispatch::Method::Cg,
+            precision,
+            precond: &Preconditioning::None,
+        };
         let _ = solve(
             &problem,
             spec.backend,
-            crate::solver::dispatch::Method::Cg,
-            precision,
+            recipe,
             &Params::default(),
             &mut crate::solver::NoMonitor,
         );
@@ -216,6 +250,7 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                         max_iter: limits.max_iter,
                         time_limit_s: limits.time_limit.map(|d| d.as_secs_f64()),
                         criterion: limits.criterion,
+                        ilu_shift: limits.ilu_shift.filter(|_| precond == PrecondChoice::Ilu0),
                     });
                 }
             }
@@ -238,6 +273,7 @@ fn run_one(
     m: &MatrixInput,
     key: RunKey,
     problem: &Problem,
+    precond: &Preconditioning,
     spec: &StudySpec,
     observer: &mut dyn StudyObserver,
 ) -> Result<Option<RunRecord>> {
@@ -257,19 +293,13 @@ fn run_one(
         time_limit: spec.limits.time_limit,
         ..Params::default()
     };
-    let shape = MatrixShape {
-        rows: a.nrows(),
-        nnz: a.nnz(),
-        symmetry: a.symmetry().to_string(),
+    let shape = MatrixShape::of(a);
+    let recipe = Recipe {
+        method: key.method,
+        precision: key.precision,
+        precond,
     };
-    let solution = match solve(
-        problem,
-        spec.backend,
-        key.method,
-        key.precision,
-        &params,
-        &mut Relay(observer),
-    ) {
+    let solution = match solve(problem, spec.backend, recipe, &params, &mut Relay(observer)) {
         Ok(s) => s,
         Err(e) => {
             return Ok(Some(error_record(

@@ -35,6 +35,9 @@ pub enum RunStatus {
     LoadError,
     /// The solver returned an error (a backend failure), not an outcome.
     SolveError,
+    /// The preconditioner cannot be built for this matrix (ILU(0): a zero pivot or a missing
+    /// diagonal): an outcome of the matrix, not retried.
+    PrecondFailed,
 }
 
 impl RunStatus {
@@ -69,6 +72,7 @@ impl RunStatus {
             RunStatus::TimeLimit => "time-limit",
             RunStatus::LoadError => "load-error",
             RunStatus::SolveError => "solve-error",
+            RunStatus::PrecondFailed => "precond-failed",
         }
     }
 }
@@ -79,6 +83,16 @@ pub struct MatrixShape {
     pub rows: usize,
     pub nnz: usize,
     pub symmetry: String,
+}
+
+impl MatrixShape {
+    pub fn of(a: &crate::sparse::CsrMatrix) -> Self {
+        MatrixShape {
+            rows: a.nrows(),
+            nnz: a.nnz(),
+            symmetry: a.symmetry().to_string(),
+        }
+    }
 }
 
 /// The numbers of a finished solve. Residuals that are not finite are written as `null`

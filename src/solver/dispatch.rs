@@ -5,7 +5,7 @@ use crate::backend::Backend;
 use crate::backend::cpu::CpuBackend;
 use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision};
-use crate::precond::Identity;
+use crate::precond::{Identity, Ilu0, Preconditioner, Preconditioning};
 use crate::sparse::{CsrMatrix, Symmetry};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -178,50 +178,53 @@ pub struct Solution {
     pub x: Vec<Dd>,
 }
 
+/// What one solve runs: the method (resolved from `Auto` by the matrix), the working precision
+/// and the preconditioner, prepared once per matrix and shared by every solve of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Recipe<'a> {
+    pub method: Method,
+    pub precision: WorkingPrecision,
+    pub precond: &'a Preconditioning,
+}
+
 /// Solve `problem` with `method` (resolved if `Auto`) in one working precision.
 pub fn solve(
     problem: &Problem,
     backend: BackendChoice,
-    method: Method,
-    precision: WorkingPrecision,
+    recipe: Recipe<'_>,
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
-    let method = method.resolve(&problem.a);
+    let recipe = Recipe {
+        method: recipe.method.resolve(&problem.a),
+        ..recipe
+    };
     match backend.resolve()? {
-        ResolvedBackend::Cpu => with_precision(
-            &CpuBackend::new(),
-            problem,
-            method,
-            precision,
-            params,
-            monitor,
-        ),
-        #[cfg(feature = "cuda")]
-        ResolvedBackend::Cuda => {
-            with_precision(cuda_backend()?, problem, method, precision, params, monitor)
+        ResolvedBackend::Cpu => {
+            with_precision(&CpuBackend::new(), problem, recipe, params, monitor)
         }
+        #[cfg(feature = "cuda")]
+        ResolvedBackend::Cuda => with_precision(cuda_backend()?, problem, recipe, params, monitor),
     }
 }
 
 fn with_precision<B: Backend>(
     backend: &B,
     problem: &Problem,
-    method: Method,
-    precision: WorkingPrecision,
+    recipe: Recipe<'_>,
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
-    match precision {
-        WorkingPrecision::F64 => run::<B, f64>(backend, problem, method, params, monitor),
-        WorkingPrecision::Dd => run::<B, Dd>(backend, problem, method, params, monitor),
+    match recipe.precision {
+        WorkingPrecision::F64 => run::<B, f64>(backend, problem, recipe, params, monitor),
+        WorkingPrecision::Dd => run::<B, Dd>(backend, problem, recipe, params, monitor),
     }
 }
 
 fn run<B: Backend, P: Precision>(
     backend: &B,
     problem: &Problem,
-    method: Method,
+    recipe: Recipe<'_>,
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
@@ -234,10 +237,41 @@ fn run<B: Backend, P: Precision>(
     };
     backend.synchronize()?;
     let upload = start.elapsed().as_secs_f64();
-    let mut info = match method {
-        Method::Cg => cg(backend, &a, &b, &mut x, &Identity, params, monitor)?,
-        Method::Bicgstab | Method::Auto => {
-            bicgstab(backend, &a, &b, &mut x, &Identity, params, monitor)?
+    let mut info = match recipe.precond {
+        Preconditioning::None => iterate(
+            backend,
+            &a,
+            &b,
+            &mut x,
+            recipe.method,
+            &Identity,
+            params,
+            monitor,
+        )?,
+        Preconditioning::Ilu0(factors) => {
+            let t0 = Instant::now();
+            let ilu = Ilu0::new(backend, factors)?;
+            backend.synchronize()?;
+            let ilu_upload = t0.elapsed().as_secs_f64();
+            let mut info = iterate(
+                backend,
+                &a,
+                &b,
+                &mut x,
+                recipe.method,
+                &ilu,
+                params,
+                monitor,
+            )?;
+            info.precond = "ilu0";
+            info.times.precond = ilu.seconds();
+            info.times.precond_setup = factors.setup_seconds() + ilu_upload;
+            info.times.setup += info.times.precond_setup;
+            info.times.total += info.times.precond_setup;
+            if let Some(t) = info.time_to_target.as_mut() {
+                *t += info.times.precond_setup;
+            }
+            info
         }
     };
     info.times.setup += upload;
@@ -247,4 +281,21 @@ fn run<B: Backend, P: Precision>(
     }
     let x = backend.to_host(&x)?.iter().map(Precision::to_dd).collect();
     Ok(Solution { info, x })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn iterate<B: Backend, P: Precision, M: Preconditioner<B>>(
+    backend: &B,
+    a: &B::Matrix,
+    b: &B::Vector<f64>,
+    x: &mut B::Vector<P>,
+    method: Method,
+    precond: &M,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<SolveInfo> {
+    match method {
+        Method::Cg => cg(backend, a, b, x, precond, params, monitor),
+        Method::Bicgstab | Method::Auto => bicgstab(backend, a, b, x, precond, params, monitor),
+    }
 }

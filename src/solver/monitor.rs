@@ -219,6 +219,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
         Ok(SolveInfo {
             method,
             precision: P::NAME,
+            precond: "none",
             backend: self.backend.name(),
             iterations,
             stop_reason,
@@ -229,6 +230,8 @@ impl<'a, B: Backend> Tracker<'a, B> {
                 iterations: (loop_end - setup).max(0.0),
                 true_residual: self.checks.as_secs_f64(),
                 total: self.start.elapsed().as_secs_f64(),
+                precond: 0.0,
+                precond_setup: 0.0,
             },
             time_to_target: self.time_to_target,
             history: self.history,

@@ -102,6 +102,10 @@ pub struct SolveTimes {
     pub true_residual: f64,
     /// Everything: setup, loop, checks.
     pub total: f64,
+    /// Of `iterations`: applying the preconditioner (the thesis's "Precond [%]" numerator).
+    pub precond: f64,
+    /// Of `setup`: building the preconditioner (ILU(0) factorization and its upload).
+    pub precond_setup: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -119,6 +123,8 @@ pub struct HistoryPoint {
 pub struct SolveInfo {
     pub method: &'static str,
     pub precision: &'static str,
+    /// `none` or `ilu0`.
+    pub precond: &'static str,
     pub backend: &'static str,
     pub iterations: usize,
     pub stop_reason: StopReason,
@@ -140,6 +146,15 @@ impl SolveInfo {
             0.0
         } else {
             self.times.iterations / self.iterations as f64
+        }
+    }
+
+    /// Fraction of the loop's time spent applying the preconditioner (0 without one).
+    pub fn precond_share(&self) -> f64 {
+        if self.times.iterations > 0.0 {
+            (self.times.precond / self.times.iterations).min(1.0)
+        } else {
+            0.0
         }
     }
 }

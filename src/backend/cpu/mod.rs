@@ -6,15 +6,18 @@
 
 mod kernels;
 mod simd_dd;
+pub mod trisolve;
 
 use super::{Backend, spmv_lanes};
 use crate::error::Result;
 use crate::precision::Precision;
+use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
 pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
+pub use trisolve::CpuIlu;
 
 /// Rows per parallel task in SpMV: large enough to amortise scheduling, small enough to balance;
 /// a multiple of the SIMD kernel's rows at once (4 or 8), so that tasks hold whole groups of rows.
@@ -65,6 +68,7 @@ impl CpuBackend {
 impl Backend for CpuBackend {
     type Vector<P: Precision> = Vec<P>;
     type Matrix = CpuMatrix;
+    type Ilu = CpuIlu;
 
     fn name(&self) -> &'static str {
         "cpu"
@@ -72,6 +76,15 @@ impl Backend for CpuBackend {
 
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<CpuMatrix> {
         Ok(CpuMatrix::new(Arc::clone(a)))
+    }
+
+    fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<CpuIlu> {
+        Ok(CpuIlu::new(Arc::clone(factors)))
+    }
+
+    fn ilu_apply<P: Precision>(&self, ilu: &mut CpuIlu, r: &Vec<P>, z: &mut Vec<P>) -> Result<()> {
+        ilu.apply(r, z);
+        Ok(())
     }
 
     fn zeros<P: Precision>(&self, n: usize) -> Result<Vec<P>> {

@@ -13,6 +13,7 @@ pub use device::probe;
 use super::{Backend, spmv_lanes};
 use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision};
+use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;
 use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchArgs, LaunchConfig,
@@ -52,6 +53,9 @@ pub struct CudaMatrix {
     col_idx: CudaSlice<i32>,
     values: CudaSlice<f64>,
 }
+
+/// ILU(0) factors on the GPU (placeholder until the triangular-solve kernels land).
+pub struct CudaIlu;
 
 /// A scalar argument in the layout its kernel expects (`double` or `double2`).
 enum Scalar {
@@ -306,6 +310,7 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     type Vector<P: Precision> = CudaVector<P>;
     type Matrix = CudaMatrix;
+    type Ilu = CudaIlu;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -351,6 +356,22 @@ impl Backend for CudaBackend {
             col_idx,
             values,
         })
+    }
+
+    fn ilu(&self, _factors: &Arc<Ilu0Factors>) -> Result<CudaIlu> {
+        Err(Error::Backend {
+            backend: "cuda",
+            message: "ILU(0) triangular solves are not on the GPU yet (issue #4)".into(),
+        })
+    }
+
+    fn ilu_apply<P: Precision>(
+        &self,
+        _ilu: &mut CudaIlu,
+        _r: &CudaVector<P>,
+        _z: &mut CudaVector<P>,
+    ) -> Result<()> {
+        unreachable!("no CudaIlu can be built yet")
     }
 
     fn zeros<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {

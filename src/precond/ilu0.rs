@@ -1,0 +1,377 @@
+//! ILU(0) in double: `A ~ L U` on the sparsity pattern of `A` (explicit zeros included), computed
+//! once per matrix on the CPU, then applied by each backend's triangular solves (thesis 4.3.2).
+//!
+//! The factors live in `A`'s CSR pattern: the strictly lower entries hold `L` (unit diagonal, not
+//! stored), the diagonal and upper entries hold `U`, as cuSPARSE's `csrilu02` leaves them.
+//!
+//! The arithmetic of an application, which every backend follows operation for operation so that
+//! all give the same bits (one `f64` multiply and one subtract per entry, never fused):
+//! - forward: `y_i = fl(r_i)`, then for the strictly lower entries of row `i` in increasing column
+//!   order `y_i = y_i - l_ij * y_j`;
+//! - backward: `x_i = y_i`, then for the strictly upper entries in decreasing column order
+//!   `x_i = x_i - u_ij * x_j`, then `x_i = x_i / u_ii`; `z_i = x_i` in the working precision.
+//!
+//! Each row's sum runs from the entry farthest from the diagonal towards it: in a parallel solve
+//! those are the values that are ready first.
+
+use crate::error::{Error, Result};
+use crate::sparse::CsrMatrix;
+use std::time::Instant;
+
+/// ILU(0) factors and the level structure of their two triangles.
+#[derive(Clone, Debug)]
+pub struct Ilu0Factors {
+    n: usize,
+    row_ptr: Vec<usize>,
+    col_idx: Vec<i32>,
+    values: Vec<f64>,
+    diag: Vec<usize>,
+    lower: Levels,
+    upper: Levels,
+    shift: f64,
+    seconds: f64,
+}
+
+/// Rows grouped by level: a row's dependencies all lie in earlier levels, so the rows of one
+/// level can be solved at the same time. Within a level rows are in increasing order.
+#[derive(Clone, Debug, Default)]
+pub struct Levels {
+    /// Rows, level after level.
+    pub rows: Vec<u32>,
+    /// `rows[ptr[l]..ptr[l + 1]]` is level `l`.
+    pub ptr: Vec<usize>,
+}
+
+impl Levels {
+    pub fn count(&self) -> usize {
+        self.ptr.len().saturating_sub(1)
+    }
+    pub fn level(&self, l: usize) -> &[u32] {
+        &self.rows[self.ptr[l]..self.ptr[l + 1]]
+    }
+    /// Mean rows per level: the parallelism a level-scheduled solve can use.
+    pub fn mean_width(&self) -> f64 {
+        if self.count() == 0 {
+            0.0
+        } else {
+            self.rows.len() as f64 / self.count() as f64
+        }
+    }
+}
+
+impl Ilu0Factors {
+    /// Factor `a`. Without a shift a missing diagonal entry or a zero pivot is an error naming
+    /// the row (1-based, as in the Matrix Market file). With `shift = s > 0` the factorization is
+    /// of `A + sigma I`, `sigma = s * max |a_ij|`, with missing diagonal entries inserted; a pivot
+    /// that still comes out zero is an error.
+    pub fn new(a: &CsrMatrix, shift: Option<f64>) -> Result<Self> {
+        let start = Instant::now();
+        if !a.is_square() {
+            return Err(Error::InvalidInput(format!(
+                "ILU(0) needs a square matrix, this one is {} x {}",
+                a.nrows(),
+                a.ncols()
+            )));
+        }
+        if let Some(s) = shift {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(Error::Config(format!(
+                    "ilu-shift must be a positive number, not {s}"
+                )));
+            }
+        }
+        let (row_ptr, col_idx, mut values, diag, sigma) = match shift {
+            None => {
+                let diag = diagonal_positions(a)?;
+                (
+                    a.row_ptr().to_vec(),
+                    a.col_idx().to_vec(),
+                    a.values().to_vec(),
+                    diag,
+                    0.0,
+                )
+            }
+            Some(s) => shifted_pattern(a, s),
+        };
+        factor(&row_ptr, &col_idx, &mut values, &diag, sigma)?;
+        let lower = levels(&row_ptr, &col_idx, &diag, Triangle::Lower);
+        let upper = levels(&row_ptr, &col_idx, &diag, Triangle::Upper);
+        Ok(Ilu0Factors {
+            n: a.nrows(),
+            row_ptr,
+            col_idx,
+            values,
+            diag,
+            lower,
+            upper,
+            shift: sigma,
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    pub fn n(&self) -> usize {
+        self.n
+    }
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+    pub fn row_ptr(&self) -> &[usize] {
+        &self.row_ptr
+    }
+    pub fn col_idx(&self) -> &[i32] {
+        &self.col_idx
+    }
+    /// `L` (strictly lower) and `U` (diagonal and upper) in the pattern.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+    /// Position of each row's diagonal entry in `values`.
+    pub fn diag(&self) -> &[usize] {
+        &self.diag
+    }
+    /// Levels of the forward (`L`) solve.
+    pub fn lower_levels(&self) -> &Levels {
+        &self.lower
+    }
+    /// Levels of the backward (`U`) solve; level 0 holds the last rows.
+    pub fn upper_levels(&self) -> &Levels {
+        &self.upper
+    }
+    /// The `sigma` added to the diagonal (0 without `--ilu-shift`).
+    pub fn sigma(&self) -> f64 {
+        self.shift
+    }
+    /// Wall seconds the factorization and level analysis took.
+    pub fn setup_seconds(&self) -> f64 {
+        self.seconds
+    }
+
+    /// Bytes one application reads and writes, for bandwidth figures: each entry's value and
+    /// column, the row pointers and diagonal positions twice, the gathered values, and the
+    /// vectors (`in_bytes`/`out_bytes` per element of the working precision).
+    pub fn apply_bytes(&self, in_bytes: usize, out_bytes: usize) -> f64 {
+        let n = self.n as f64;
+        let nnz = self.nnz() as f64;
+        // values + columns + gathers of the other rows' results: 8 + 4 + 8 per off-diagonal
+        // entry; diagonal 8; row pointer, diagonal index: 2 x 16 per row; y written and read
+        // twice (8 x 3); input and output.
+        20.0 * (nnz - n) + 8.0 * n + 32.0 * n + 24.0 * n + (in_bytes + out_bytes) as f64 * n
+    }
+}
+
+/// Index of every row's diagonal entry, or an error naming the first row without one.
+fn diagonal_positions(a: &CsrMatrix) -> Result<Vec<usize>> {
+    let mut diag = Vec::with_capacity(a.nrows());
+    for i in 0..a.nrows() {
+        let (cols, _) = a.row(i);
+        match cols.binary_search(&(i as i32)) {
+            Ok(k) => diag.push(a.row_ptr()[i] + k),
+            Err(_) => {
+                let missing = a.rows_missing_diagonal().len();
+                return Err(Error::Preconditioner(format!(
+                    "ILU(0): row {} has no diagonal entry ({missing} row{} lack one); \
+                     ILU(0) needs every diagonal in the pattern (--ilu-shift inserts them)",
+                    i + 1,
+                    if missing == 1 { "" } else { "s" }
+                )));
+            }
+        }
+    }
+    Ok(diag)
+}
+
+/// `A + sigma I` in `A`'s pattern plus every missing diagonal entry; returns the CSR arrays, the
+/// diagonal positions and `sigma`.
+fn shifted_pattern(a: &CsrMatrix, s: f64) -> (Vec<usize>, Vec<i32>, Vec<f64>, Vec<usize>, f64) {
+    let max_abs = a.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let sigma = s * if max_abs > 0.0 { max_abs } else { 1.0 };
+    let n = a.nrows();
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    let mut col_idx = Vec::with_capacity(a.nnz() + n);
+    let mut values = Vec::with_capacity(a.nnz() + n);
+    let mut diag = Vec::with_capacity(n);
+    row_ptr.push(0);
+    for i in 0..n {
+        let (cols, vals) = a.row(i);
+        let at = cols.partition_point(|&c| (c as usize) < i);
+        col_idx.extend_from_slice(&cols[..at]);
+        values.extend_from_slice(&vals[..at]);
+        diag.push(values.len());
+        if cols.get(at) == Some(&(i as i32)) {
+            col_idx.extend_from_slice(&cols[at..]);
+            values.extend_from_slice(&vals[at..]);
+        } else {
+            col_idx.push(i as i32);
+            values.push(0.0);
+            col_idx.extend_from_slice(&cols[at..]);
+            values.extend_from_slice(&vals[at..]);
+        }
+        let d = diag[i];
+        values[d] += sigma;
+        row_ptr.push(values.len());
+    }
+    (row_ptr, col_idx, values, diag, sigma)
+}
+
+/// The IKJ ILU(0) in place on `values`: for each row `i`, for each `k < i` in the pattern,
+/// `l_ik = a_ik / u_kk` and `a_ij -= l_ik u_kj` for every `j > k` in both patterns.
+fn factor(
+    row_ptr: &[usize],
+    col_idx: &[i32],
+    values: &mut [f64],
+    diag: &[usize],
+    sigma: f64,
+) -> Result<()> {
+    let n = diag.len();
+    // Position of column j in the current row, or usize::MAX.
+    let mut position = vec![usize::MAX; n];
+    for i in 0..n {
+        let row = row_ptr[i]..row_ptr[i + 1];
+        for k in row.clone() {
+            position[col_idx[k] as usize] = k;
+        }
+        for kk in row_ptr[i]..diag[i] {
+            let k = col_idx[kk] as usize;
+            // u_kk was checked when row k finished
+            let l = values[kk] / values[diag[k]];
+            values[kk] = l;
+            for m in diag[k] + 1..row_ptr[k + 1] {
+                let p = position[col_idx[m] as usize];
+                if p != usize::MAX {
+                    let update = l * values[m];
+                    values[p] -= update;
+                }
+            }
+        }
+        for k in row {
+            position[col_idx[k] as usize] = usize::MAX;
+        }
+        let pivot = values[diag[i]];
+        if pivot == 0.0 || !pivot.is_finite() {
+            let what = if pivot == 0.0 { "zero" } else { "non-finite" };
+            let hint = if sigma > 0.0 {
+                format!(" even with the diagonal shifted by {sigma:e}; try a larger --ilu-shift")
+            } else {
+                "; --ilu-shift S factors A + S max|a_ij| I instead".into()
+            };
+            return Err(Error::Preconditioner(format!(
+                "ILU(0): {what} pivot in row {}{hint}",
+                i + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Triangle {
+    Lower,
+    Upper,
+}
+
+/// Level of each row (longest dependency chain below it), then rows grouped by level.
+fn levels(row_ptr: &[usize], col_idx: &[i32], diag: &[usize], triangle: Triangle) -> Levels {
+    let n = diag.len();
+    let mut level = vec![0u32; n];
+    let mut count = 0usize;
+    let mut visit = |i: usize, level: &mut Vec<u32>| {
+        let deps = match triangle {
+            Triangle::Lower => row_ptr[i]..diag[i],
+            Triangle::Upper => diag[i] + 1..row_ptr[i + 1],
+        };
+        let l = deps
+            .map(|k| level[col_idx[k] as usize] + 1)
+            .max()
+            .unwrap_or(0);
+        level[i] = l;
+        count = count.max(l as usize + 1);
+    };
+    match triangle {
+        Triangle::Lower => (0..n).for_each(|i| visit(i, &mut level)),
+        Triangle::Upper => (0..n).rev().for_each(|i| visit(i, &mut level)),
+    }
+    // counting sort by level, rows increasing within a level
+    let mut ptr = vec![0usize; count + 1];
+    for &l in &level {
+        ptr[l as usize + 1] += 1;
+    }
+    for l in 0..count {
+        ptr[l + 1] += ptr[l];
+    }
+    let mut next = ptr.clone();
+    let mut rows = vec![0u32; n];
+    for (i, &l) in level.iter().enumerate() {
+        rows[next[l as usize]] = i as u32;
+        next[l as usize] += 1;
+    }
+    Levels { rows, ptr }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sparse::Symmetry;
+
+    fn csr(n: usize, entries: &[(u32, u32, f64)]) -> CsrMatrix {
+        let r: Vec<u32> = entries.iter().map(|e| e.0).collect();
+        let c: Vec<u32> = entries.iter().map(|e| e.1).collect();
+        let v: Vec<f64> = entries.iter().map(|e| e.2).collect();
+        CsrMatrix::from_coo(n, n, &r, &c, &v, Symmetry::General).unwrap()
+    }
+
+    #[test]
+    fn tridiagonal_levels_are_a_chain() {
+        let a = csr(
+            4,
+            &[
+                (0, 0, 2.0),
+                (0, 1, -1.0),
+                (1, 0, -1.0),
+                (1, 1, 2.0),
+                (1, 2, -1.0),
+                (2, 1, -1.0),
+                (2, 2, 2.0),
+                (2, 3, -1.0),
+                (3, 2, -1.0),
+                (3, 3, 2.0),
+            ],
+        );
+        let f = Ilu0Factors::new(&a, None).unwrap();
+        assert_eq!(f.lower_levels().count(), 4);
+        assert_eq!(f.lower_levels().rows, vec![0, 1, 2, 3]);
+        assert_eq!(f.upper_levels().rows, vec![3, 2, 1, 0]);
+        // tridiagonal ILU(0) is the exact LU: u_11 = 2 - (-1/2)(-1) = 1.5
+        assert_eq!(f.values()[f.diag()[1]], 1.5);
+    }
+
+    #[test]
+    fn diagonal_matrix_is_one_level() {
+        let a = csr(3, &[(0, 0, 1.0), (1, 1, 2.0), (2, 2, 4.0)]);
+        let f = Ilu0Factors::new(&a, None).unwrap();
+        assert_eq!(f.lower_levels().count(), 1);
+        assert_eq!(f.upper_levels().count(), 1);
+        assert_eq!(f.lower_levels().mean_width(), 3.0);
+    }
+
+    #[test]
+    fn missing_diagonal_names_the_row_and_shift_inserts_it() {
+        let a = csr(3, &[(0, 0, 1.0), (1, 0, 1.0), (1, 2, 1.0), (2, 2, 4.0)]);
+        let err = Ilu0Factors::new(&a, None).unwrap_err().to_string();
+        assert!(err.contains("row 2 has no diagonal"), "{err}");
+        let f = Ilu0Factors::new(&a, Some(0.25)).unwrap();
+        assert_eq!(f.nnz(), 5);
+        assert_eq!(f.sigma(), 1.0);
+        // row 2 (0-based 1): l_10 = 1 / (1 + 1), u_11 = 0 + 1 - 0 = 1
+        assert_eq!(f.values()[f.diag()[1]], 1.0);
+    }
+
+    #[test]
+    fn zero_pivot_names_the_row() {
+        // u_11 = 1 - (1/1) * 1 = 0
+        let a = csr(2, &[(0, 0, 1.0), (0, 1, 1.0), (1, 0, 1.0), (1, 1, 1.0)]);
+        let err = Ilu0Factors::new(&a, None).unwrap_err().to_string();
+        assert!(err.contains("zero pivot in row 2"), "{err}");
+        assert!(Ilu0Factors::new(&a, Some(0.5)).is_ok());
+        assert!(Ilu0Factors::new(&a, Some(-1.0)).is_err());
+    }
+}
