@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Survey every shared matrix: method auto, double and DD, at a tolerance; one JSON report per
 # matrix under $OUT_DIR and a one-line summary each on stdout. Used to choose (by measurement)
-# the matrices the tests pin. Usage: scripts/survey_shared.sh [tol] [out_dir]
+# the matrices the tests pin. Usage: scripts/survey_shared.sh [tol] [out_dir] [solve flags...]
+# e.g. scripts/survey_shared.sh 1e-8 target/survey-ilu0 --precond ilu0
 set -uo pipefail
 tol=${1:-1e-8}
 out=${2:-target/survey-$tol}
+shift 2 2>/dev/null || shift $#
 mkdir -p "$out"
 bin=target/release/solver
 [ -x "$bin" ] || cargo build --release --quiet
 for f in ../shared/matrices/*.mtx; do
   name=$(basename "$f" .mtx)
-  timeout 300 "$bin" solve "$f" --tol "$tol" --format json --quiet --threads 1 >"$out/$name.json" 2>"$out/$name.err"
+  timeout 300 "$bin" solve "$f" --tol "$tol" --format json --quiet --threads 1 "$@" >"$out/$name.json" 2>"$out/$name.err"
   code=$?
   python3 - "$out/$name.json" "$name" "$code" <<'PY'
 import json, sys

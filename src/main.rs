@@ -332,7 +332,8 @@ fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> a
     };
 
     // Factored once, shared by every precision's solve.
-    let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)?;
+    let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)
+        .with_context(|| args.matrix.clone())?;
     let mut infos = Vec::new();
     let mut last_x = None;
     for precision in config.precision.precisions() {

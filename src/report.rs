@@ -45,6 +45,8 @@ pub struct RunReport {
     pub precision: &'static str,
     pub method: &'static str,
     pub backend: &'static str,
+    /// `none` or `ilu0`.
+    pub precond: &'static str,
     pub converged: bool,
     pub stop_reason: StopReason,
     pub iterations: usize,
@@ -54,6 +56,11 @@ pub struct RunReport {
     pub time_per_iteration: f64,
     pub total_time: f64,
     pub time_to_target: Option<f64>,
+    /// Of `setup_time`: building the preconditioner (ILU(0) factorization, then its upload).
+    pub precond_setup_time: f64,
+    /// Fraction of the iteration time spent applying the preconditioner (thesis Table 4.8's
+    /// "Precond [%]" divided by 100).
+    pub precond_share: f64,
 }
 
 impl From<&SolveInfo> for RunReport {
@@ -62,6 +69,7 @@ impl From<&SolveInfo> for RunReport {
             precision: info.precision,
             method: info.method,
             backend: info.backend,
+            precond: info.precond,
             converged: info.stop_reason.converged(),
             stop_reason: info.stop_reason.clone(),
             iterations: info.iterations,
@@ -71,6 +79,8 @@ impl From<&SolveInfo> for RunReport {
             time_per_iteration: info.time_per_iteration(),
             total_time: info.times.total,
             time_to_target: info.time_to_target,
+            precond_setup_time: info.times.precond_setup,
+            precond_share: info.precond_share(),
         }
     }
 }
@@ -146,9 +156,14 @@ impl SolveReport {
                 ResidualNorm::Initial => "||r||/||r0||",
                 ResidualNorm::Rhs => "||r||/||b||",
             };
+            let precond = if first.precond == "none" {
+                String::new()
+            } else {
+                format!(", precond {}", first.precond)
+            };
             let _ = writeln!(
                 out,
-                "method   {}, stop at {criterion} <= {:e}, backend {}\n",
+                "method   {}{precond}, stop at {criterion} <= {:e}, backend {}\n",
                 first.method, self.tol, first.backend
             );
         }
@@ -188,6 +203,18 @@ impl SolveReport {
             &|r| sci(r.time_per_iteration),
             ratio_cells(|q| q.time_per_iteration),
         );
+        if self.runs.iter().any(|r| r.precond != "none") {
+            row(
+                "precond [% of iter.]",
+                &|r| format!("{:.1}", 100.0 * r.precond_share),
+                blanks(),
+            );
+            row(
+                "precond setup [s]",
+                &|r| sci(r.precond_setup_time),
+                blanks(),
+            );
+        }
         row(
             "total time [s]",
             &|r| sci(r.total_time),

@@ -470,27 +470,73 @@ fn a_grown_grid_adds_only_its_new_runs() {
 }
 
 #[test]
-fn unavailable_preconditioner_and_bad_limits_stop_before_any_work() {
+fn ilu0_runs_are_recorded_and_a_zero_pivot_is_an_outcome_not_retried() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = solver(
-        &[
-            "batch",
-            "poisson2d:4",
-            "--precond",
-            "none,ilu0",
-            "--out",
-            "s",
-        ],
-        tmp.path(),
+    let zero_pivot = format!("{}/matrices/ilu/zero_pivot.mtx", env!("CARGO_MANIFEST_DIR"));
+    let args = [
+        "batch",
+        "poisson2d:12",
+        &zero_pivot,
+        "--precond",
+        "none,ilu0",
+        "--method",
+        "bicgstab",
+        "--out",
+        "s",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let recs = records(&tmp.path().join("s"));
+    assert_eq!(
+        recs.len(),
+        2 * 2 * 2,
+        "matrices x preconditioners x precisions"
     );
-    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{}", text(&out));
+    let iterations = |matrix: &str, precond: &str| -> Vec<u64> {
+        recs.iter()
+            .filter(|r| r["key"]["matrix"].as_str().unwrap().contains(matrix))
+            .filter(|r| r["key"]["precond"] == precond)
+            .map(|r| r["result"]["iterations"].as_u64().unwrap())
+            .collect()
+    };
+    let (none, ilu) = (
+        iterations("poisson2d", "none"),
+        iterations("poisson2d", "ilu0"),
+    );
+    assert_eq!((none.len(), ilu.len()), (2, 2));
+    assert!(ilu.iter().max() < none.iter().min(), "{ilu:?} vs {none:?}");
+    let failed: Vec<_> = recs
+        .iter()
+        .filter(|r| r["status"] == "precond-failed")
+        .collect();
+    assert_eq!(failed.len(), 2, "f64 and dd of the zero-pivot matrix");
+    for r in &failed {
+        assert_eq!(r["key"]["precond"], "ilu0");
+        assert!(
+            r["error"].as_str().unwrap().contains("zero pivot in row 2"),
+            "{r}"
+        );
+    }
+    // A numerical outcome of the matrix: resuming does not run it again.
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert_eq!(records(&tmp.path().join("s")).len(), 8);
+    // With a shift the ilu0 runs are new runs (the shift is part of their key) and solve.
+    let shifted = [&args[..], &["--ilu-shift", "0.1"]].concat();
+    let out = solver(&shifted, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let recs = records(&tmp.path().join("s"));
+    assert_eq!(recs.len(), 12, "4 new ilu0 runs");
     assert!(
-        text(&out).contains("ilu0 is not available yet (issue #4)"),
-        "{}",
-        text(&out)
+        recs[8..].iter().all(|r| r["status"] == "converged"),
+        "{recs:?}"
     );
-    assert!(!tmp.path().join("s").exists(), "no study directory made");
+}
 
+#[test]
+fn bad_limits_stop_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
     let out = solver(
         &["batch", "poisson2d:4", "--time-limit", "soon", "--out", "s"],
         tmp.path(),

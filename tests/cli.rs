@@ -287,3 +287,82 @@ fn rhs_and_initial_guess_are_read_from_files() {
         "{stderr}"
     );
 }
+
+fn sample(path: &str) -> String {
+    format!("{}/matrices/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn ilu0_solves_report_the_preconditioner_and_its_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let graded = sample("graded_spd_400.mtx");
+    let args = ["solve", &graded, "--tol", "1e-12", "--precond", "ilu0"];
+    let out = solver(
+        &[&args[..], &["--format", "json", "-q"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for run in json["runs"].as_array().unwrap() {
+        assert_eq!(run["precond"], "ilu0");
+        // Unpreconditioned CG needs thousands of iterations here (README), ILU(0) 34.
+        assert!(run["iterations"].as_u64().unwrap() < 100, "{run}");
+        let share = run["precond_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share < 1.0, "{run}");
+        assert!(run["precond_setup_time"].as_f64().unwrap() > 0.0);
+    }
+    let out = solver(&args, dir.path());
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("precond ilu0"), "{stdout}");
+    assert!(stdout.contains("precond [% of iter.]"), "{stdout}");
+}
+
+#[test]
+fn ilu0_zero_pivot_and_missing_diagonal_name_file_and_row_and_shift_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, needle) in [
+        ("ilu/zero_pivot.mtx", "zero pivot in row 2"),
+        ("ilu/missing_diagonal.mtx", "row 2 has no diagonal entry"),
+    ] {
+        let path = sample(file);
+        let out = solver(&["solve", &path, "--precond", "ilu0", "-q"], dir.path());
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{stderr}");
+        assert!(stderr.contains(file) && stderr.contains(needle), "{stderr}");
+        assert!(
+            stderr.contains("--ilu-shift"),
+            "the error says how to go on: {stderr}"
+        );
+        let shifted = [
+            "solve",
+            &path,
+            "--precond",
+            "ilu0",
+            "--ilu-shift",
+            "0.1",
+            "-q",
+        ];
+        let out = solver(&shifted, dir.path());
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{file}: {:?}", text(&out));
+    }
+    // A shift without ILU(0), or a negative one, is a configuration mistake.
+    for args in [
+        &["solve", "poisson2d:8", "--ilu-shift", "0.1"][..],
+        &[
+            "solve",
+            "poisson2d:8",
+            "--precond",
+            "ilu0",
+            "--ilu-shift=-1",
+        ][..],
+    ] {
+        let out = solver(args, dir.path());
+        assert_eq!(
+            out.status.code(),
+            Some(EXIT_BAD_INPUT),
+            "{args:?}: {:?}",
+            text(&out)
+        );
+        assert!(text(&out).1.contains("ilu_shift"), "{:?}", text(&out));
+    }
+}

@@ -3,7 +3,10 @@
 use precsolve::Dd;
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
-use precsolve::solver::dispatch::{BackendChoice, Method, Problem, WorkingPrecision, solve};
+use precsolve::precond::Preconditioning;
+use precsolve::solver::dispatch::{
+    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
+};
 use precsolve::solver::{NoMonitor, Params};
 use precsolve::sparse::poisson3d;
 use std::sync::Arc;
@@ -59,8 +62,11 @@ fn whole_solves_do_not_depend_on_thread_count() {
                     solve(
                         &problem,
                         BackendChoice::Cpu,
-                        method,
-                        p,
+                        Recipe {
+                            method,
+                            precision: p,
+                            precond: &Preconditioning::None,
+                        },
                         &params,
                         &mut NoMonitor,
                     )

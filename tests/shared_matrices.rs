@@ -6,7 +6,10 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use precsolve::solver::dispatch::{BackendChoice, Method, Problem, WorkingPrecision, solve};
+use precsolve::precond::Preconditioning;
+use precsolve::solver::dispatch::{
+    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
+};
 use precsolve::solver::{NoMonitor, Params, SolveInfo, StopReason};
 use std::path::Path;
 use std::sync::Arc;
@@ -22,8 +25,11 @@ fn solve_both(dir: &Path, name: &str, method: Method) -> (SolveInfo, SolveInfo) 
         solve(
             &problem,
             BackendChoice::Cpu,
-            method,
-            p,
+            Recipe {
+                method,
+                precision: p,
+                precond: &Preconditioning::None,
+            },
             &params,
             &mut NoMonitor,
         )

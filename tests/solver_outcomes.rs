@@ -1,7 +1,10 @@
 //! Solver outcomes on small constructed problems: convergence, every named stop reason, and
 //! agreement of the solution with the known answer, in both precisions.
 
-use precsolve::solver::dispatch::{BackendChoice, Method, Problem, WorkingPrecision, solve};
+use precsolve::precond::Preconditioning;
+use precsolve::solver::dispatch::{
+    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
+};
 use precsolve::solver::{NoMonitor, Params, ResidualNorm, StopReason};
 use precsolve::sparse::{CsrMatrix, Symmetry, poisson2d};
 use precsolve::{Dd, Precision};
@@ -35,8 +38,11 @@ fn run(
     solve(
         &problem,
         BackendChoice::Cpu,
-        method,
-        p,
+        Recipe {
+            method,
+            precision: p,
+            precond: &Preconditioning::None,
+        },
         params,
         &mut NoMonitor,
     )

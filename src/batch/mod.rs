@@ -330,6 +330,8 @@ fn run_one(
         total_time: info.times.total,
         time_to_target: info.time_to_target,
         true_residual_every: every,
+        precond_time: info.times.precond,
+        precond_setup_time: info.times.precond_setup,
     };
     Ok(Some(RunRecord {
         v: FORMAT_VERSION,

@@ -117,6 +117,12 @@ pub struct RunResult {
     pub time_to_target: Option<f64>,
     /// The true residual went into the history every this many iterations.
     pub true_residual_every: usize,
+    /// Of `iteration_time`: applying the preconditioner (absent, 0, in older files).
+    #[serde(default)]
+    pub precond_time: f64,
+    /// Of `setup_time`: building the preconditioner.
+    #[serde(default)]
+    pub precond_setup_time: f64,
 }
 
 impl RunResult {

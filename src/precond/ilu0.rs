@@ -73,12 +73,10 @@ impl Ilu0Factors {
                 a.ncols()
             )));
         }
-        if let Some(s) = shift {
-            if !(s.is_finite() && s > 0.0) {
-                return Err(Error::Config(format!(
-                    "ilu-shift must be a positive number, not {s}"
-                )));
-            }
+        if let Some(s) = shift.filter(|s| !(s.is_finite() && *s > 0.0)) {
+            return Err(Error::Config(format!(
+                "ilu-shift must be a positive number, not {s}"
+            )));
         }
         let (row_ptr, col_idx, mut values, diag, sigma) = match shift {
             None => {
@@ -169,10 +167,10 @@ fn diagonal_positions(a: &CsrMatrix) -> Result<Vec<usize>> {
             Err(_) => {
                 let missing = a.rows_missing_diagonal().len();
                 return Err(Error::Preconditioner(format!(
-                    "ILU(0): row {} has no diagonal entry ({missing} row{} lack one); \
+                    "ILU(0): row {} has no diagonal entry ({missing} of {} rows have none); \
                      ILU(0) needs every diagonal in the pattern (--ilu-shift inserts them)",
                     i + 1,
-                    if missing == 1 { "" } else { "s" }
+                    a.nrows()
                 )));
             }
         }

@@ -519,7 +519,14 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
             "nnz",
         ];
         header.extend(RESULT_HEADER);
-        header.extend(["setup_time_s", "true_residual_every", "error"]);
+        header.extend([
+            "setup_time_s",
+            "true_residual_every",
+            "precond_share",
+            "precond_setup_time_s",
+            "ilu_shift",
+            "error",
+        ]);
         w.write_record(&header)?;
         for r in &summary.runs {
             let k = &r.key;
@@ -552,6 +559,19 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
                     .as_ref()
                     .map_or(String::new(), |x| x.true_residual_every.to_string()),
             );
+            rec.push(r.result.as_ref().map_or(String::new(), |x| {
+                if x.iteration_time > 0.0 {
+                    num(x.precond_time / x.iteration_time)
+                } else {
+                    String::new()
+                }
+            }));
+            rec.push(
+                r.result
+                    .as_ref()
+                    .map_or(String::new(), |x| num(x.precond_setup_time)),
+            );
+            rec.push(k.ilu_shift.map_or(String::new(), |s| format!("{s:e}")));
             rec.push(r.error.clone().unwrap_or_default());
             w.write_record(&rec)?;
         }
