@@ -42,7 +42,7 @@ impl Default for RawSolve {
         let params = Params::default();
         RawSolve {
             method: Method::Auto,
-            precision: PrecisionChoice::Both,
+            precision: PrecisionChoice::both(),
             tol: params.tol,
             max_iter: params.max_iter,
             criterion: params.criterion,
@@ -119,7 +119,7 @@ impl RawConfig {
                 time_limit: None,
             },
             method: s.method,
-            precision: s.precision,
+            precision: s.precision.clone(),
             backend: s.backend,
             threads: s.threads,
             precond: s.precond,

@@ -80,7 +80,9 @@ struct SolveArgs {
     matrix: String,
     #[arg(long, value_enum)]
     method: Option<Method>,
-    #[arg(long, value_enum)]
+    /// Working precisions, side by side in this order with ratios against the first: a comma
+    /// list of f64, dd; or `both` (= f64,dd).
+    #[arg(long, value_name = "LIST")]
     precision: Option<PrecisionChoice>,
     #[arg(long)]
     tol: Option<f64>,
@@ -259,7 +261,7 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     if let Some(v) = args.method {
         s.method = v;
     }
-    if let Some(v) = args.precision {
+    if let Some(v) = args.precision.clone() {
         s.precision = v;
     }
     if let Some(v) = args.tol {

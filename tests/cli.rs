@@ -366,3 +366,36 @@ fn ilu0_zero_pivot_and_missing_diagonal_name_file_and_row_and_shift_goes_on() {
         assert!(text(&out).1.contains("ilu_shift"), "{:?}", text(&out));
     }
 }
+
+#[test]
+fn precision_lists_run_in_order_with_ratios_against_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "solve",
+        "poisson2d:12",
+        "--precision",
+        "dd,f64",
+        "--format",
+        "json",
+    ];
+    let out = solver(&args, dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let order: Vec<_> = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(order, ["dd", "f64"]);
+    assert_eq!(json["ratios"][0]["against"], "dd");
+    for bad in ["f64,f64", "f64,xx", ""] {
+        let out = solver(&["solve", "poisson2d:4", "--precision", bad], dir.path());
+        assert_eq!(
+            out.status.code(),
+            Some(EXIT_USAGE),
+            "{bad}: {:?}",
+            text(&out)
+        );
+    }
+}

@@ -198,10 +198,7 @@ impl Condition {
 }
 
 pub fn precision_name(p: WorkingPrecision) -> &'static str {
-    match p {
-        WorkingPrecision::F64 => "f64",
-        WorkingPrecision::Dd => "dd",
-    }
+    p.name()
 }
 
 pub fn method_name(m: Method) -> &'static str {

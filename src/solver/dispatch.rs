@@ -39,22 +39,87 @@ pub enum WorkingPrecision {
     Dd,
 }
 
-/// The `--precision` choice: one precision, or both side by side (double first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum PrecisionChoice {
-    F64,
-    Dd,
-    Both,
+impl WorkingPrecision {
+    pub const ALL: [WorkingPrecision; 2] = [WorkingPrecision::F64, WorkingPrecision::Dd];
+
+    /// The name on the command line and in reports (`Precision::NAME` of its type).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkingPrecision::F64 => f64::NAME,
+            WorkingPrecision::Dd => Dd::NAME,
+        }
+    }
 }
 
+impl std::str::FromStr for WorkingPrecision {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let s = s.trim();
+        WorkingPrecision::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                let known: Vec<_> = WorkingPrecision::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown precision `{s}` (known: {}, both)",
+                    known.join(", ")
+                )
+            })
+    }
+}
+
+/// The `--precision` choice: the precisions to run, side by side in this order, ratios against
+/// the first. Written `f64,dd` (any list without repeats), or `both` for `f64,dd`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PrecisionChoice(Vec<WorkingPrecision>);
+
 impl PrecisionChoice {
-    pub fn precisions(self) -> Vec<WorkingPrecision> {
-        match self {
-            PrecisionChoice::F64 => vec![WorkingPrecision::F64],
-            PrecisionChoice::Dd => vec![WorkingPrecision::Dd],
-            PrecisionChoice::Both => vec![WorkingPrecision::F64, WorkingPrecision::Dd],
+    /// `f64,dd`: the default comparison.
+    pub fn both() -> Self {
+        PrecisionChoice(vec![WorkingPrecision::F64, WorkingPrecision::Dd])
+    }
+
+    pub fn precisions(&self) -> Vec<WorkingPrecision> {
+        self.0.clone()
+    }
+}
+
+impl std::str::FromStr for PrecisionChoice {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s.trim().eq_ignore_ascii_case("both") {
+            return Ok(PrecisionChoice::both());
         }
+        let mut list: Vec<WorkingPrecision> = Vec::new();
+        for part in s.split(',') {
+            let p: WorkingPrecision = part.parse()?;
+            if list.contains(&p) {
+                return Err(format!("precision `{}` is listed twice in `{s}`", p.name()));
+            }
+            list.push(p);
+        }
+        Ok(PrecisionChoice(list))
+    }
+}
+
+impl std::fmt::Display for PrecisionChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<_> = self.0.iter().map(|p| p.name()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl TryFrom<String> for PrecisionChoice {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<PrecisionChoice> for String {
+    fn from(p: PrecisionChoice) -> String {
+        p.to_string()
     }
 }
 
