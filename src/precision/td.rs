@@ -138,8 +138,14 @@ mod tests {
         let x = Dd::new(1.0, 2f64.powi(-60) * (1.0 + 2f64.powi(-21)));
         assert_eq!(round(x), Dd::new(1.0, 2f64.powi(-60)));
         // lo = 2^-60 (1 + 2^-20 + 2^-21): a tie, kept part odd: rounds up to even
-        let x = Dd::new(1.0, 2f64.powi(-60) * (1.0 + 2f64.powi(-20) + 2f64.powi(-21)));
-        assert_eq!(round(x), Dd::new(1.0, 2f64.powi(-60) * (1.0 + 2f64.powi(-19))));
+        let x = Dd::new(
+            1.0,
+            2f64.powi(-60) * (1.0 + 2f64.powi(-20) + 2f64.powi(-21)),
+        );
+        assert_eq!(
+            round(x),
+            Dd::new(1.0, 2f64.powi(-60) * (1.0 + 2f64.powi(-19)))
+        );
         // zero and negative zero
         assert_eq!(pack(Dd::ZERO), (0.0, 0));
         let (h, l) = pack(Dd::from_parts(-0.0, -0.0));
