@@ -11,7 +11,7 @@ pub mod solver;
 pub mod sparse;
 
 pub use error::{Error, Result};
-pub use precision::{Dd, Precision};
+pub use precision::{Dd, Precision, Qd};
 pub use sparse::{CsrMatrix, Symmetry, load_matrix};
 
 /// The README's examples, compiled and run as doctests.

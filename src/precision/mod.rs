@@ -7,25 +7,29 @@
 mod dd;
 mod dd_fmt;
 mod f64_impl;
+mod qd;
+pub mod td;
 
 pub use dd::{
     Dd, ParseDdError, fma_available, quick_two_sum, set_fma_fallback_for_tests, two_prod, two_sum,
 };
+pub use qd::Qd;
 
 use std::fmt::Debug;
 
 /// Scalar arithmetic of one working precision.
 ///
 /// Every operation rounds as the type's own algorithm says (IEEE round-to-nearest for `f64`, the
-/// QD library's accurate algorithms for [`Dd`]); the same inputs give the same bits on every
+/// QD library's accurate algorithms for [`Dd`] and [`Qd`]); the same inputs give the same bits on every
 /// machine and thread count.
 pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
-    /// Short name used on the command line and in reports (`f64`, `dd`).
+    /// Short name used on the command line and in reports (`f64`, `dd`, `qd`).
     const NAME: &'static str;
     /// Suffix of the GPU kernels for this precision (`axpy_dd`).
     const KERNEL_SUFFIX: &'static str;
-    /// Unit roundoff u of the format as an `f64` (2^-53 for `f64`, 2^-106 for `Dd`): test tolerances
-    /// and stagnation checks are written as multiples of it.
+    /// Unit roundoff u of the format as an `f64` (2^-53 for `f64`, 2^-106 for `Dd`; for `Qd` QD's
+    /// own `_eps`, 2^-209, 8 times the nominal 2^-212): test tolerances and stagnation checks are
+    /// written as multiples of it.
     const EPSILON: f64;
     /// Bytes one element occupies in a vector (memory-traffic accounting).
     const BYTES: usize;

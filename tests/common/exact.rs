@@ -1,16 +1,17 @@
 //! Exact-rational test oracle (num-bigint / num-rational, dev-dependencies only).
 //!
-//! Every finite double is a dyadic rational `m * 2^e`, so sums and products of doubles and
-//! double-doubles are exact dyadics: [`Dyadic`] computes them without the gcd normalisation that
-//! makes `BigRational` slow, and [`Dyadic::to_rational`] / [`f64_to_rational`] /
-//! [`dd_to_rational`] give `BigRational`s where a true quotient is needed (decimal strings).
+//! Every finite double is a dyadic rational `m * 2^e`, so sums and products of doubles,
+//! double-doubles and quad-doubles are exact dyadics: [`Dyadic`] computes them without the gcd
+//! normalisation that makes `BigRational` slow, and [`Dyadic::to_rational`] /
+//! [`f64_to_rational`] / [`dd_to_rational`] give `BigRational`s where a true quotient is needed
+//! (decimal strings).
 //! Nothing here shares code with the arithmetic under test.
 #![allow(dead_code)] // each test binary uses a different part
 
 use num_bigint::{BigInt, Sign};
 use num_rational::BigRational;
 use num_traits::{One, Signed, Zero};
-use precsolve::Dd;
+use precsolve::{Dd, Qd};
 use std::cmp::Ordering;
 
 /// Exact `m * 2^e`, kept with `m` odd (or zero, then `e == 0`).
@@ -57,6 +58,12 @@ impl Dyadic {
     /// Exact value `hi + lo` of a double-double (normalised or not).
     pub fn from_dd(x: Dd) -> Dyadic {
         Dyadic::from_f64(x.hi).add(&Dyadic::from_f64(x.lo))
+    }
+
+    /// Exact value `x[0] + x[1] + x[2] + x[3]` of a quad-double (renormalised or not).
+    pub fn from_qd(x: Qd) -> Dyadic {
+        x.x.iter()
+            .fold(Dyadic::zero(), |acc, &c| acc.add(&Dyadic::from_f64(c)))
     }
 
     pub fn from_bigint(m: BigInt) -> Dyadic {

@@ -1,0 +1,724 @@
+//! Quad-double (~212 bits) arithmetic: a value is the unevaluated sum `x[0] + x[1] + x[2] + x[3]`
+//! of four doubles, renormalised so that the components do not overlap (each at most about half an
+//! ulp of the previous one; see [`Qd::renormalize`] for exactly what holds).
+//!
+//! Algorithms are the *accurate* ones of the QD library: Y. Hida, X. S. Li, D. H. Bailey,
+//! "Algorithms for quad-double precision floating point arithmetic", Proc. 15th IEEE Symposium on
+//! Computer Arithmetic (ARITH-15), 2001, pp. 155-162 ("HLB"), as implemented in QD 2.3.x
+//! (`include/qd/qd_inline.h`, `src/qd_real.cpp`, the version with `QD_IEEE_ADD` defined and
+//! `QD_SLOPPY_MUL` / `QD_SLOPPY_DIV` not defined):
+//!
+//! | routine    | QD function                          | HLB    |
+//! |------------|--------------------------------------|--------|
+//! | `renormalize` | `renorm` (4 and 5 inputs)         | Alg. 7 |
+//! | `add`/`sub`| `qd_real::ieee_add` (not `sloppy_add`, QD's default `+`) | §4.1, Fig. 4 |
+//! | `add_f64`  | `operator+(qd_real, double)`         | Fig. 3 |
+//! | `mul_f64`  | `operator*(qd_real, double)`         | §4.2   |
+//! | `mul`      | `qd_real::accurate_mul` (not `sloppy_mul`) | §4.2, Fig. 6-7 |
+//! | `sqr`      | `sqr(qd_real)`                       |        |
+//! | `div`      | `qd_real::accurate_div` (five quotient digits) | §4.3 |
+//! | `sqrt`     | `sqrt(qd_real)`: three Newton steps on 1/sqrt(a) | §5 |
+//!
+//! The error-free building blocks (TwoSum, QuickTwoSum, TwoProd with its FMA / Dekker branch) are
+//! those of [`super::dd`], so a run's bits do not depend on the CPU's FMA either. A CUDA twin must
+//! mirror every function here operation for operation: same argument order (none of these
+//! routines is bitwise symmetric in its operands), same left-to-right grouping of every sum
+//! (`a + b + c` is `(a + b) + c`), no contraction into FMA (use `__dadd_rn`/`__dmul_rn`), and the
+//! same data-dependent branches (`renorm`'s zero tests, `ieee_add`'s magnitude merge). Do not
+//! reorder, regroup or fuse any operation below.
+//!
+//! Accuracy. There is no rigorous published error bound for these routines (HLB argue IEEE-style
+//! bounds without full proofs; the formal double-word analyses of Joldes, Muller, Popescu do not
+//! cover quad-double). `tests/qd_exact.rs` checks every routine against exact rationals with
+//! empirical bounds, U = 2^-212, about 2-4 times the worst case seen over 9 seeds:
+//!
+//! | routine   | max seen | asserted |
+//! |-----------|----------|----------|
+//! | `add_f64` | 0.24 U   | 1 U      |
+//! | `mul_f64` | 0.25 U   | 1 U      |
+//! | `mul`     | 0.13 U   | 1 U      |
+//! | `sqr`     | 1.52 U   | 4 U      |
+//! | `div`     | 0.34 U   | 1 U      |
+//! | `sqrt`    | 0.74 U   | 2 U      |
+//! | `add`/`sub` | 5.2e14 U (2^-163 relative): QD's `ieee_add` flaw, see [`Qd::add`] | 2^52 U |
+//!
+//! Results are renormalised only approximately: QD's `renorm` can leave a component slightly
+//! over half an ulp of its predecessor (up to 0.75 ulp seen, in about 1.6% of `add_f64` results
+//! and far fewer elsewhere); the tests assert at most one ulp. QD's own `qd_real::_eps` is 2^-209
+//! (`src/qd_const.cpp`: `_eps = 1.21543267145725e-63; // = 2^-209`), which is what
+//! [`Precision::EPSILON`] is for `Qd`.
+//!
+//! Range. The accuracy holds where every component and every partial product stays normal: the
+//! last component sits about 2^-159 below the value and its rounding error 2^-212 below, so
+//! results should be within about [2^-800, 2^1020] in magnitude (QD's `_min_normalized` is
+//! 2^-863). TwoProd's Dekker fallback gives the FMA bits only where the product's error term is
+//! not subnormal (see [`two_prod`]), the same range. Non-finite inputs give non-finite outputs
+//! (often NaN) with no further promise; `renormalize` leaves a value with an infinite leading
+//! component alone, as QD does.
+
+use super::dd::{quick_two_sum, two_prod, two_sum};
+use super::{Dd, Precision};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+
+/// A quad-double number `x[0] + x[1] + x[2] + x[3]`, largest component first. `#[repr(C)]` with
+/// four consecutive doubles, so a slice of them is a `double4`-like array on the GPU.
+///
+/// `PartialOrd` is derived, i.e. lexicographic over `x` (QD's `operator<`): for renormalised
+/// values that is the order of the exact values.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct Qd {
+    pub x: [f64; 4],
+}
+
+/// QD `three_sum`: `(a, b, c)` becomes an exact expansion of the same sum, `a` the rounded sum.
+#[inline(always)]
+fn three_sum(a: f64, b: f64, c: f64) -> (f64, f64, f64) {
+    let (t1, t2) = two_sum(a, b);
+    let (a, t3) = two_sum(c, t1);
+    let (b, c) = two_sum(t2, t3);
+    (a, b, c)
+}
+
+/// QD `three_sum2`: like [`three_sum`] but the two error terms are added (one rounding), `c` is
+/// only read.
+#[inline(always)]
+fn three_sum2(a: f64, b: f64, c: f64) -> (f64, f64) {
+    let (t1, t2) = two_sum(a, b);
+    let (a, t3) = two_sum(c, t1);
+    (a, t2 + t3)
+}
+
+/// QD `quick_three_accum`: adds `c` to the double-length accumulator `(a, b)`. If the sum does not
+/// fit in two doubles its leading part is returned and `(a, b)` holds the rest; otherwise returns
+/// 0 and `(a, b)` holds the sum. Returns `(s, a, b)`.
+#[inline(always)]
+fn quick_three_accum(a: f64, b: f64, c: f64) -> (f64, f64, f64) {
+    let (s, b) = two_sum(b, c);
+    let (s, a) = two_sum(a, s);
+    let za = a != 0.0;
+    let zb = b != 0.0;
+    if za && zb {
+        return (s, a, b);
+    }
+    if !zb { (0.0, s, a) } else { (0.0, s, b) }
+}
+
+/// QD `renorm(c0, c1, c2, c3)` (HLB Alg. 7 for four terms).
+#[inline(always)]
+fn renorm4(c0: f64, c1: f64, c2: f64, c3: f64) -> [f64; 4] {
+    if c0.is_infinite() {
+        return [c0, c1, c2, c3];
+    }
+    let (s0, c3) = quick_two_sum(c2, c3);
+    let (s0, c2) = quick_two_sum(c1, s0);
+    let (c0, c1) = quick_two_sum(c0, s0);
+
+    let (mut s0, mut s1, mut s2, mut s3) = (c0, c1, 0.0, 0.0);
+    if s1 != 0.0 {
+        (s1, s2) = quick_two_sum(s1, c2);
+        if s2 != 0.0 {
+            (s2, s3) = quick_two_sum(s2, c3);
+        } else {
+            (s1, s2) = quick_two_sum(s1, c3);
+        }
+    } else {
+        (s0, s1) = quick_two_sum(s0, c2);
+        if s1 != 0.0 {
+            (s1, s2) = quick_two_sum(s1, c3);
+        } else {
+            (s0, s1) = quick_two_sum(s0, c3);
+        }
+    }
+    [s0, s1, s2, s3]
+}
+
+/// QD `renorm(c0, c1, c2, c3, c4)` (HLB Alg. 7 for five terms): the fifth term is folded in or
+/// dropped.
+#[inline(always)]
+fn renorm5(c0: f64, c1: f64, c2: f64, c3: f64, c4: f64) -> [f64; 4] {
+    if c0.is_infinite() {
+        return [c0, c1, c2, c3];
+    }
+    let (s0, c4) = quick_two_sum(c3, c4);
+    let (s0, c3) = quick_two_sum(c2, s0);
+    let (s0, c2) = quick_two_sum(c1, s0);
+    let (c0, c1) = quick_two_sum(c0, s0);
+
+    let (mut s0, mut s1, mut s2, mut s3) = (c0, c1, 0.0, 0.0);
+    if s1 != 0.0 {
+        (s1, s2) = quick_two_sum(s1, c2);
+        if s2 != 0.0 {
+            (s2, s3) = quick_two_sum(s2, c3);
+            if s3 != 0.0 {
+                s3 += c4;
+            } else {
+                (s2, s3) = quick_two_sum(s2, c4);
+            }
+        } else {
+            (s1, s2) = quick_two_sum(s1, c3);
+            if s2 != 0.0 {
+                (s2, s3) = quick_two_sum(s2, c4);
+            } else {
+                (s1, s2) = quick_two_sum(s1, c4);
+            }
+        }
+    } else {
+        (s0, s1) = quick_two_sum(s0, c2);
+        if s1 != 0.0 {
+            (s1, s2) = quick_two_sum(s1, c3);
+            if s2 != 0.0 {
+                (s2, s3) = quick_two_sum(s2, c4);
+            } else {
+                (s1, s2) = quick_two_sum(s1, c4);
+            }
+        } else {
+            (s0, s1) = quick_two_sum(s0, c3);
+            if s1 != 0.0 {
+                (s1, s2) = quick_two_sum(s1, c4);
+            } else {
+                (s0, s1) = quick_two_sum(s0, c4);
+            }
+        }
+    }
+    [s0, s1, s2, s3]
+}
+
+// The named methods are the API a CUDA twin mirrors; the `std::ops` impls below delegate to them.
+#[allow(clippy::should_implement_trait)]
+impl Qd {
+    pub const ZERO: Qd = Qd { x: [0.0; 4] };
+    pub const ONE: Qd = Qd {
+        x: [1.0, 0.0, 0.0, 0.0],
+    };
+
+    /// The four components as given, not renormalised: for values already renormalised
+    /// (constants, GPU readback). Use [`Qd::renormalize`] otherwise.
+    #[inline(always)]
+    pub const fn from_parts(x0: f64, x1: f64, x2: f64, x3: f64) -> Qd {
+        Qd {
+            x: [x0, x1, x2, x3],
+        }
+    }
+
+    /// Exact.
+    #[inline(always)]
+    pub const fn from_f64(x: f64) -> Qd {
+        Qd {
+            x: [x, 0.0, 0.0, 0.0],
+        }
+    }
+
+    /// Exact (QD's `qd_real(const dd_real &)`): `(hi, lo, 0, 0)`.
+    #[inline(always)]
+    pub const fn from_dd(a: Dd) -> Qd {
+        Qd {
+            x: [a.hi, a.lo, 0.0, 0.0],
+        }
+    }
+
+    /// To double-double as QD's `to_dd_real` does: keeps `(x[0], x[1])`, i.e. truncates the tail
+    /// `x[2] + x[3]`. For a renormalised value the tail is at most `ulp(x[1])/2` plus
+    /// `ulp(x[2])/2`, so this is the nearest double-double except in the corner cases where
+    /// `|x[2]|` is exactly `ulp(x[1])/2` (then the tie or the sign of `x[3]` decides, and the result
+    /// may be the other neighbour). Error at most `ulp(x[1])/2 + ulp(x[2])/2`, i.e. relative
+    /// `2^-106 (1 + 2^-52)`, the same bound as a correctly rounded conversion to first order.
+    /// Exact for values that came from [`Qd::from_dd`].
+    #[inline(always)]
+    pub const fn to_dd(self) -> Dd {
+        Dd::from_parts(self.x[0], self.x[1])
+    }
+
+    /// The leading component, as QD's `to_double`. For a renormalised value it is the nearest
+    /// double except when `x[1]` is exactly half an ulp of `x[0]` (a tie broken by renormalisation
+    /// to even, where the sign of `x[2]` would decide).
+    #[inline(always)]
+    pub const fn to_f64(self) -> f64 {
+        self.x[0]
+    }
+
+    #[inline(always)]
+    pub fn is_finite(self) -> bool {
+        self.x.iter().all(|c| c.is_finite())
+    }
+
+    /// QD `abs`: negates when the leading component is negative.
+    #[inline(always)]
+    pub fn abs(self) -> Qd {
+        if self.x[0] < 0.0 { self.neg() } else { self }
+    }
+
+    #[inline(always)]
+    pub fn neg(self) -> Qd {
+        Qd {
+            x: [-self.x[0], -self.x[1], -self.x[2], -self.x[3]],
+        }
+    }
+
+    /// QD `renorm` (HLB Alg. 7): the same value (the quick-two-sums are exact) as a
+    /// non-overlapping expansion, largest first. Requires the components to be roughly ordered by
+    /// magnitude, as they are in every routine that calls it (QuickTwoSum needs `|a| >= |b|` at
+    /// each step). A leading infinity is left as is.
+    ///
+    /// What holds afterwards (checked on every result in `tests/qd_exact.rs`): a zero component
+    /// is followed only by zeros, and each nonzero component is at most one ulp of the previous
+    /// one in magnitude. Mostly at most half an ulp and absorbed by it (`x[i] == fl(x[i] +
+    /// x[i+1])`), but not always: the top-down pass can push a component slightly over half an
+    /// ulp of its predecessor (0.75 ulp seen).
+    #[inline(always)]
+    pub fn renormalize(self) -> Qd {
+        Qd {
+            x: renorm4(self.x[0], self.x[1], self.x[2], self.x[3]),
+        }
+    }
+
+    /// Exact multiplication by a power of two (QD `mul_pwr2`), componentwise.
+    #[inline(always)]
+    pub fn mul_pwr2(self, b: f64) -> Qd {
+        Qd {
+            x: [self.x[0] * b, self.x[1] * b, self.x[2] * b, self.x[3] * b],
+        }
+    }
+
+    /// QD `qd_real::ieee_add` (HLB §4.1, Fig. 4, the accurate addition): merges the eight
+    /// components by decreasing magnitude into a double-length accumulator, emitting a component
+    /// whenever it no longer fits, then renormalises. QD's default `+` is `sloppy_add`, which, like
+    /// double-double's sloppy add, can lose the whole result under cancellation.
+    ///
+    /// **Known weakness (QD's, reproduced with a line-by-line transcription of its C++):** a
+    /// component is emitted as soon as the accumulator overflows two doubles, before later inputs
+    /// of comparable magnitude from the other operand have been merged (this happens after the
+    /// leading components cancel, and with expansions that have gaps between components); once
+    /// four components are out, the accumulator is dropped, and when the inputs run out with
+    /// three out, its second half is dropped. The result then errs far beyond 2^-212: up to about
+    /// 2^-163 relative was seen. In `tests/qd_exact.rs` (operands with cancellation, gaps,
+    /// doubles among quad-doubles) about 0.2% of the cases exceed 2^-212, mostly but not only
+    /// where the sum cancels (17 of 128k cases whose sum is over half the larger operand did
+    /// too). Still ~163 bits, but not the IEEE-style bound HLB state. Kept as QD has it until a provably accurate
+    /// addition (e.g. merge and renormalise as in Joldes, Marty, Muller, Popescu, "Arithmetic
+    /// algorithms for extended precision using floating-point expansions", IEEE TC 65(4), 2016)
+    /// replaces it on both CPU and GPU.
+    #[allow(clippy::if_same_then_else)] // QD's merge, branch for branch, for the GPU twin
+    pub fn add(self, b: Qd) -> Qd {
+        let a = &self.x;
+        let b = &b.x;
+        let (mut i, mut j) = (0usize, 0usize);
+        let u = if a[i].abs() > b[j].abs() {
+            i += 1;
+            a[0]
+        } else {
+            j += 1;
+            b[0]
+        };
+        let v = if a[i].abs() > b[j].abs() {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
+        let (mut u, mut v) = quick_two_sum(u, v);
+
+        let mut x = [0.0f64; 4];
+        let mut k = 0usize;
+        while k < 4 {
+            if i >= 4 && j >= 4 {
+                x[k] = u;
+                if k < 3 {
+                    x[k + 1] = v;
+                }
+                break;
+            }
+            let t = if i >= 4 {
+                j += 1;
+                b[j - 1]
+            } else if j >= 4 {
+                i += 1;
+                a[i - 1]
+            } else if a[i].abs() > b[j].abs() {
+                i += 1;
+                a[i - 1]
+            } else {
+                j += 1;
+                b[j - 1]
+            };
+            let s;
+            (s, u, v) = quick_three_accum(u, v, t);
+            if s != 0.0 {
+                x[k] = s;
+                k += 1;
+            }
+        }
+
+        // add the rest
+        for &ak in &a[i..] {
+            x[3] += ak;
+        }
+        for &bk in &b[j..] {
+            x[3] += bk;
+        }
+        Qd {
+            x: renorm4(x[0], x[1], x[2], x[3]),
+        }
+    }
+
+    /// `self + (-b)` with the accurate addition (negation is exact), as QD's `operator-`.
+    #[inline]
+    pub fn sub(self, b: Qd) -> Qd {
+        self.add(b.neg())
+    }
+
+    /// QD `operator+(qd_real, double)` (HLB Fig. 3): a TwoSum chain, exact, then `renorm` of the
+    /// five terms.
+    #[inline]
+    pub fn add_f64(self, b: f64) -> Qd {
+        let (c0, e) = two_sum(self.x[0], b);
+        let (c1, e) = two_sum(self.x[1], e);
+        let (c2, e) = two_sum(self.x[2], e);
+        let (c3, e) = two_sum(self.x[3], e);
+        Qd {
+            x: renorm5(c0, c1, c2, c3, e),
+        }
+    }
+
+    /// QD `operator*(qd_real, double)` (HLB §4.2).
+    #[inline]
+    pub fn mul_f64(self, b: f64) -> Qd {
+        let a = &self.x;
+        let (p0, q0) = two_prod(a[0], b);
+        let (p1, q1) = two_prod(a[1], b);
+        let (p2, q2) = two_prod(a[2], b);
+        let p3 = a[3] * b;
+
+        let s0 = p0;
+        let (s1, s2) = two_sum(q0, p1);
+        let (s2, q1, p2) = three_sum(s2, q1, p2);
+        let (q1, q2) = three_sum2(q1, q2, p3);
+        let s3 = q1;
+        let s4 = q2 + p2;
+        Qd {
+            x: renorm5(s0, s1, s2, s3, s4),
+        }
+    }
+
+    /// QD `qd_real::accurate_mul` (HLB §4.2, Fig. 6-7): all partial products down to order
+    /// 2^-159 with their errors, the order-2^-212 ones rounded, then `renorm`.
+    pub fn mul(self, b: Qd) -> Qd {
+        let a = &self.x;
+        let b = &b.x;
+        let (p0, q0) = two_prod(a[0], b[0]);
+
+        let (p1, q1) = two_prod(a[0], b[1]);
+        let (p2, q2) = two_prod(a[1], b[0]);
+
+        let (p3, q3) = two_prod(a[0], b[2]);
+        let (p4, q4) = two_prod(a[1], b[1]);
+        let (p5, q5) = two_prod(a[2], b[0]);
+
+        // Start accumulation
+        let (p1, p2, q0) = three_sum(p1, p2, q0);
+
+        // Six-three sum of p2, q1, q2, p3, p4, p5
+        let (p2, q1, q2) = three_sum(p2, q1, q2);
+        let (p3, p4, p5) = three_sum(p3, p4, p5);
+        // (s0, s1, s2) = (p2, q1, q2) + (p3, p4, p5)
+        let (s0, t0) = two_sum(p2, p3);
+        let (s1, t1) = two_sum(q1, p4);
+        let s2 = q2 + p5;
+        let (s1, t0) = two_sum(s1, t0);
+        let s2 = s2 + (t0 + t1);
+
+        // O(eps^3) order terms
+        let (p6, q6) = two_prod(a[0], b[3]);
+        let (p7, q7) = two_prod(a[1], b[2]);
+        let (p8, q8) = two_prod(a[2], b[1]);
+        let (p9, q9) = two_prod(a[3], b[0]);
+
+        // Nine-two sum of q0, s1, q3, q4, q5, p6, p7, p8, p9
+        let (q0, q3) = two_sum(q0, q3);
+        let (q4, q5) = two_sum(q4, q5);
+        let (p6, p7) = two_sum(p6, p7);
+        let (p8, p9) = two_sum(p8, p9);
+        // (t0, t1) = (q0, q3) + (q4, q5)
+        let (t0, t1) = two_sum(q0, q4);
+        let t1 = t1 + (q3 + q5);
+        // (r0, r1) = (p6, p7) + (p8, p9)
+        let (r0, r1) = two_sum(p6, p8);
+        let r1 = r1 + (p7 + p9);
+        // (q3, q4) = (t0, t1) + (r0, r1)
+        let (q3, q4) = two_sum(t0, r0);
+        let q4 = q4 + (t1 + r1);
+        // (t0, t1) = (q3, q4) + s1
+        let (t0, t1) = two_sum(q3, s1);
+        let t1 = t1 + q4;
+
+        // O(eps^4) terms: nine-one sum, left to right as QD's `t1 += a + b + ...`
+        let tail = a[1] * b[3] + a[2] * b[2] + a[3] * b[1] + q6 + q7 + q8 + q9 + s2;
+        let t1 = t1 + tail;
+
+        Qd {
+            x: renorm5(p0, p1, s0, t0, t1),
+        }
+    }
+
+    /// QD `sqr(qd_real)`: the square with the symmetric partial products computed once.
+    /// (QD's `two_sqr` gives the same bits as `two_prod(a, a)`: both are the exact error.)
+    pub fn sqr(self) -> Qd {
+        let a = &self.x;
+        let (p0, q0) = two_prod(a[0], a[0]);
+        let (p1, q1) = two_prod(2.0 * a[0], a[1]);
+        let (p2, q2) = two_prod(2.0 * a[0], a[2]);
+        let (p3, q3) = two_prod(a[1], a[1]);
+
+        let (p1, q0) = two_sum(q0, p1);
+
+        let (q0, q1) = two_sum(q0, q1);
+        let (p2, p3) = two_sum(p2, p3);
+
+        let (s0, t0) = two_sum(q0, p2);
+        let (s1, t1) = two_sum(q1, p3);
+
+        let (s1, t0) = two_sum(s1, t0);
+        let t0 = t0 + t1;
+
+        let (s1, t0) = quick_two_sum(s1, t0);
+        let (p2, t1) = quick_two_sum(s0, s1);
+        let (p3, q0) = quick_two_sum(t1, t0);
+
+        let p4 = 2.0 * a[0] * a[3];
+        let p5 = 2.0 * a[1] * a[2];
+
+        let (p4, p5) = two_sum(p4, p5);
+        let (q2, q3) = two_sum(q2, q3);
+
+        let (t0, t1) = two_sum(p4, q2);
+        let t1 = t1 + p5 + q3;
+
+        let (p3, p4) = two_sum(p3, t0);
+        let p4 = p4 + q0 + t1;
+
+        Qd {
+            x: renorm5(p0, p1, p2, p3, p4),
+        }
+    }
+
+    /// QD `qd_real::accurate_div(qd_real, qd_real)` (HLB §4.3): long division, five quotient
+    /// digits `q_k = r[0] / b[0]`, each residual `r - b*q_k` by `mul_f64` and the accurate
+    /// subtraction, then `renorm` of the five digits. `a / a` is exactly 1 (first digit 1, then
+    /// an exactly zero residual). `b == 0` gives a non-finite result.
+    pub fn div(self, b: Qd) -> Qd {
+        let q0 = self.x[0] / b.x[0];
+        let r = self.sub(b.mul_f64(q0));
+
+        let q1 = r.x[0] / b.x[0];
+        let r = r.sub(b.mul_f64(q1));
+
+        let q2 = r.x[0] / b.x[0];
+        let r = r.sub(b.mul_f64(q2));
+
+        let q3 = r.x[0] / b.x[0];
+        let r = r.sub(b.mul_f64(q3));
+
+        let q4 = r.x[0] / b.x[0];
+        Qd {
+            x: renorm5(q0, q1, q2, q3, q4),
+        }
+    }
+
+    /// QD `sqrt(qd_real)` (HLB §5): Newton's iteration `r += (1/2 - (a/2) r^2) r` for 1/sqrt(a),
+    /// three times from the double `1/sqrt(a[0])`, then `r * a`. Each step as QD writes it:
+    /// `0.5 - h * sqr(r)` is `add_f64(0.5)` of the negated product, and `r += t * r` is the
+    /// accurate addition `r + (t * r)`.
+    ///
+    /// Special cases (QD only has the first two): `sqrt(0) = 0`, negative gives NaN (QD: NaN and
+    /// an error message), NaN gives NaN, `+inf` gives `+inf` (QD: NaN).
+    ///
+    /// Range: the iteration squares `1/sqrt(a)`, whose last components underflow for large `a`;
+    /// the accuracy above holds for `a` within about [2^-690, 2^740].
+    pub fn sqrt(self) -> Qd {
+        let a0 = self.x[0];
+        if a0 == 0.0 {
+            return Qd::ZERO;
+        }
+        if a0 < 0.0 || a0.is_nan() {
+            return Qd::from_f64(f64::NAN);
+        }
+        if a0.is_infinite() {
+            return self;
+        }
+        let mut r = Qd::from_f64(1.0 / a0.sqrt());
+        let h = self.mul_pwr2(0.5);
+        for _ in 0..3 {
+            let t = h.mul(r.sqr()).neg().add_f64(0.5);
+            r = r.add(t.mul(r));
+        }
+        r.mul(self)
+    }
+}
+
+impl From<f64> for Qd {
+    #[inline(always)]
+    fn from(x: f64) -> Qd {
+        Qd::from_f64(x)
+    }
+}
+
+impl From<Dd> for Qd {
+    #[inline(always)]
+    fn from(x: Dd) -> Qd {
+        Qd::from_dd(x)
+    }
+}
+
+// Operators delegate to the named methods, so `a + b` is QD's ieee_add, never the sloppy add.
+macro_rules! qd_binop {
+    ($tr:ident, $f:ident, $atr:ident, $af:ident, $rhs:ty, $m:ident) => {
+        impl $tr<$rhs> for Qd {
+            type Output = Qd;
+            #[inline(always)]
+            fn $f(self, b: $rhs) -> Qd {
+                Qd::$m(self, b)
+            }
+        }
+        impl $atr<$rhs> for Qd {
+            #[inline(always)]
+            fn $af(&mut self, b: $rhs) {
+                *self = Qd::$m(*self, b);
+            }
+        }
+    };
+}
+qd_binop!(Add, add, AddAssign, add_assign, Qd, add);
+qd_binop!(Sub, sub, SubAssign, sub_assign, Qd, sub);
+qd_binop!(Mul, mul, MulAssign, mul_assign, Qd, mul);
+qd_binop!(Div, div, DivAssign, div_assign, Qd, div);
+qd_binop!(Add, add, AddAssign, add_assign, f64, add_f64);
+qd_binop!(Mul, mul, MulAssign, mul_assign, f64, mul_f64);
+
+impl Neg for Qd {
+    type Output = Qd;
+    #[inline(always)]
+    fn neg(self) -> Qd {
+        Qd::neg(self)
+    }
+}
+
+impl Precision for Qd {
+    const NAME: &'static str = "qd";
+    const KERNEL_SUFFIX: &'static str = "qd";
+    /// QD's `qd_real::_eps` = 2^-209 (QD `src/qd_const.cpp`), 8 times the nominal 2^-212 of four
+    /// 53-bit components. Note the convention differs from [`Dd`]'s 2^-106 (QD's `dd_real::_eps`
+    /// is 2^-104): this is QD's own, more conservative constant.
+    const EPSILON: f64 = f64::from_bits((1023 - 209) << 52);
+    const BYTES: usize = 32;
+
+    #[inline(always)]
+    fn zero() -> Self {
+        Qd::ZERO
+    }
+    #[inline(always)]
+    fn from_f64(x: f64) -> Self {
+        Qd::from_f64(x)
+    }
+    #[inline(always)]
+    fn to_f64(&self) -> f64 {
+        Qd::to_f64(*self)
+    }
+    #[inline(always)]
+    fn to_dd(&self) -> Dd {
+        Qd::to_dd(*self)
+    }
+    #[inline(always)]
+    fn from_dd(x: Dd) -> Self {
+        Qd::from_dd(x)
+    }
+    #[inline(always)]
+    fn add(&self, b: &Self) -> Self {
+        Qd::add(*self, *b)
+    }
+    #[inline(always)]
+    fn sub(&self, b: &Self) -> Self {
+        Qd::sub(*self, *b)
+    }
+    #[inline(always)]
+    fn mul(&self, b: &Self) -> Self {
+        Qd::mul(*self, *b)
+    }
+    #[inline(always)]
+    fn div(&self, b: &Self) -> Self {
+        Qd::div(*self, *b)
+    }
+    #[inline(always)]
+    fn neg(&self) -> Self {
+        Qd::neg(*self)
+    }
+    #[inline(always)]
+    fn sqrt(&self) -> Self {
+        Qd::sqrt(*self)
+    }
+    #[inline(always)]
+    fn abs(&self) -> Self {
+        Qd::abs(*self)
+    }
+    #[inline(always)]
+    fn mul_f64(&self, b: f64) -> Self {
+        Qd::mul_f64(*self, b)
+    }
+    #[inline(always)]
+    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
+        Qd::add(*self, Qd::mul_f64(*b, a))
+    }
+    #[inline(always)]
+    fn is_finite(&self) -> bool {
+        Qd::is_finite(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operators_are_the_named_methods() {
+        let a = Qd::from_dd(Dd::new(1.0, 1e-20)).add_f64(1e-40);
+        let b = Qd::from_dd(Dd::new(-3.0, 2e-17)).add_f64(-7e-50);
+        assert_eq!(a + b, a.add(b));
+        assert_eq!(a - b, a.sub(b));
+        assert_eq!(a * b, a.mul(b));
+        assert_eq!(a / b, a.div(b));
+        assert_eq!(-a, a.neg());
+        assert_eq!(a * 3.0, a.mul_f64(3.0));
+        assert_eq!(a + 3.0, a.add_f64(3.0));
+        let mut c = a;
+        c += b;
+        c -= a;
+        c *= b;
+        c /= a;
+        c *= 0.5;
+        c += 1.0;
+        assert_eq!(c, a.add(b).sub(a).mul(b).div(a).mul_f64(0.5).add_f64(1.0));
+        assert_eq!(Qd::from(2.5), Qd::from_f64(2.5));
+        assert_eq!(Qd::from(Dd::new(1.0, 1e-20)).to_dd(), Dd::new(1.0, 1e-20));
+    }
+
+    #[test]
+    fn small_exact_cases() {
+        let three = Qd::from_f64(3.0);
+        assert_eq!(three + Qd::ONE, Qd::from_f64(4.0));
+        assert_eq!(three * three, Qd::from_f64(9.0));
+        assert_eq!(three.sqr(), Qd::from_f64(9.0));
+        assert_eq!(Qd::from_f64(4.0).sqrt().to_f64(), 2.0);
+        assert_eq!(Qd::ZERO.sqrt(), Qd::ZERO);
+        assert!(Qd::from_f64(-1.0).sqrt().x[0].is_nan());
+        assert_eq!(Qd::from_f64(f64::INFINITY).sqrt().x[0], f64::INFINITY);
+        assert_eq!((three - three), Qd::ZERO);
+        assert_eq!(Qd::from_f64(-2.0).abs(), Qd::from_f64(2.0));
+        assert!(!Qd::from_f64(1.0).div(Qd::ZERO).is_finite());
+        assert_eq!(<Qd as Precision>::EPSILON, 2f64.powi(-209));
+        assert_eq!(std::mem::size_of::<Qd>(), <Qd as Precision>::BYTES);
+        // 1/3 to ~212 bits: 3 * (1/3) is 1 within a few 2^-212
+        let third = Qd::ONE / three;
+        let back = third * three - Qd::ONE;
+        assert!(back.x[0].abs() <= 2f64.powi(-208), "{back:?}");
+    }
+}
