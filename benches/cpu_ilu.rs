@@ -41,7 +41,7 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
         ("f64_sequential", Schedule::Sequential),
         ("f64_levels", Schedule::Levels),
     ] {
-        let mut ilu = CpuIlu::new(f.clone()).with_schedule(schedule);
+        let mut ilu = CpuIlu::with_schedule(f.clone(), schedule);
         let mut z = vec![0.0; n];
         group.throughput(Throughput::Bytes(f.apply_bytes(8, 8) as u64));
         group.bench_function(label, |b| {
@@ -52,7 +52,7 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
         });
     }
     let mut ilu = CpuIlu::new(f.clone());
-    eprintln!("automatic schedule (L, U): {:?}", ilu.schedules());
+    eprintln!("automatic schedule: {:?}", ilu.schedule());
     let mut z = vec![Dd::default(); n];
     group.throughput(Throughput::Bytes(f.apply_bytes(16, 16) as u64));
     group.bench_function("dd_auto", |b| {

@@ -223,9 +223,7 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
         let mut rng = Rng(n as u64);
         let r: Vec<f64> = (0..n).map(|_| rng.value()).collect();
         let mut want = vec![0.0; n];
-        CpuIlu::new(f.clone())
-            .with_schedule(Schedule::Sequential)
-            .apply(&r, &mut want);
+        CpuIlu::with_schedule(f.clone(), Schedule::Sequential).apply(&r, &mut want);
         for threads in [1, 2, 5] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -233,9 +231,7 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
                 .unwrap();
             pool.install(|| {
                 let mut z = vec![0.0; n];
-                CpuIlu::new(f.clone())
-                    .with_schedule(Schedule::Levels)
-                    .apply(&r, &mut z);
+                CpuIlu::with_schedule(f.clone(), Schedule::Levels).apply(&r, &mut z);
                 assert!(bits_equal(&z, &want), "n={n}, {threads} threads, levels");
                 let mut z = vec![0.0; n];
                 CpuIlu::new(f.clone()).apply(&r, &mut z);

@@ -1,146 +1,303 @@
 //! ILU(0) triangular solves on the CPU, the twin of `kernels/ilu0.cu`: the same per-row
 //! arithmetic (src/precond/ilu0.rs), so the same bits whatever the schedule or thread count.
 //!
-//! Schedule, chosen per triangle: rows in natural order on one thread when the levels are too
-//! narrow to share (a level costs one rayon fork-join, microseconds, against ~15 ns per row), else
-//! level by level, the wide levels split over rayon and the narrow ones run inline.
+//! Two schedules, chosen once per factorization:
+//! - `Sequential`: rows in natural order on one thread, on the factors as stored.
+//! - `Levels`: level by level, the rows of a wide level split over rayon. Rows of one level lie
+//!   far apart in natural order (on a 3D grid a level is a diagonal plane), and walking them
+//!   there missed the cache on every row: 4x slower than `Sequential` on 2 threads. So this
+//!   schedule solves on copies of the two triangles renumbered in level order (each level a
+//!   contiguous block of rows and of the work vector), at the price of one gather between the
+//!   triangles and one into `z`, and a second copy of the factors.
+//!
+//! `Levels` is tried when there are threads to share the work and the levels are wide enough to
+//! amortise a fork-join per level (microseconds, against ~15 ns per row), and kept if a trial
+//! application runs faster than `Sequential` (on this project's 2-core machine it does not for
+//! poisson3d:100: see benches/results/cpu.md).
 
 use crate::precision::Precision;
 use crate::precond::ilu0::{Ilu0Factors, Levels};
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Mean rows per level from which a level-scheduled solve beats the sequential one on 2+ threads
-/// (a fork-join costs about as much as solving ~1000 rows; measured in benches/cpu_kernels.rs).
+/// Mean rows per level from which a level-scheduled solve can beat the sequential one on 2+
+/// threads (measured in benches/cpu_ilu.rs, see benches/results/cpu.md).
 const MIN_MEAN_LEVEL_WIDTH: f64 = 2048.0;
 /// Rows per rayon task within a level; levels with fewer rows than two tasks run inline.
 const ROWS_PER_TASK: usize = 1024;
 
-/// How one triangle is solved.
+/// How the two triangles are solved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schedule {
     Sequential,
     Levels,
 }
 
-/// ILU(0) factors on the CPU with the double work vector of an application.
+/// ILU(0) factors on the CPU, with the work space of an application.
 pub struct CpuIlu {
     factors: Arc<Ilu0Factors>,
+    schedule: Schedule,
+    /// The level-ordered copies, built when `schedule` is `Levels`.
+    ordered: Option<LevelOrdered>,
     work: Vec<f64>,
-    lower: Schedule,
-    upper: Schedule,
 }
 
-fn choose(levels: &Levels) -> Schedule {
-    if rayon::current_num_threads() > 1 && levels.mean_width() >= MIN_MEAN_LEVEL_WIDTH {
+fn choose(f: &Ilu0Factors) -> Schedule {
+    let width = f
+        .lower_levels()
+        .mean_width()
+        .min(f.upper_levels().mean_width());
+    if rayon::current_num_threads() > 1 && width >= MIN_MEAN_LEVEL_WIDTH {
         Schedule::Levels
     } else {
         Schedule::Sequential
     }
 }
 
-/// A pointer to the work vector shared by the tasks of one level: each writes only its own rows
-/// and reads rows of earlier levels, finished before the level started.
-#[derive(Clone, Copy)]
-struct Shared(*mut f64);
-// SAFETY: see the type's comment: writes are to disjoint rows, reads to rows no task writes.
-unsafe impl Send for Shared {}
-unsafe impl Sync for Shared {}
-
 impl CpuIlu {
+    /// With the faster schedule on this machine's thread pool: `Sequential` where `choose`
+    /// sees no room for `Levels`, else whichever of the two ran one trial application faster
+    /// (the bits are the same either way, so the choice cannot change a result).
     pub fn new(factors: Arc<Ilu0Factors>) -> Self {
-        let lower = choose(factors.lower_levels());
-        let upper = choose(factors.upper_levels());
+        let mut sequential = Self::with_schedule(factors.clone(), Schedule::Sequential);
+        if choose(&factors) == Schedule::Sequential {
+            return sequential;
+        }
+        let mut levels = Self::with_schedule(factors, Schedule::Levels);
+        let (a, b) = (sequential.trial_seconds(), levels.trial_seconds());
+        log::debug!("ILU(0) trial application: sequential {a:.3e} s, levels {b:.3e} s");
+        if b < a { levels } else { sequential }
+    }
+
+    /// Best of two applications to a vector of ones, in seconds.
+    fn trial_seconds(&mut self) -> f64 {
+        let r = vec![1.0f64; self.factors.n()];
+        let mut z = vec![0.0f64; self.factors.n()];
+        (0..2)
+            .map(|_| {
+                let t0 = std::time::Instant::now();
+                self.apply(&r, &mut z);
+                t0.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// With a given schedule (benchmarks and tests).
+    pub fn with_schedule(factors: Arc<Ilu0Factors>, schedule: Schedule) -> Self {
+        let ordered = (schedule == Schedule::Levels).then(|| LevelOrdered::new(&factors));
         CpuIlu {
             work: vec![0.0; factors.n()],
             factors,
-            lower,
-            upper,
+            schedule,
+            ordered,
         }
     }
 
-    /// Force a schedule for both triangles (benchmarks and tests).
-    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
-        self.lower = schedule;
-        self.upper = schedule;
-        self
-    }
-
-    pub fn schedules(&self) -> (Schedule, Schedule) {
-        (self.lower, self.upper)
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
     }
 
     /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `P`.
     pub fn apply<P: Precision>(&mut self, r: &[P], z: &mut [P]) {
         let f = &*self.factors;
         assert!(r.len() == f.n() && z.len() == f.n(), "ilu_apply: lengths");
-        let y = Shared(self.work.as_mut_ptr());
-        let lower_row = |i: usize| {
-            // SAFETY: i < n; the row reads only rows of earlier levels (or earlier rows).
-            unsafe { lower_row(f, i, r[i].to_f64(), y) }
-        };
-        run(f.lower_levels(), self.lower, f.n(), false, lower_row);
-        let upper_row = |i: usize| {
-            // SAFETY: as above, for later rows.
-            unsafe { upper_row(f, i, y) }
-        };
-        run(f.upper_levels(), self.upper, f.n(), true, upper_row);
-        z.par_chunks_mut(ROWS_PER_TASK)
-            .zip(self.work.par_chunks(ROWS_PER_TASK))
-            .for_each(|(z, w)| {
-                for (zi, &wi) in z.iter_mut().zip(w) {
-                    *zi = P::from_f64(wi);
-                }
-            });
-    }
-}
-
-/// Run `row` over every row in an order that respects the dependencies.
-fn run(levels: &Levels, schedule: Schedule, n: usize, backward: bool, row: impl Fn(usize) + Sync) {
-    match schedule {
-        Schedule::Sequential if backward => (0..n).rev().for_each(row),
-        Schedule::Sequential => (0..n).for_each(row),
-        Schedule::Levels => {
-            for l in 0..levels.count() {
-                let rows = levels.level(l);
-                if rows.len() < 2 * ROWS_PER_TASK {
-                    rows.iter().for_each(|&i| row(i as usize));
-                } else {
-                    rows.par_chunks(ROWS_PER_TASK)
-                        .for_each(|chunk| chunk.iter().for_each(|&i| row(i as usize)));
-                }
+        match self.ordered.as_mut() {
+            Some(ordered) => ordered.apply(r, z),
+            None => {
+                sequential(f, r, &mut self.work);
+                widen(&self.work, z);
             }
         }
     }
 }
 
-/// `y_i = rhs - sum_{j < i} l_ij y_j`, increasing column order, unfused.
-///
-/// # Safety
-/// `i < n`, `y` points at `n` doubles, and every `y_j` read is final.
-#[inline]
-unsafe fn lower_row(f: &Ilu0Factors, i: usize, rhs: f64, y: Shared) {
-    let (cols, vals) = (f.col_idx(), f.values());
-    let mut acc = rhs;
-    for k in f.row_ptr()[i]..f.diag()[i] {
-        let product = vals[k] * unsafe { *y.0.add(cols[k] as usize) };
-        acc -= product;
-    }
-    unsafe { *y.0.add(i) = acc };
+/// `z_i = w_i` in `P`, in parallel.
+fn widen<P: Precision>(w: &[f64], z: &mut [P]) {
+    z.par_chunks_mut(ROWS_PER_TASK)
+        .zip(w.par_chunks(ROWS_PER_TASK))
+        .for_each(|(z, w)| {
+            for (zi, &wi) in z.iter_mut().zip(w) {
+                *zi = P::from_f64(wi);
+            }
+        });
 }
 
-/// `x_i = (y_i - sum_{j > i} u_ij x_j) / u_ii`, decreasing column order, unfused.
-///
-/// # Safety
-/// As [`lower_row`], for the rows after `i`.
-#[inline]
-unsafe fn upper_row(f: &Ilu0Factors, i: usize, x: Shared) {
-    let (cols, vals) = (f.col_idx(), f.values());
-    let d = f.diag()[i];
-    let mut acc = unsafe { *x.0.add(i) };
-    for k in (d + 1..f.row_ptr()[i + 1]).rev() {
-        let product = vals[k] * unsafe { *x.0.add(cols[k] as usize) };
-        acc -= product;
+/// Both solves in natural order on the factors as stored; the result in `w`.
+fn sequential<P: Precision>(f: &Ilu0Factors, r: &[P], w: &mut [f64]) {
+    let (row_ptr, cols, vals, diag) = (f.row_ptr(), f.col_idx(), f.values(), f.diag());
+    // forward: y_i = r_i - sum_{j < i} l_ij y_j, increasing column order, unfused
+    for i in 0..w.len() {
+        let mut acc = r[i].to_f64();
+        for k in row_ptr[i]..diag[i] {
+            let product = vals[k] * w[cols[k] as usize];
+            acc -= product;
+        }
+        w[i] = acc;
     }
-    unsafe { *x.0.add(i) = acc / vals[d] };
+    // backward: x_i = (y_i - sum_{j > i} u_ij x_j) / u_ii, decreasing column order
+    for i in (0..w.len()).rev() {
+        let mut acc = w[i];
+        for k in (diag[i] + 1..row_ptr[i + 1]).rev() {
+            let product = vals[k] * w[cols[k] as usize];
+            acc -= product;
+        }
+        w[i] = acc / vals[diag[i]];
+    }
+}
+
+/// One triangle renumbered in its level order: position `p` holds row `rows[p]`; its entries
+/// are in the order the arithmetic takes them, their columns are positions.
+struct Ordered {
+    rows: Vec<u32>,
+    level_ptr: Vec<usize>,
+    row_ptr: Vec<usize>,
+    cols: Vec<u32>,
+    vals: Vec<f64>,
+    /// `u_ii` per position (the upper triangle only).
+    diag: Vec<f64>,
+}
+
+impl Ordered {
+    fn new(f: &Ilu0Factors, levels: &Levels, upper: bool) -> Self {
+        let n = f.n();
+        let mut position = vec![0u32; n];
+        for (p, &i) in levels.rows.iter().enumerate() {
+            position[i as usize] = p as u32;
+        }
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        let mut cols = Vec::new();
+        let mut vals = Vec::new();
+        let mut diag = Vec::new();
+        row_ptr.push(0);
+        for &i in &levels.rows {
+            let i = i as usize;
+            let mut push = |k: usize| {
+                cols.push(position[f.col_idx()[k] as usize]);
+                vals.push(f.values()[k]);
+            };
+            if upper {
+                (f.diag()[i] + 1..f.row_ptr()[i + 1])
+                    .rev()
+                    .for_each(&mut push);
+                diag.push(f.values()[f.diag()[i]]);
+            } else {
+                (f.row_ptr()[i]..f.diag()[i]).for_each(&mut push);
+            }
+            row_ptr.push(cols.len());
+        }
+        Ordered {
+            rows: levels.rows.clone(),
+            level_ptr: levels.ptr.clone(),
+            row_ptr,
+            cols,
+            vals,
+            diag,
+        }
+    }
+
+    /// Solve in place: `w[p]` holds the right-hand side of position `p` on entry (unless
+    /// `rhs` gives it), the solution on exit.
+    fn solve(&self, w: &mut [f64], rhs: Option<&(dyn Fn(usize) -> f64 + Sync)>) {
+        for l in 0..self.level_ptr.len() - 1 {
+            let (start, end) = (self.level_ptr[l], self.level_ptr[l + 1]);
+            // Earlier levels are final and only read; this level's block is only written.
+            let (done, rest) = w.split_at_mut(start);
+            let done = &*done;
+            let block = &mut rest[..end - start];
+            let row = |p: usize, out: &mut f64| {
+                let mut acc = match rhs {
+                    Some(rhs) => rhs(self.rows[p] as usize),
+                    None => *out,
+                };
+                for k in self.row_ptr[p]..self.row_ptr[p + 1] {
+                    let product = self.vals[k] * done[self.cols[k] as usize];
+                    acc -= product;
+                }
+                *out = if self.diag.is_empty() {
+                    acc
+                } else {
+                    acc / self.diag[p]
+                };
+            };
+            if block.len() < 2 * ROWS_PER_TASK {
+                for (o, out) in block.iter_mut().enumerate() {
+                    row(start + o, out);
+                }
+            } else {
+                block
+                    .par_chunks_mut(ROWS_PER_TASK)
+                    .enumerate()
+                    .for_each(|(t, chunk)| {
+                        let first = start + t * ROWS_PER_TASK;
+                        for (o, out) in chunk.iter_mut().enumerate() {
+                            row(first + o, out);
+                        }
+                    });
+            }
+        }
+    }
+}
+
+/// Both triangles in level order, with the maps between the orders.
+struct LevelOrdered {
+    lower: Ordered,
+    upper: Ordered,
+    /// For each position of the upper order, the position of its row in the lower order.
+    lower_of_upper: Vec<u32>,
+    /// For each row, its position in the upper order.
+    upper_of_row: Vec<u32>,
+    y: Vec<f64>,
+    x: Vec<f64>,
+}
+
+impl LevelOrdered {
+    fn new(f: &Ilu0Factors) -> Self {
+        let n = f.n();
+        let lower = Ordered::new(f, f.lower_levels(), false);
+        let upper = Ordered::new(f, f.upper_levels(), true);
+        let mut lower_of_row = vec![0u32; n];
+        for (p, &i) in lower.rows.iter().enumerate() {
+            lower_of_row[i as usize] = p as u32;
+        }
+        let lower_of_upper = upper
+            .rows
+            .iter()
+            .map(|&i| lower_of_row[i as usize])
+            .collect();
+        let mut upper_of_row = vec![0u32; n];
+        for (q, &i) in upper.rows.iter().enumerate() {
+            upper_of_row[i as usize] = q as u32;
+        }
+        LevelOrdered {
+            lower,
+            upper,
+            lower_of_upper,
+            upper_of_row,
+            y: vec![0.0; n],
+            x: vec![0.0; n],
+        }
+    }
+
+    fn apply<P: Precision>(&mut self, r: &[P], z: &mut [P]) {
+        let rhs = |i: usize| r[i].to_f64();
+        self.lower.solve(&mut self.y, Some(&rhs));
+        let y = &self.y;
+        self.x
+            .par_chunks_mut(ROWS_PER_TASK)
+            .zip(self.lower_of_upper.par_chunks(ROWS_PER_TASK))
+            .for_each(|(x, from)| {
+                for (xq, &p) in x.iter_mut().zip(from) {
+                    *xq = y[p as usize];
+                }
+            });
+        self.upper.solve(&mut self.x, None);
+        let x = &self.x;
+        z.par_chunks_mut(ROWS_PER_TASK)
+            .zip(self.upper_of_row.par_chunks(ROWS_PER_TASK))
+            .for_each(|(z, from)| {
+                for (zi, &q) in z.iter_mut().zip(from) {
+                    *zi = P::from_f64(x[q as usize]);
+                }
+            });
+    }
 }
