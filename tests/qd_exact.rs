@@ -514,8 +514,9 @@ fn former_ieee_add_failures_within_bound() {
             fmt_qd(a),
             fmt_qd(b)
         );
-        assert!(err <= 1.0 && err <= ADD_BOUND, "{err}");
-        let (_, _) = check_renormalized(a + b, &|| fmt_qd(a + b));
+        // within the proven bound (16 U), and in fact within 1 U
+        assert!(err <= 1.0, "{err}");
+        check_renormalized(a + b, &|| fmt_qd(a + b));
     }
 }
 
