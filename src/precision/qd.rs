@@ -359,8 +359,8 @@ impl Qd {
     /// "Arithmetic algorithms for extended precision using floating-point expansions", IEEE
     /// Trans. Computers 65(4), 2016, pp. 1197-1210 ("JMMP": §3, the addition of two expansions,
     /// i.e. Merge then the renormalisation Renormalize = VecSum + VecSumErrBranch, Algorithms
-    /// 3-6; CAMPARY's `certifiedAdd`), with `n = m = r = 4`. See [`merge8`], [`vec_sum8`] and
-    /// [`vec_sum_err_branch`] for the steps and the module docs for the bound.
+    /// 3-6; CAMPARY's `certifiedAdd`), with `n = m = r = 4`. See `merge8`, `vec_sum8` and
+    /// `vec_sum_err_branch` (private) for the steps and the module docs for the bound.
     ///
     /// It replaces QD 2.3's `qd_real::ieee_add` (HLB §4.1, Fig. 4), which emits a component as
     /// soon as its double-length accumulator overflows, before later inputs of comparable
