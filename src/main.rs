@@ -81,7 +81,7 @@ struct SolveArgs {
     #[arg(long, value_enum)]
     method: Option<Method>,
     /// Working precisions, side by side in this order with ratios against the first: a comma
-    /// list of f64, dd; or `both` (= f64,dd).
+    /// list of f64, dd, qd (qd: CPU only for now); or `both` (= f64,dd).
     #[arg(long, value_name = "LIST")]
     precision: Option<PrecisionChoice>,
     #[arg(long)]
@@ -326,8 +326,9 @@ fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> a
         load_start.elapsed().as_secs_f64()
     );
     let problem = Problem::new(a, read_vector_arg(&args.rhs)?, read_vector_arg(&args.x0)?)?;
-    // Resolve once up front: a missing GPU is reported before any work, and auto logs its choice.
-    config.backend = match config.backend.resolve()? {
+    // Resolve once up front, for every precision of the list: a missing GPU, or a precision the
+    // GPU lacks (qd), is reported before any work, and auto logs its choice.
+    config.backend = match config.backend.resolve_for(&config.precision.precisions())? {
         precsolve::solver::dispatch::ResolvedBackend::Cpu => BackendChoice::Cpu,
         #[cfg(feature = "cuda")]
         precsolve::solver::dispatch::ResolvedBackend::Cuda => BackendChoice::Cuda,

@@ -534,6 +534,61 @@ fn ilu0_runs_are_recorded_and_a_zero_pivot_is_an_outcome_not_retried() {
     );
 }
 
+/// qd in a study: recorded beside f64 and dd (the categories still compare f64 and dd only);
+/// with `--backend cuda` refused before the study directory is created.
+#[test]
+fn qd_runs_are_recorded_and_cuda_refuses_them_up_front() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = solver(
+        &[
+            "batch",
+            "poisson2d:8",
+            "--precision",
+            "f64,dd,qd",
+            "--backend",
+            "cuda",
+            "--out",
+            "s",
+        ],
+        tmp.path(),
+    );
+    assert_ne!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert!(
+        text(&out).contains("qd runs on the CPU only"),
+        "{}",
+        text(&out)
+    );
+    assert!(!tmp.path().join("s").exists());
+
+    let args = [
+        "batch",
+        "poisson2d:8",
+        "--precision",
+        "f64,dd,qd",
+        "--backend",
+        "cpu",
+        "--out",
+        "s",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let recs = records(&tmp.path().join("s"));
+    let mut precisions: Vec<_> = recs
+        .iter()
+        .map(|r| r["key"]["precision"].as_str().unwrap().to_string())
+        .collect();
+    precisions.sort();
+    assert_eq!(precisions, ["dd", "f64", "qd"]);
+    let runs_csv = std::fs::read_to_string(tmp.path().join("s/runs.csv")).unwrap();
+    assert_eq!(runs_csv.lines().count(), 1 + 3);
+    assert!(runs_csv.lines().any(|l| l.contains(",qd,")), "{runs_csv}");
+    let rows = summary_rows(&tmp.path().join("s"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["category"], "both", "{:?}", rows[0]);
+}
+
 #[test]
 fn bad_limits_stop_before_any_work() {
     let tmp = tempfile::tempdir().unwrap();

@@ -399,3 +399,101 @@ fn precision_lists_run_in_order_with_ratios_against_the_first() {
         );
     }
 }
+
+#[test]
+fn qd_runs_on_the_cpu_as_a_third_column_with_ratios_against_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["solve", "poisson2d:12", "--precision", "f64,dd,qd"];
+    let args: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--backend", "cpu", "--tol", "1e-10", "--format", "json"])
+        .collect();
+    let out = solver(&args, dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let order: Vec<_> = runs
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["f64", "dd", "qd"]);
+    for run in runs {
+        assert_eq!(run["converged"], true, "{run}");
+        assert_eq!(run["backend"], "cpu", "{run}");
+    }
+    let ratios = json["ratios"].as_array().unwrap();
+    let pairs: Vec<_> = ratios
+        .iter()
+        .map(|r| {
+            (
+                r["precision"].as_str().unwrap(),
+                r["against"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs, [("dd", "f64"), ("qd", "f64")]);
+    for field in ["iterations", "time_per_iteration", "total_time"] {
+        assert!(ratios[1][field].is_number(), "qd ratios lack `{field}`");
+    }
+
+    // The table: one column per precision, one ratio column per later precision.
+    let table_args: Vec<&str> = base
+        .iter()
+        .copied()
+        .chain(["--backend", "cpu", "-q"])
+        .collect();
+    let out = solver(&table_args, dir.path());
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{stdout}\n{stderr}");
+    let header = stdout
+        .lines()
+        .find(|l| l.contains("qd/f64"))
+        .unwrap_or_else(|| panic!("no qd/f64 column:\n{stdout}"));
+    let cols: Vec<_> = header.split_whitespace().collect();
+    assert_eq!(cols, ["f64", "dd", "qd", "dd/f64", "qd/f64"], "{stdout}");
+}
+
+#[test]
+fn qd_on_the_cuda_backend_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    for list in ["f64,dd,qd", "qd"] {
+        let out = solver(
+            &[
+                "solve",
+                "poisson2d:12",
+                "--precision",
+                list,
+                "--backend",
+                "cuda",
+            ],
+            dir.path(),
+        );
+        let (stdout, stderr) = text(&out);
+        assert_ne!(out.status.code(), Some(EXIT_OK), "{list}");
+        assert!(stdout.is_empty(), "{list}: no report expected:\n{stdout}");
+        assert!(
+            stderr.contains("qd runs on the CPU only for now") && stderr.contains("--backend cpu"),
+            "{list}: {stderr}"
+        );
+    }
+    // auto picks the CPU for the whole comparison (with or without a GPU)
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:8",
+            "--precision",
+            "f64,qd",
+            "--backend",
+            "auto",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for run in json["runs"].as_array().unwrap() {
+        assert_eq!(run["backend"], "cpu", "{run}");
+    }
+}

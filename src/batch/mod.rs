@@ -56,6 +56,19 @@ impl StudySpec {
                 "a study needs at least one input".into(),
             ));
         }
+        // A precision the GPU lacks (qd) with --backend cuda: refused before any run. With auto,
+        // each such run falls back to the CPU (`dispatch::solve`); its record says so.
+        if self.backend == BackendChoice::Cuda
+            && let Some(p) = self.grid.precisions.iter().find(|p| !p.runs_on_gpu())
+        {
+            return Err(Error::Backend {
+                backend: "cuda",
+                message: format!(
+                    "{} runs on the CPU only for now (issue #6): use --backend cpu",
+                    p.name()
+                ),
+            });
+        }
         Ok(())
     }
 }

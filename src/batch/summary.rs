@@ -1,6 +1,10 @@
 //! The thesis's categories (section 4.4, Tables 4.2-4.5) computed from a study's records: for
 //! each condition (tolerance, preconditioner, method, limits), every matrix's f64 and dd runs
 //! side by side and the outcome they fall in. Data only: `report::study` formats it.
+//!
+//! Limitation: the categories, flags and ratios compare f64 and dd only. A study that also runs
+//! qd keeps those runs in [`MatrixRow::qd`] and in the per-run records ([`Summary::runs`], the
+//! runs CSV), but no category or ratio involves them yet.
 
 use super::grid::Condition;
 use super::store::RunRecord;
@@ -59,6 +63,8 @@ pub struct MatrixRow {
     pub matrix: String,
     pub f64: Option<RunRecord>,
     pub dd: Option<RunRecord>,
+    /// The qd run, if the study has one: kept, not classified (see the module docs).
+    pub qd: Option<RunRecord>,
     pub category: Category,
     /// Solved by both and dd's iterations took less time.
     pub dd_faster: bool,
@@ -72,6 +78,7 @@ impl MatrixRow {
         match p {
             WorkingPrecision::F64 => self.f64.as_ref(),
             WorkingPrecision::Dd => self.dd.as_ref(),
+            WorkingPrecision::Qd => self.qd.as_ref(),
         }
     }
 
@@ -139,6 +146,7 @@ impl Summary {
                     matrix: r.key.matrix.clone(),
                     f64: None,
                     dd: None,
+                    qd: None,
                     category: Category::Incomplete,
                     dd_faster: false,
                     f64_missed_true_residual: false,
@@ -147,6 +155,7 @@ impl Summary {
             match r.key.precision {
                 WorkingPrecision::F64 => row.f64 = Some(r.clone()),
                 WorkingPrecision::Dd => row.dd = Some(r.clone()),
+                WorkingPrecision::Qd => row.qd = Some(r.clone()),
             }
         }
         let mut conditions: Vec<ConditionSummary> = conditions

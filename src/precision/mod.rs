@@ -20,7 +20,8 @@ use std::fmt::Debug;
 /// Scalar arithmetic of one working precision.
 ///
 /// Every operation rounds as the type's own algorithm says (IEEE round-to-nearest for `f64`, the
-/// QD library's accurate algorithms for [`Dd`] and [`Qd`]); the same inputs give the same bits on every
+/// QD library's accurate algorithms for [`Dd`] and [`Qd`], the addition of Joldes, Marty, Muller,
+/// Popescu for [`Qd`]); the same inputs give the same bits on every
 /// machine and thread count.
 pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     /// Short name used on the command line and in reports (`f64`, `dd`, `qd`).

@@ -4,7 +4,7 @@ use super::{Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::Backend;
 use crate::backend::cpu::CpuBackend;
 use crate::error::{Error, Result};
-use crate::precision::{Dd, Precision};
+use crate::precision::{Dd, Precision, Qd};
 use crate::precond::{Identity, Ilu0, Preconditioner, Preconditioning};
 use crate::sparse::{CsrMatrix, Symmetry};
 use serde::{Deserialize, Serialize};
@@ -37,17 +37,40 @@ impl Method {
 pub enum WorkingPrecision {
     F64,
     Dd,
+    /// Quad-double: CPU only for now (issue #6), see [`WorkingPrecision::runs_on_gpu`].
+    Qd,
 }
 
 impl WorkingPrecision {
-    pub const ALL: [WorkingPrecision; 2] = [WorkingPrecision::F64, WorkingPrecision::Dd];
+    pub const ALL: [WorkingPrecision; 3] = [
+        WorkingPrecision::F64,
+        WorkingPrecision::Dd,
+        WorkingPrecision::Qd,
+    ];
 
     /// The name on the command line and in reports (`Precision::NAME` of its type).
     pub fn name(self) -> &'static str {
         match self {
             WorkingPrecision::F64 => f64::NAME,
             WorkingPrecision::Dd => Dd::NAME,
+            WorkingPrecision::Qd => Qd::NAME,
         }
+    }
+
+    /// Whether the CUDA backend has kernels for this precision: not yet for `qd` (issue #6).
+    pub fn runs_on_gpu(self) -> bool {
+        !matches!(self, WorkingPrecision::Qd)
+    }
+}
+
+/// The error for a CPU-only precision on the CUDA backend.
+fn cpu_only_error(p: WorkingPrecision) -> Error {
+    Error::Backend {
+        backend: "cuda",
+        message: format!(
+            "{} runs on the CPU only for now (issue #6): use --backend cpu",
+            p.name()
+        ),
     }
 }
 
@@ -69,7 +92,8 @@ impl std::str::FromStr for WorkingPrecision {
 }
 
 /// The `--precision` choice: the precisions to run, side by side in this order, ratios against
-/// the first. Written `f64,dd` (any list without repeats), or `both` for `f64,dd`.
+/// the first. Written `f64,dd` or `f64,dd,qd` (any list of f64, dd, qd without repeats), or
+/// `both` for `f64,dd`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct PrecisionChoice(Vec<WorkingPrecision>);
@@ -161,6 +185,27 @@ pub fn cuda_backend() -> Result<&'static crate::backend::cuda::CudaBackend> {
 }
 
 impl BackendChoice {
+    /// Pick the backend for runs in all of `precisions`, so that a comparison runs on one
+    /// backend and a precision the GPU lacks (`qd`) is refused before any work:
+    /// - `Cuda` with a CPU-only precision in the list is an error (checked before the GPU is
+    ///   touched);
+    /// - `Auto` with a CPU-only precision in the list picks the CPU for every precision of the
+    ///   list (one log line says so), so that the columns of one report share a backend;
+    /// - otherwise as [`BackendChoice::resolve`].
+    pub fn resolve_for(self, precisions: &[WorkingPrecision]) -> Result<ResolvedBackend> {
+        match (self, precisions.iter().find(|p| !p.runs_on_gpu())) {
+            (BackendChoice::Cuda, Some(&p)) => Err(cpu_only_error(p)),
+            (BackendChoice::Auto, Some(&p)) => {
+                log::info!(
+                    "{} runs on the CPU only for now (issue #6): solving on the CPU",
+                    p.name()
+                );
+                Ok(ResolvedBackend::Cpu)
+            }
+            _ => self.resolve(),
+        }
+    }
+
     /// Pick the backend: `Auto` falls back to the CPU with one log line saying why.
     pub fn resolve(self) -> Result<ResolvedBackend> {
         match self {
@@ -236,7 +281,8 @@ impl Problem {
     }
 }
 
-/// A finished solve: its report and the solution (held in DD, exact for both precisions).
+/// A finished solve: its report and the solution (held in DD: exact for `f64` and `dd`, `qd`
+/// truncated to its first two components).
 #[derive(Clone, Debug)]
 pub struct Solution {
     pub info: SolveInfo,
@@ -252,7 +298,9 @@ pub struct Recipe<'a> {
     pub precond: &'a Preconditioning,
 }
 
-/// Solve `problem` with `method` (resolved if `Auto`) in one working precision.
+/// Solve `problem` with `method` (resolved if `Auto`) in one working precision. The backend is
+/// resolved for that precision ([`BackendChoice::resolve_for`]): `qd` with `Cuda` is an error,
+/// with `Auto` it runs on the CPU.
 pub fn solve(
     problem: &Problem,
     backend: BackendChoice,
@@ -264,7 +312,7 @@ pub fn solve(
         method: recipe.method.resolve(&problem.a),
         ..recipe
     };
-    match backend.resolve()? {
+    match backend.resolve_for(&[recipe.precision])? {
         ResolvedBackend::Cpu => {
             with_precision(&CpuBackend::new(), problem, recipe, params, monitor)
         }
@@ -283,6 +331,10 @@ fn with_precision<B: Backend>(
     match recipe.precision {
         WorkingPrecision::F64 => run::<B, f64>(backend, problem, recipe, params, monitor),
         WorkingPrecision::Dd => run::<B, Dd>(backend, problem, recipe, params, monitor),
+        // The CUDA backend has no qd kernels yet; `solve` refuses before this point, this guards
+        // other callers.
+        WorkingPrecision::Qd if backend.name() != "cpu" => Err(cpu_only_error(recipe.precision)),
+        WorkingPrecision::Qd => run::<B, Qd>(backend, problem, recipe, params, monitor),
     }
 }
 
