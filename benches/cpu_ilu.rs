@@ -95,12 +95,14 @@ fn bench_pcg_one<P: Precision>(
                     .mul_f64(iters as f64 / info.iterations.max(1) as f64);
             }
             let per_iteration = info.time_per_iteration();
-            eprintln!(
-                "{} pcg: {} iterations, preconditioner {:.1}% of the loop",
-                P::NAME,
-                info.iterations,
-                100.0 * ilu_share(&info, &ilu)
-            );
+            if iters >= 8 {
+                eprintln!(
+                    "{} pcg: {} iterations, preconditioner {:.1}% of the loop",
+                    P::NAME,
+                    info.iterations,
+                    100.0 * ilu_share(&info, &ilu)
+                );
+            }
             Duration::from_secs_f64(per_iteration * iters as f64)
         })
     });
