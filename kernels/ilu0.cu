@@ -27,17 +27,24 @@
 //             lane of its own warp never starves it (Capellini-style); with sleep_ns > 0 a
 //             warp that made no progress backs off. Generations (the forward solve writes gen,
 //             the backward gen + 1) replace a memset per solve.
+//   sync = 3: as 1, with ld/st.relaxed.gpu instead of ld/st.volatile (relaxed.sys).
+//   sync = 2: (measured slower; kept for comparison) as 1, but a row of another group of 32 positions (another warp) is waited for on
+//             that group's flag, wflag[d / 32] = gen, which the group's warp raises (lane 0,
+//             after __syncwarp and __threadfence) once all its rows are published. The lanes of
+//             a warp mostly wait on the same few groups, so their polls coalesce into a few
+//             transactions instead of one per dependency; rows of the lane's own group are
+//             polled on their pairs as in 1. The pair's generation is still checked.
 //
 // Kernels: ilu0_lower_{f64,dd}(int begin, int end, const int* row, const int* ptr,
 //              const int* dep, const double* val, const T* r, double* y,
-//              unsigned long long gen, unsigned long long* ticket,
+//              unsigned long long* wflag, unsigned long long gen, unsigned long long* ticket,
 //              unsigned long long ticket_base, int sync, int sleep_ns)
 //          ilu0_upper_{f64,dd}(int begin, int end, const int* row, const int* ptr,
 //              const int* dep, const double* val, const double* diag, const int* src,
-//              const double* y, double* x, T* z, unsigned long long gen,
-//              unsigned long long* ticket, unsigned long long ticket_base, int sync,
+//              const double* y, double* x, T* z, unsigned long long* wflag,
+//              unsigned long long gen, unsigned long long* ticket, unsigned long long ticket_base, int sync,
 //              int sleep_ns)
-//          y and x are 2 n doubles (pairs). With sync, a launch of G blocks takes
+//          y and x are 2 n doubles (pairs), wflag ceil(n / 32) words. With sync, a launch of G blocks takes
 //          ceil((end - begin) / blockDim.x) + G tickets.
 
 #define ILU_CHUNK 4
@@ -50,20 +57,33 @@ __device__ __forceinline__ double ilu_in(const double2* r, int i) {
 __device__ __forceinline__ void ilu_out(double* z, int i, double x) { z[i] = x; }
 __device__ __forceinline__ void ilu_out(double2* z, int i, double x) { z[i] = make_double2(x, 0.0); }
 
+// sync == 3 uses relaxed GPU-scope accesses, the others volatile ones (relaxed, system scope).
 __device__ __forceinline__ void ilu_load_pair(const double* w, int d, double& v,
-                                              unsigned long long& g) {
+                                              unsigned long long& g, int sync) {
     unsigned long long bits;
-    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
-                 : "=l"(bits), "=l"(g)
-                 : "l"(w + 2 * (long long)d));
+    if (sync == 3) {
+        asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(bits), "=l"(g)
+                     : "l"(w + 2 * (long long)d));
+    } else {
+        asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(bits), "=l"(g)
+                     : "l"(w + 2 * (long long)d));
+    }
     v = __longlong_as_double(bits);
 }
 
 __device__ __forceinline__ void ilu_store_pair(double* w, long long p, double v,
-                                               unsigned long long g) {
-    asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(w + 2 * p),
-                 "l"(__double_as_longlong(v)), "l"(g)
-                 : "memory");
+                                               unsigned long long g, int sync) {
+    if (sync == 3) {
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(w + 2 * p),
+                     "l"(__double_as_longlong(v)), "l"(g)
+                     : "memory");
+    } else {
+        asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(w + 2 * p),
+                     "l"(__double_as_longlong(v)), "l"(g)
+                     : "memory");
+    }
 }
 
 // The next chunk of rows for this block: its first position, or -1 when none is left.
@@ -87,8 +107,9 @@ __device__ __forceinline__ void ilu_row(long long p, int end, const int* __restr
                                         const int* __restrict__ dep,
                                         const double* __restrict__ val,
                                         const double* __restrict__ diag, const double* w,
-                                        double* out, unsigned long long gen, int sync,
-                                        int sleep_ns, double& acc) {
+                                        double* out, unsigned long long* wflag,
+                                        unsigned long long gen, int sync, int sleep_ns,
+                                        double& acc) {
     bool done = p >= end;
     int k = 0, k_end = 0;
     if (!done) {
@@ -101,9 +122,24 @@ __device__ __forceinline__ void ilu_row(long long p, int end, const int* __restr
             double v[ILU_CHUNK];
             unsigned long long g[ILU_CHUNK];
             const int count = min(k_end - k, ILU_CHUNK);
+            int d[ILU_CHUNK];
+            bool flagged[ILU_CHUNK];
 #pragma unroll
             for (int c = 0; c < ILU_CHUNK; ++c) {
-                if (c < count) ilu_load_pair(w, dep[k + c], v[c], g[c]);
+                flagged[c] = true;
+                g[c] = 0;
+                if (c < count) {
+                    d[c] = dep[k + c];
+                    // sync == 2: a row of another warp group is read once its group's flag is up
+                    if (sync == 2 && (d[c] >> 5) != (p >> 5)) {
+                        flagged[c] = *(volatile const unsigned long long*)(wflag + (d[c] >> 5)) == gen;
+                    }
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < ILU_CHUNK; ++c) {
+                if (c >= count || !flagged[c]) break;
+                ilu_load_pair(w, d[c], v[c], g[c], sync);
             }
 #pragma unroll
             for (int c = 0; c < ILU_CHUNK; ++c) {
@@ -114,12 +150,19 @@ __device__ __forceinline__ void ilu_row(long long p, int end, const int* __restr
             }
             if (k == k_end) {
                 if (diag != nullptr) acc = __ddiv_rn(acc, diag[p]);
-                ilu_store_pair(out, p, acc, gen);
+                ilu_store_pair(out, p, acc, gen, sync);
                 done = true;
             }
         }
         if (__all_sync(0xffffffffu, done)) break;
         if (sleep_ns > 0 && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
+    }
+    if (sync == 2) {
+        __syncwarp();  // orders every lane's pair store before lane 0's fence
+        if ((threadIdx.x & 31) == 0 && p < end) {
+            __threadfence();
+            *(volatile unsigned long long*)(wflag + (p >> 5)) = gen;
+        }
     }
 }
 
@@ -129,7 +172,7 @@ __device__ __forceinline__ void ilu_lower_body(int begin, int end, const int* __
                                                const int* __restrict__ dep,
                                                const double* __restrict__ val,
                                                const T* __restrict__ r, double* y,
-                                               unsigned long long gen,
+                                               unsigned long long* wflag, unsigned long long gen,
                                                unsigned long long* ticket,
                                                unsigned long long ticket_base, int sync,
                                                int sleep_ns) {
@@ -138,7 +181,7 @@ __device__ __forceinline__ void ilu_lower_body(int begin, int end, const int* __
     while (first >= 0) {
         const long long p = first + threadIdx.x;
         double acc = p < end ? ilu_in(r, row[p]) : 0.0;
-        ilu_row(p, end, ptr, dep, val, nullptr, y, y, gen, sync, sleep_ns, acc);
+        ilu_row(p, end, ptr, dep, val, nullptr, y, y, wflag, gen, sync, sleep_ns, acc);
         first = sync ? ilu_next_chunk(begin, end, ticket, ticket_base) : -1;
     }
 }
@@ -150,7 +193,8 @@ __device__ __forceinline__ void ilu_upper_body(int begin, int end, const int* __
                                                const double* __restrict__ val,
                                                const double* __restrict__ diag,
                                                const int* __restrict__ src, const double* y,
-                                               double* x, T* z, unsigned long long gen,
+                                               double* x, T* z, unsigned long long* wflag,
+                                               unsigned long long gen,
                                                unsigned long long* ticket,
                                                unsigned long long ticket_base, int sync,
                                                int sleep_ns) {
@@ -159,7 +203,7 @@ __device__ __forceinline__ void ilu_upper_body(int begin, int end, const int* __
     while (first >= 0) {
         const long long p = first + threadIdx.x;
         double acc = p < end ? __ldcg(y + 2 * (long long)src[p]) : 0.0;
-        ilu_row(p, end, ptr, dep, val, diag, x, x, gen, sync, sleep_ns, acc);
+        ilu_row(p, end, ptr, dep, val, diag, x, x, wflag, gen, sync, sleep_ns, acc);
         if (p < end) ilu_out(z, row[p], acc);
         first = sync ? ilu_next_chunk(begin, end, ticket, ticket_base) : -1;
     }
@@ -168,17 +212,17 @@ __device__ __forceinline__ void ilu_upper_body(int begin, int end, const int* __
 #define ILU0_KERNELS(P, T)                                                                        \
     extern "C" __global__ void ilu0_lower_##P(                                                    \
         int begin, int end, const int* row, const int* ptr, const int* dep, const double* val,    \
-        const T* r, double* y, unsigned long long gen, unsigned long long* ticket,                \
-        unsigned long long ticket_base, int sync, int sleep_ns) {                                 \
-        ilu_lower_body<T>(begin, end, row, ptr, dep, val, r, y, gen, ticket, ticket_base, sync,   \
-                          sleep_ns);                                                              \
+        const T* r, double* y, unsigned long long* wflag, unsigned long long gen,                 \
+        unsigned long long* ticket, unsigned long long ticket_base, int sync, int sleep_ns) {     \
+        ilu_lower_body<T>(begin, end, row, ptr, dep, val, r, y, wflag, gen, ticket, ticket_base,  \
+                          sync, sleep_ns);                                                        \
     }                                                                                             \
     extern "C" __global__ void ilu0_upper_##P(                                                    \
         int begin, int end, const int* row, const int* ptr, const int* dep, const double* val,    \
         const double* diag, const int* src, const double* y, double* x, T* z,                     \
-        unsigned long long gen, unsigned long long* ticket, unsigned long long ticket_base,       \
-        int sync, int sleep_ns) {                                                                 \
-        ilu_upper_body<T>(begin, end, row, ptr, dep, val, diag, src, y, x, z, gen, ticket,        \
+        unsigned long long* wflag, unsigned long long gen, unsigned long long* ticket,            \
+        unsigned long long ticket_base, int sync, int sleep_ns) {                                 \
+        ilu_upper_body<T>(begin, end, row, ptr, dep, val, diag, src, y, x, z, wflag, gen, ticket, \
                           ticket_base, sync, sleep_ns);                                           \
     }
 

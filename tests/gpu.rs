@@ -517,6 +517,20 @@ mod gpu_checks {
                 sync_free(64, 64, 0),
                 sync_free(128, 256, 100),
                 IluConfig {
+                    schedule: IluSchedule::SyncFreeWarps,
+                    ..IluConfig::default()
+                },
+                IluConfig {
+                    schedule: IluSchedule::SyncFreeGpuScope,
+                    ..IluConfig::default()
+                },
+                IluConfig {
+                    schedule: IluSchedule::SyncFreeWarps,
+                    block: 64,
+                    threads_per_sm: 64,
+                    sleep_ns: 0,
+                },
+                IluConfig {
                     schedule: IluSchedule::Levels,
                     block: 128,
                     ..IluConfig::default()

@@ -18,15 +18,26 @@ use std::sync::Arc;
 /// How the rows of a triangle are scheduled on the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IluSchedule {
-    /// One launch per triangle; rows wait on per-row ready flags (the default: measured faster
-    /// on the H200, see benches/results/ilu0-h200.md).
+    /// One launch per triangle; a row polls each dependency's {value, generation} pair (the
+    /// default: 2.34 ms against 4.6 ms for `SyncFreeWarps` and 6.2 ms for `Levels` on
+    /// poisson3d:200, benches/results/ilu0-h200.md).
     SyncFree,
-    /// One launch per level; no flags.
+    /// One launch per triangle; a row waits on a ready flag per group of 32 rows (a warp's),
+    /// or on the row's own pair within its warp: fewer polls, but a hop costs a fence and one
+    /// more round trip, which measured slower.
+    SyncFreeWarps,
+    /// As `SyncFree`, polling and publishing with relaxed GPU-scope accesses instead of
+    /// volatile (system-scope) ones.
+    SyncFreeGpuScope,
+    /// One launch per level; no waiting.
     Levels,
 }
 
 /// Threads per block of the synchronization-free solve (a block's rows wait together).
 pub const DEFAULT_BLOCK: u32 = 128;
+/// Resident threads per SM of the synchronization-free solve (fewer poll less, more look
+/// further ahead; measured on poisson3d:200, benches/results/ilu0-h200.md).
+pub const DEFAULT_THREADS_PER_SM: u32 = 384;
 
 /// How the triangular solves are launched; every choice gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +57,7 @@ impl Default for IluConfig {
         IluConfig {
             schedule: IluSchedule::SyncFree,
             block: DEFAULT_BLOCK,
-            threads_per_sm: 2048,
+            threads_per_sm: DEFAULT_THREADS_PER_SM,
             sleep_ns: 0,
         }
     }
@@ -76,6 +87,8 @@ pub struct CudaIlu {
     /// pair {value, generation that wrote it} (2 n doubles).
     y: CudaSlice<f64>,
     x: CudaSlice<f64>,
+    /// Ready flags of groups of 32 positions (ceil(n / 32) words), shared by both triangles.
+    wflag: CudaSlice<u64>,
     /// The next forward solve publishes `generation`, its backward solve `generation + 1`.
     generation: u64,
     /// Blocks take their chunks from this counter; `tickets` is how many were taken so far.
@@ -160,6 +173,14 @@ fn host_triangle(f: &Ilu0Factors, levels: &Levels, lower: bool) -> HostTriangle 
 }
 
 impl CudaBackend {
+    /// The launch setting that ILU(0) factors uploaded from now on start with.
+    pub fn set_ilu_config(&self, config: IluConfig) {
+        *self.ilu_config.lock().unwrap_or_else(|e| e.into_inner()) = config;
+    }
+    pub fn ilu_config(&self) -> IluConfig {
+        *self.ilu_config.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Set a vector to zeros (benchmarks clear outputs before checking them).
     pub fn memset_zero<P: Precision>(&self, v: &mut CudaVector<P>) -> Result<()> {
         self.stream
@@ -233,13 +254,17 @@ impl CudaBackend {
             upper: self.upload_triangle(&upper, f.upper_levels(), "U")?,
             diag: self.upload_f64(&diag, "diagonal")?,
             src: self.upload_i32(&src, "row map")?,
+            wflag: self
+                .stream
+                .alloc_zeros::<u64>(n.div_ceil(32).max(1))
+                .map_err(driver_error("allocating ILU(0) flags"))?,
             y: alloc_words(&self.stream, 2 * n)?,
             x: alloc_words(&self.stream, 2 * n)?,
             generation: 1,
             ticket,
             tickets: 0,
             sm_count: sm_count.max(1),
-            config: IluConfig::default(),
+            config: self.ilu_config(),
         })
     }
 
@@ -272,11 +297,18 @@ impl CudaBackend {
         // Ranges of positions per launch: the whole triangle, or level after level.
         let ranges = |levels: &[usize]| -> Vec<(usize, usize)> {
             match cfg.schedule {
-                IluSchedule::SyncFree => vec![(0, ilu.n)],
+                IluSchedule::SyncFree
+                | IluSchedule::SyncFreeWarps
+                | IluSchedule::SyncFreeGpuScope => vec![(0, ilu.n)],
                 IluSchedule::Levels => levels.windows(2).map(|w| (w[0], w[1])).collect(),
             }
         };
-        let sync: i32 = (cfg.schedule == IluSchedule::SyncFree).into();
+        let sync: i32 = match cfg.schedule {
+            IluSchedule::Levels => 0,
+            IluSchedule::SyncFree => 1,
+            IluSchedule::SyncFreeWarps => 2,
+            IluSchedule::SyncFreeGpuScope => 3,
+        };
         let sleep = cfg.sleep_ns;
         let resident =
             (ilu.sm_count as u64 * (cfg.threads_per_sm / cfg.block).max(1) as u64).max(1);
@@ -314,16 +346,18 @@ impl CudaBackend {
                 .arg(&t.val)
                 .arg(&r.words)
                 .arg(&mut ilu.y)
+                .arg(&mut ilu.wflag)
                 .arg(&generation)
                 .arg(&mut ilu.ticket)
                 .arg(&base)
                 .arg(&sync)
                 .arg(&sleep);
             // SAFETY: ilu0_lower_{p}(int begin, int end, const int* row, const int* ptr,
-            // const int* dep, const double* val, const T* r, double* y, unsigned long long gen,
-            // unsigned long long* ticket, unsigned long long ticket_base, int sync,
-            // int sleep_ns) in kernels/ilu0.cu. row/ptr/dep/val describe n rows (ptr has n + 1
-            // entries, dep entries are positions < n), r holds n elements of T, y 2 n doubles;
+            // const int* dep, const double* val, const T* r, double* y,
+            // unsigned long long* wflag, unsigned long long gen, unsigned long long* ticket,
+            // unsigned long long ticket_base, int sync, int sleep_ns) in kernels/ilu0.cu.
+            // row/ptr/dep/val describe n rows (ptr has n + 1 entries, dep entries are
+            // positions < n), r holds n elements of T, y 2 n doubles, wflag ceil(n / 32) words;
             // the kernel touches positions in [begin, end) only. With sync the blocks take
             // chunks base.. in start order, `tickets` in all, and only wait on rows of chunks
             // taken before theirs, by blocks that are running.
@@ -350,6 +384,7 @@ impl CudaBackend {
                 .arg(&ilu.y)
                 .arg(&mut ilu.x)
                 .arg(&mut z.words)
+                .arg(&mut ilu.wflag)
                 .arg(&gen_upper)
                 .arg(&mut ilu.ticket)
                 .arg(&base)
@@ -357,7 +392,7 @@ impl CudaBackend {
                 .arg(&sleep);
             // SAFETY: ilu0_upper_{p}(int begin, int end, const int* row, const int* ptr,
             // const int* dep, const double* val, const double* diag, const int* src,
-            // const double* y, double* x, T* z, unsigned long long gen,
+            // const double* y, double* x, T* z, unsigned long long* wflag, unsigned long long gen,
             // unsigned long long* ticket, unsigned long long ticket_base, int sync,
             // int sleep_ns): as the forward launch, with diag/src n entries, x 2 n doubles and
             // z n elements of T.

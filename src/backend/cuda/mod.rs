@@ -38,6 +38,8 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     kernels: KernelStore,
     name: String,
+    /// Launch setting given to new ILU(0) factors (`IluConfig::default()` unless set).
+    ilu_config: std::sync::Mutex<IluConfig>,
 }
 
 /// A device vector of `len` elements of `P`.
@@ -80,6 +82,7 @@ impl CudaBackend {
             stream,
             kernels,
             name,
+            ilu_config: std::sync::Mutex::new(IluConfig::default()),
         })
     }
 
