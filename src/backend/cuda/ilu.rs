@@ -335,7 +335,6 @@ impl CudaBackend {
             let (launch, tickets) = shape(end - begin);
             let (b, e) = (begin as i32, end as i32);
             let base = ilu.tickets;
-            ilu.tickets += tickets;
             let t = &ilu.lower;
             let mut args = self.stream.launch_builder(&lower_f);
             args.arg(&b)
@@ -362,6 +361,8 @@ impl CudaBackend {
             // chunks base.. in start order, `tickets` in all, and only wait on rows of chunks
             // taken before theirs, by blocks that are running.
             unsafe { args.launch(launch) }.map_err(driver_error(&lower_name))?;
+            // Counted once launched: a launch that failed took no tickets.
+            ilu.tickets += tickets;
         }
         for (begin, end) in ranges(&ilu.upper.levels) {
             if begin == end {
@@ -370,7 +371,6 @@ impl CudaBackend {
             let (launch, tickets) = shape(end - begin);
             let (b, e) = (begin as i32, end as i32);
             let base = ilu.tickets;
-            ilu.tickets += tickets;
             let t = &ilu.upper;
             let mut args = self.stream.launch_builder(&upper_f);
             args.arg(&b)
@@ -397,6 +397,7 @@ impl CudaBackend {
             // int sleep_ns): as the forward launch, with diag/src n entries, x 2 n doubles and
             // z n elements of T.
             unsafe { args.launch(launch) }.map_err(driver_error(&upper_name))?;
+            ilu.tickets += tickets;
         }
         Ok(())
     }
