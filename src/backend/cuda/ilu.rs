@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IluSchedule {
     /// One launch per triangle; a row polls each dependency's {value, generation} pair (the
-    /// default: 2.34 ms against 4.6 ms for `SyncFreeWarps` and 6.2 ms for `Levels` on
+    /// default: 2.35 ms against 4.6 ms for `SyncFreeWarps` and 6.2 ms for `Levels` on
     /// poisson3d:200, benches/results/ilu0-h200.md).
     SyncFree,
     /// One launch per triangle; a row waits on a ready flag per group of 32 rows (a warp's),
