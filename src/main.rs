@@ -72,6 +72,10 @@ struct BenchArgs {
     /// Also time our SpMV with every threads-per-row count (an experiment).
     #[arg(long)]
     sweep_lanes: bool,
+    /// `ilu0`: time our ILU(0) triangular solves against cuSPARSE's (csrilu02 + SpSV) and
+    /// whole preconditioned iterations, instead of the SpMV and vector kernels.
+    #[arg(long, value_enum, default_value = "none")]
+    precond: PrecondKind,
 }
 
 #[derive(Args)]
@@ -206,14 +210,23 @@ fn run_bench(args: BenchArgs) -> anyhow::Result<u8> {
     );
     let gpu = precsolve::solver::dispatch::cuda_backend()?;
     let a = Arc::new(load_matrix(&args.matrix)?);
-    let report = precsolve::backend::cuda::bench::run(
-        gpu,
-        &args.matrix,
-        &a,
-        args.reps,
-        args.iterations,
-        args.sweep_lanes,
-    )?;
+    let report = match args.precond {
+        PrecondKind::None => precsolve::backend::cuda::bench::run(
+            gpu,
+            &args.matrix,
+            &a,
+            args.reps,
+            args.iterations,
+            args.sweep_lanes,
+        )?,
+        PrecondKind::Ilu0 => precsolve::backend::cuda::bench::run_ilu0(
+            gpu,
+            &args.matrix,
+            &a,
+            args.reps,
+            args.iterations,
+        )?,
+    };
     print!("{}", report.to_table());
     if let Some(path) = &args.json {
         std::fs::write(path, report.to_json())

@@ -10,7 +10,9 @@ mod gpu_checks {
     use precsolve::backend::Backend;
     use precsolve::backend::cpu::CpuBackend;
     use precsolve::backend::cuda::CudaBackend;
-    use precsolve::precond::Identity;
+    use precsolve::backend::cuda::{IluConfig, IluSchedule};
+    use precsolve::precond::ilu0::Ilu0Factors;
+    use precsolve::precond::{Identity, Ilu0, Preconditioner};
     use precsolve::solver::{NoMonitor, Params, SolveInfo, bicgstab, cg};
     use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
     use precsolve::{Dd, Precision};
@@ -28,6 +30,15 @@ mod gpu_checks {
         ("conversions_and_copies_match_cpu", conversions),
         ("whole_solves_match_cpu_on_poisson", solves_poisson),
         ("whole_solves_match_cpu_on_shared_matrices", solves_shared),
+        ("ilu_apply_matches_cpu_for_every_schedule", ilu_apply),
+        (
+            "preconditioned_solves_match_cpu_on_poisson",
+            precond_solves_poisson,
+        ),
+        (
+            "preconditioned_solves_match_cpu_on_shared_matrices",
+            precond_solves_shared,
+        ),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.
@@ -257,40 +268,56 @@ mod gpu_checks {
         Ok(())
     }
 
+    /// One solve through the real loop on any backend.
+    fn solve_on<B: Backend, P: Precision, M: Preconditioner<B>>(
+        backend: &B,
+        a: &Arc<CsrMatrix>,
+        precond: &M,
+        use_cg: bool,
+        params: &Params,
+    ) -> Result<(SolveInfo, Vec<P>), String> {
+        let ga = backend.matrix(a).map_err(err)?;
+        let gb = backend
+            .vector_from_f64::<f64>(&vec![1.0; a.nrows()])
+            .map_err(err)?;
+        let mut gx = backend.zeros::<P>(a.nrows()).map_err(err)?;
+        let info = if use_cg {
+            cg(backend, &ga, &gb, &mut gx, precond, params, &mut NoMonitor)
+        } else {
+            bicgstab(backend, &ga, &gb, &mut gx, precond, params, &mut NoMonitor)
+        }
+        .map_err(err)?;
+        Ok((info, backend.to_host(&gx).map_err(err)?))
+    }
+
     /// Run one solve on both backends; iterations, outcome, residuals and x must agree exactly.
+    /// With `factors`, both solves are preconditioned by ILU(0) with those factors.
     fn compare_solve<P: Precision>(
         gpu: &CudaBackend,
         a: &Arc<CsrMatrix>,
         use_cg: bool,
         label: &str,
+        factors: Option<&Arc<Ilu0Factors>>,
     ) -> Result<SolveInfo, String> {
         let cpu = CpuBackend::new();
         let params = Params {
             max_iter: 3000,
             ..Params::default()
         };
-        let b = vec![1.0; a.nrows()];
-        let run_gpu = || -> Result<(SolveInfo, Vec<P>), String> {
-            let ga = gpu.matrix(a).map_err(err)?;
-            let gb = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
-            let mut gx = gpu.zeros::<P>(a.nrows()).map_err(err)?;
-            let info = if use_cg {
-                cg(gpu, &ga, &gb, &mut gx, &Identity, &params, &mut NoMonitor)
-            } else {
-                bicgstab(gpu, &ga, &gb, &mut gx, &Identity, &params, &mut NoMonitor)
+        let ((gi, gx), (ci, cx)) = match factors {
+            None => (
+                solve_on::<_, P, _>(gpu, a, &Identity, use_cg, &params)?,
+                solve_on::<_, P, _>(&cpu, a, &Identity, use_cg, &params)?,
+            ),
+            Some(f) => {
+                let g = Ilu0::new(gpu, f).map_err(err)?;
+                let c = Ilu0::new(&cpu, f).map_err(err)?;
+                (
+                    solve_on::<_, P, _>(gpu, a, &g, use_cg, &params)?,
+                    solve_on::<_, P, _>(&cpu, a, &c, use_cg, &params)?,
+                )
             }
-            .map_err(err)?;
-            Ok((info, gpu.to_host(&gx).map_err(err)?))
         };
-        let (gi, gx) = run_gpu()?;
-        let ca = cpu.matrix(a).map_err(err)?;
-        let mut cx = vec![P::zero(); a.nrows()];
-        let ci = if use_cg {
-            cg(&cpu, &ca, &b, &mut cx, &Identity, &params, &mut NoMonitor)
-        } else {
-            bicgstab(&cpu, &ca, &b, &mut cx, &Identity, &params, &mut NoMonitor)
-        }
-        .map_err(err)?;
         if gi.iterations != ci.iterations || gi.stop_reason != ci.stop_reason {
             return Err(format!(
                 "{label} {}: GPU {} iterations ({}), CPU {} ({})",
@@ -315,9 +342,10 @@ mod gpu_checks {
         }
         same_bits(&format!("{label} solution"), &gx, &cx)?;
         println!(
-            "    {label:>28} {:>4} {:>9}: {:>5} iterations, true residual {:.3e}, identical",
+            "    {label:>28} {:>4} {:>9}{}: {:>5} iterations, true residual {:.3e}, identical",
             P::NAME,
             if use_cg { "cg" } else { "bicgstab" },
+            if factors.is_some() { "+ilu0" } else { "" },
             gi.iterations,
             gi.true_residual
         );
@@ -327,15 +355,19 @@ mod gpu_checks {
     fn solves_poisson(gpu: &CudaBackend) -> Result<(), String> {
         let a = Arc::new(poisson3d(40));
         for use_cg in [true, false] {
-            compare_solve::<f64>(gpu, &a, use_cg, "poisson3d:40")?;
-            compare_solve::<Dd>(gpu, &a, use_cg, "poisson3d:40")?;
+            compare_solve::<f64>(gpu, &a, use_cg, "poisson3d:40", None)?;
+            compare_solve::<Dd>(gpu, &a, use_cg, "poisson3d:40", None)?;
         }
         Ok(())
     }
 
+    fn matrix_dir() -> String {
+        std::env::var("PRECSOLVE_MATRICES")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/matrices").into())
+    }
+
     fn solves_shared(gpu: &CudaBackend) -> Result<(), String> {
-        let dir = std::env::var("PRECSOLVE_MATRICES")
-            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/matrices").into());
+        let dir = matrix_dir();
         let names = [
             "bcsstk16", "1138_bus", "nos1", "fs_183_4", "olm500", "rdb200l", "sherman5",
             "cavity02", "e05r0100", "Pd",
@@ -349,12 +381,212 @@ mod gpu_checks {
             found += 1;
             let a = Arc::new(precsolve::load_matrix(&path).map_err(err)?);
             let use_cg = a.symmetry() == Symmetry::Symmetric;
-            compare_solve::<f64>(gpu, &a, use_cg, name)?;
-            compare_solve::<Dd>(gpu, &a, use_cg, name)?;
+            compare_solve::<f64>(gpu, &a, use_cg, name, None)?;
+            compare_solve::<Dd>(gpu, &a, use_cg, name, None)?;
         }
         if found == 0 {
             return Err(format!(
                 "no matrices found in {dir} (set PRECSOLVE_MATRICES)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// A square matrix whose ILU(0) exists: `random_matrix`'s pattern plus every diagonal
+    /// entry, made strictly diagonally dominant.
+    fn dominant_matrix(rng: &mut Rng, n: usize, mean: f64) -> CsrMatrix {
+        let r = random_matrix(rng, n, mean);
+        let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+        for i in 0..n {
+            let (c, v) = r.row(i);
+            let mut sum = 0.0;
+            for (&j, &x) in c.iter().zip(v) {
+                if j as usize != i {
+                    rows.push(i as u32);
+                    cols.push(j as u32);
+                    vals.push(x);
+                    sum += x.abs();
+                }
+            }
+            rows.push(i as u32);
+            cols.push(i as u32);
+            vals.push((1.0 + sum) * if rng.below(2) == 0 { 1.0 } else { -1.0 });
+        }
+        CsrMatrix::from_coo(n, n, &rows, &cols, &vals, Symmetry::General).unwrap()
+    }
+
+    /// Tridiagonal with a random dominant diagonal: one dependency chain of `n` rows in each
+    /// triangle, so every warp of the sync-free solve waits on its own lanes.
+    fn chain_matrix(rng: &mut Rng, n: usize, lower_only: bool) -> CsrMatrix {
+        let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+        for i in 0..n {
+            if i > 0 {
+                rows.push(i as u32);
+                cols.push(i as u32 - 1);
+                vals.push(rng.value());
+            }
+            rows.push(i as u32);
+            cols.push(i as u32);
+            vals.push(4000.0 + rng.value().abs());
+            if i + 1 < n && !lower_only {
+                rows.push(i as u32);
+                cols.push(i as u32 + 1);
+                vals.push(rng.value());
+            }
+        }
+        CsrMatrix::from_coo(n, n, &rows, &cols, &vals, Symmetry::General).unwrap()
+    }
+
+    fn diagonal_matrix(rng: &mut Rng, n: usize) -> CsrMatrix {
+        let idx: Vec<u32> = (0..n as u32).collect();
+        let vals: Vec<f64> = (0..n).map(|_| 1.0 + rng.value().abs()).collect();
+        CsrMatrix::from_coo(n, n, &idx, &idx, &vals, Symmetry::General).unwrap()
+    }
+
+    /// GPU `ilu_apply` against the CPU's, bit for bit, with `r` changing between applications
+    /// (the generation flags must not let one solve read the last one's values).
+    fn ilu_apply_for<P: Precision>(
+        gpu: &CudaBackend,
+        rng: &mut Rng,
+        label: &str,
+        factors: &Arc<Ilu0Factors>,
+        config: IluConfig,
+    ) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        let n = factors.n();
+        let mut g = gpu.ilu(factors).map_err(err)?;
+        g.set_config(config);
+        let mut c = cpu.ilu(factors).map_err(err)?;
+        let mut gz = gpu.zeros::<P>(n).map_err(err)?;
+        let mut cz = vec![P::zero(); n];
+        for round in 0..3 {
+            let r: Vec<P> = random_vec(rng, n);
+            let gr = upload(gpu, &r)?;
+            gpu.ilu_apply(&mut g, &gr, &mut gz).map_err(err)?;
+            cpu.ilu_apply(&mut c, &r, &mut cz).map_err(err)?;
+            same_bits(
+                &format!("ilu_apply {label} {config:?} round {round}"),
+                &gpu.to_host(&gz).map_err(err)?,
+                &cz,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn ilu_apply(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_0005);
+        let mut cases: Vec<(String, CsrMatrix)> = vec![];
+        for (n, mean) in [
+            (1000, 0.5),
+            (4099, 3.0),
+            (3000, 6.0),
+            (2049, 12.0),
+            (777, 40.0),
+        ] {
+            cases.push((
+                format!("random n={n} mean={mean}"),
+                dominant_matrix(&mut rng, n, mean),
+            ));
+        }
+        cases.push((
+            "tridiagonal n=20000".into(),
+            chain_matrix(&mut rng, 20_000, false),
+        ));
+        cases.push((
+            "bidiagonal n=5000".into(),
+            chain_matrix(&mut rng, 5000, true),
+        ));
+        cases.push(("diagonal n=10000".into(), diagonal_matrix(&mut rng, 10_000)));
+        cases.push(("diagonal n=1".into(), diagonal_matrix(&mut rng, 1)));
+        cases.push(("poisson3d:20".into(), poisson3d(20)));
+        cases.push(("poisson3d:50".into(), poisson3d(50)));
+        for (label, a) in &cases {
+            let f = Arc::new(Ilu0Factors::new(a, None).map_err(err)?);
+            // Blocks of one warp to 1024 threads; a grid of one small block per SM (each
+            // block solves many chunks in turn); polling with back-off; one launch per level.
+            let sync_free = |block, threads_per_sm, sleep_ns| IluConfig {
+                schedule: IluSchedule::SyncFree,
+                block,
+                threads_per_sm,
+                sleep_ns,
+            };
+            let runs = [
+                IluConfig::default(),
+                sync_free(32, 2048, 0),
+                sync_free(1024, 2048, 0),
+                sync_free(64, 64, 0),
+                sync_free(128, 256, 100),
+                IluConfig {
+                    schedule: IluSchedule::SyncFreeWarps,
+                    ..IluConfig::default()
+                },
+                IluConfig {
+                    schedule: IluSchedule::SyncFreeGpuScope,
+                    ..IluConfig::default()
+                },
+                IluConfig {
+                    schedule: IluSchedule::SyncFreeWarps,
+                    block: 64,
+                    threads_per_sm: 64,
+                    sleep_ns: 0,
+                },
+                IluConfig {
+                    schedule: IluSchedule::Levels,
+                    block: 128,
+                    ..IluConfig::default()
+                },
+            ];
+            for config in runs {
+                ilu_apply_for::<f64>(gpu, &mut rng, label, &f, config)?;
+                ilu_apply_for::<Dd>(gpu, &mut rng, label, &f, config)?;
+            }
+            println!(
+                "    {label:>28}: L {} levels, U {} levels, identical in f64 and dd",
+                f.lower_levels().count(),
+                f.upper_levels().count()
+            );
+        }
+        Ok(())
+    }
+
+    fn precond_solves_poisson(gpu: &CudaBackend) -> Result<(), String> {
+        let a = Arc::new(poisson3d(40));
+        let f = Arc::new(Ilu0Factors::new(&a, None).map_err(err)?);
+        for use_cg in [true, false] {
+            compare_solve::<f64>(gpu, &a, use_cg, "poisson3d:40", Some(&f))?;
+            compare_solve::<Dd>(gpu, &a, use_cg, "poisson3d:40", Some(&f))?;
+        }
+        Ok(())
+    }
+
+    fn precond_solves_shared(gpu: &CudaBackend) -> Result<(), String> {
+        let dir = matrix_dir();
+        let names = [
+            "bcsstk16", "1138_bus", "nos1", "fs_183_4", "olm500", "rdb200l", "sherman5",
+            "cavity02", "e05r0100", "Pd",
+        ];
+        let mut compared = 0;
+        for name in names {
+            let path = format!("{dir}/{name}.mtx");
+            if !std::path::Path::new(&path).exists() {
+                continue;
+            }
+            let a = Arc::new(precsolve::load_matrix(&path).map_err(err)?);
+            let f = match Ilu0Factors::new(&a, None) {
+                Ok(f) => Arc::new(f),
+                Err(e) => {
+                    println!("    {name:>28}: no ILU(0) ({e}), skipped");
+                    continue;
+                }
+            };
+            compared += 1;
+            let use_cg = a.symmetry() == Symmetry::Symmetric;
+            compare_solve::<f64>(gpu, &a, use_cg, name, Some(&f))?;
+            compare_solve::<Dd>(gpu, &a, use_cg, name, Some(&f))?;
+        }
+        if compared == 0 {
+            return Err(format!(
+                "no factorable matrices found in {dir} (set PRECSOLVE_MATRICES)"
             ));
         }
         Ok(())

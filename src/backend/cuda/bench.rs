@@ -3,11 +3,13 @@
 //! is reported with the minimum bytes the operation must move.
 
 use super::cusparse::CusparseSpmv;
-use super::{CudaBackend, CudaMatrix, CudaVector};
+use super::cusparse_ilu::CusparseIlu;
+use super::{CudaBackend, CudaMatrix, CudaVector, IluConfig, IluSchedule};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::precision::{Dd, Precision};
-use crate::precond::Identity;
+use crate::precond::ilu0::Ilu0Factors;
+use crate::precond::{Identity, Ilu0, Preconditioner};
 use crate::report::{BenchReport, BenchRow, MatrixSummary};
 use crate::solver::{NoMonitor, Params, bicgstab, cg};
 use crate::sparse::CsrMatrix;
@@ -282,4 +284,258 @@ fn max_relative_difference(a: &[f64], b: &[f64]) -> f64 {
         .zip(b)
         .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
         / scale
+}
+
+/// The ILU(0) rows of `solver bench --precond ilu0`: cuSPARSE's csrilu02 + SpSV against our
+/// triangular solves (every schedule we built, checked against the CPU bit for bit), then whole
+/// preconditioned CG and BiCGStab iterations in f64 and DD.
+pub fn run_ilu0(
+    gpu: &CudaBackend,
+    name: &str,
+    a: &Arc<CsrMatrix>,
+    reps: usize,
+    solve_iterations: usize,
+) -> Result<BenchReport> {
+    let timer = Timer { gpu, reps };
+    let n = a.nrows();
+    let factors = Arc::new(Ilu0Factors::new(a, None)?);
+    eprintln!(
+        "ILU(0) on the CPU: {:.2} s; L {} levels ({:.0} rows each), U {} levels ({:.0} rows each)",
+        factors.setup_seconds(),
+        factors.lower_levels().count(),
+        factors.lower_levels().mean_width(),
+        factors.upper_levels().count(),
+        factors.upper_levels().mean_width(),
+    );
+    let copy_words = (n * 2).max(1 << 26);
+    let src = gpu.vector_from_f64::<f64>(&test_vector(copy_words, 1))?;
+    let mut dst = gpu.zeros::<f64>(copy_words)?;
+    let copy_ms = timer.median_ms(|| gpu.copy(&src, &mut dst))?;
+    let copy_gbs = (2 * copy_words * 8) as f64 / (copy_ms * 1e-3) / 1e9;
+    drop((src, dst));
+    let mut rows = vec![row(
+        "copy (reference)",
+        "f64",
+        copy_ms,
+        (2 * copy_words * 8) as f64,
+        copy_gbs,
+    )];
+
+    // The CPU's answer, the bits every GPU schedule must give.
+    let rh = test_vector(n, 3);
+    let cpu = crate::backend::cpu::CpuBackend::new();
+    let mut cpu_ilu = cpu.ilu(&factors)?;
+    let mut z_cpu = vec![0.0f64; n];
+    cpu.ilu_apply(&mut cpu_ilu, &rh, &mut z_cpu)?;
+    let rh_dd: Vec<Dd> = rh
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| Dd::new(v, v * 1e-17 * ((i % 7) as f64 - 3.0)))
+        .collect();
+    let mut z_cpu_dd = vec![Dd::ZERO; n];
+    cpu.ilu_apply(&mut cpu_ilu, &rh_dd, &mut z_cpu_dd)?;
+    drop(cpu_ilu);
+
+    let r64 = gpu.vector_from_f64::<f64>(&rh)?;
+    let rdd = gpu.upload::<Dd>(&rh_dd)?;
+    let mut z64 = gpu.zeros::<f64>(n)?;
+    let mut zdd = gpu.zeros::<Dd>(n)?;
+    let bytes64 = factors.apply_bytes(8, 8);
+    let bytes_dd = factors.apply_bytes(16, 16);
+
+    let mut z_peer = gpu.zeros::<f64>(n)?;
+    let peer_ms = match CusparseIlu::new(gpu, a, &factors, &r64, &mut z_peer) {
+        Ok(mut peer) => {
+            let ms = timer.median_ms(|| peer.run())?;
+            let f = peer.agreement;
+            let solve_diff = max_relative_difference(&gpu.to_host(&z_peer)?, &z_cpu);
+            let mut r = row("ilu0 L+U (cuSPARSE SpSV)", "f64", ms, bytes64, copy_gbs);
+            r.peer = Some(format!(
+                "csrilu02 {:.2} s; factors: {} of {} entries identical to ours, max rel. diff \
+                 {:.1e}; solve max rel. diff from ours {:.1e}",
+                peer.factor_seconds, f.identical, f.entries, f.max_relative, solve_diff
+            ));
+            rows.push(r);
+            Some(ms)
+        }
+        Err(e) => {
+            eprintln!("no cuSPARSE peer: {e}");
+            None
+        }
+    };
+    drop(z_peer);
+
+    let mut ilu = gpu.ilu(&factors)?;
+    let mut variant = |cfg: IluConfig, dd: bool, rows: &mut Vec<BenchRow>| -> Result<f64> {
+        ilu.set_config(cfg);
+        let label = match cfg.schedule {
+            IluSchedule::SyncFree => format!(
+                "ilu0 sync-free b{} t{} s{}",
+                cfg.block, cfg.threads_per_sm, cfg.sleep_ns
+            ),
+            IluSchedule::SyncFreeGpuScope => format!(
+                "ilu0 sync-free/gpu b{} t{} s{}",
+                cfg.block, cfg.threads_per_sm, cfg.sleep_ns
+            ),
+            IluSchedule::SyncFreeWarps => format!(
+                "ilu0 sync-free/warps b{} t{} s{}",
+                cfg.block, cfg.threads_per_sm, cfg.sleep_ns
+            ),
+            IluSchedule::Levels => format!("ilu0 levels b{}", cfg.block),
+        };
+        let (ms, same, precision, bytes) = if dd {
+            gpu.memset_zero(&mut zdd)?;
+            let ms = timer.median_ms(|| gpu.ilu_apply(&mut ilu, &rdd, &mut zdd))?;
+            (
+                ms,
+                bits_equal(&gpu.to_host(&zdd)?, &z_cpu_dd),
+                "dd",
+                bytes_dd,
+            )
+        } else {
+            gpu.memset_zero(&mut z64)?;
+            let ms = timer.median_ms(|| gpu.ilu_apply(&mut ilu, &r64, &mut z64))?;
+            (ms, bits_equal(&gpu.to_host(&z64)?, &z_cpu), "f64", bytes64)
+        };
+        let mut r = row(&label, precision, ms, bytes, copy_gbs);
+        let check = if same {
+            "= CPU bitwise"
+        } else {
+            "DIFFERS FROM CPU"
+        };
+        r.peer = Some(match peer_ms {
+            Some(_) => format!("{check}; cuSPARSE f64"),
+            None => check.into(),
+        });
+        r.speedup_vs_peer = peer_ms.map(|p| p / ms);
+        rows.push(r);
+        Ok(ms)
+    };
+    // Every launch setting we built, in f64; then the default in f64 and dd.
+    let mut best = (f64::INFINITY, IluConfig::default());
+    for schedule in [
+        IluSchedule::SyncFree,
+        IluSchedule::SyncFreeGpuScope,
+        IluSchedule::SyncFreeWarps,
+    ] {
+        for block in [64, 128, 256] {
+            for threads_per_sm in [2048, 1024, 768, 512, 384, 256] {
+                for sleep_ns in [0, 200] {
+                    let finer = threads_per_sm == 768 || threads_per_sm == 384;
+                    let warps = schedule == IluSchedule::SyncFreeWarps;
+                    if (sleep_ns > 0 && block != 128) || (finer && (warps || block == 64)) {
+                        continue;
+                    }
+                    if warps && (block != 128 || sleep_ns > 0) {
+                        continue;
+                    }
+                    let cfg = IluConfig {
+                        schedule,
+                        block,
+                        threads_per_sm,
+                        sleep_ns,
+                    };
+                    let ms = variant(cfg, false, &mut rows)?;
+                    if ms < best.0 {
+                        best = (ms, cfg);
+                    }
+                }
+            }
+        }
+    }
+    let levels = |block| IluConfig {
+        schedule: IluSchedule::Levels,
+        block,
+        ..IluConfig::default()
+    };
+    variant(levels(128), false, &mut rows)?;
+    variant(levels(256), false, &mut rows)?;
+    eprintln!("fastest sync-free setting: {:?}, {:.4} ms", best.1, best.0);
+    // The rows below, and the preconditioned iterations, use the fastest setting measured.
+    let default = best.1;
+    gpu.set_ilu_config(default);
+    let ours64 = variant(default, false, &mut rows)?;
+    let ours_dd = variant(default, true, &mut rows)?;
+    variant(levels(128), true, &mut rows)?;
+    drop((ilu, r64, rdd, z64, zdd));
+    eprintln!(
+        "ours ({default:?}): f64 {ours64:.4} ms, dd {ours_dd:.4} ms{}",
+        peer_ms
+            .map(|p| format!("; cuSPARSE {p:.4} ms, speedup {:.2}x", p / ours64))
+            .unwrap_or_default()
+    );
+
+    let ga = gpu.matrix(a)?;
+    for use_cg in [true, false] {
+        let f = precond_iteration_row::<f64>(gpu, &ga, a, &factors, use_cg, solve_iterations)?;
+        let d = precond_iteration_row::<Dd>(gpu, &ga, a, &factors, use_cg, solve_iterations)?;
+        let ratio = d.0 / f.0;
+        for (p, (ms, share), s) in [("f64", f, 8usize), ("dd", d, 16)] {
+            let (n_f, nnz, s_f) = (n as f64, a.nnz() as f64, s as f64);
+            let (label, bytes) = if use_cg {
+                (
+                    "pcg iteration (ilu0)",
+                    12.0 * nnz + 8.0 * n_f + 15.0 * s_f * n_f + factors.apply_bytes(s, s),
+                )
+            } else {
+                (
+                    "pbicgstab iteration (ilu0)",
+                    24.0 * nnz + 16.0 * n_f + 25.0 * s_f * n_f + 2.0 * factors.apply_bytes(s, s),
+                )
+            };
+            let mut r = row(label, p, ms, bytes, copy_gbs);
+            r.peer = Some(format!(
+                "precond {:.0}% of the iteration; dd/f64 {ratio:.3}",
+                100.0 * share
+            ));
+            rows.push(r);
+        }
+    }
+    Ok(BenchReport {
+        matrix: MatrixSummary::new(name, a),
+        device: gpu.device_description(),
+        reps,
+        copy_gb_per_s: copy_gbs,
+        rows,
+    })
+}
+
+fn bits_equal<P: Precision>(a: &[P], b: &[P]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            let (x, y) = (x.to_dd(), y.to_dd());
+            x.hi.to_bits() == y.hi.to_bits() && x.lo.to_bits() == y.lo.to_bits()
+        })
+}
+
+/// Median milliseconds per iteration of preconditioned solves of `iterations` steps through the
+/// real loops, and the preconditioner's share of the loop time.
+fn precond_iteration_row<P: Precision>(
+    gpu: &CudaBackend,
+    ga: &CudaMatrix,
+    a: &CsrMatrix,
+    factors: &Arc<Ilu0Factors>,
+    use_cg: bool,
+    iterations: usize,
+) -> Result<(f64, f64)> {
+    let params = Params {
+        tol: 1e-300,
+        max_iter: iterations,
+        ..Params::default()
+    };
+    let b = gpu.vector_from_f64::<f64>(&vec![1.0; a.nrows()])?;
+    let mut per_iteration = Vec::new();
+    let mut shares = Vec::new();
+    for _ in 0..3 {
+        let ilu = Ilu0::new(gpu, factors)?;
+        let mut x = gpu.zeros::<P>(a.nrows())?;
+        let info = if use_cg {
+            cg(gpu, ga, &b, &mut x, &ilu, &params, &mut NoMonitor)?
+        } else {
+            bicgstab(gpu, ga, &b, &mut x, &ilu, &params, &mut NoMonitor)?
+        };
+        per_iteration.push(info.time_per_iteration() * 1e3);
+        shares.push(ilu.seconds() / info.times.iterations);
+    }
+    Ok((median(&mut per_iteration), median(&mut shares)))
 }

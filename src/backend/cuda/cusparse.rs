@@ -7,7 +7,7 @@ use cudarc::cusparse::sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use std::ffi::c_void;
 
-fn check(what: &str, status: sys::cusparseStatus_t) -> Result<()> {
+pub(super) fn check(what: &str, status: sys::cusparseStatus_t) -> Result<()> {
     if status == sys::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
         Ok(())
     } else {

@@ -17,6 +17,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
     ("blas1", include_str!("../../../kernels/blas1.cu")),
     ("bicgstab", include_str!("../../../kernels/bicgstab.cu")),
+    ("ilu0", include_str!("../../../kernels/ilu0.cu")),
 ];
 
 pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
@@ -84,6 +85,8 @@ impl KernelStore {
             "spmv_csr"
         } else if name.starts_with("bicg_") {
             "bicgstab"
+        } else if name.starts_with("ilu0_") {
+            "ilu0"
         } else {
             "blas1"
         };

@@ -6,9 +6,12 @@
 
 pub mod bench;
 mod cusparse;
+mod cusparse_ilu;
 mod device;
+mod ilu;
 
 pub use device::probe;
+pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
 
 use super::{Backend, spmv_lanes};
 use crate::error::{Error, Result};
@@ -35,6 +38,8 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     kernels: KernelStore,
     name: String,
+    /// Launch setting given to new ILU(0) factors (`IluConfig::default()` unless set).
+    ilu_config: std::sync::Mutex<IluConfig>,
 }
 
 /// A device vector of `len` elements of `P`.
@@ -53,9 +58,6 @@ pub struct CudaMatrix {
     col_idx: CudaSlice<i32>,
     values: CudaSlice<f64>,
 }
-
-/// ILU(0) factors on the GPU (placeholder until the triangular-solve kernels land).
-pub struct CudaIlu;
 
 /// A scalar argument in the layout its kernel expects (`double` or `double2`).
 enum Scalar {
@@ -80,6 +82,7 @@ impl CudaBackend {
             stream,
             kernels,
             name,
+            ilu_config: std::sync::Mutex::new(IluConfig::default()),
         })
     }
 
@@ -358,20 +361,17 @@ impl Backend for CudaBackend {
         })
     }
 
-    fn ilu(&self, _factors: &Arc<Ilu0Factors>) -> Result<CudaIlu> {
-        Err(Error::Backend {
-            backend: "cuda",
-            message: "ILU(0) triangular solves are not on the GPU yet (issue #4)".into(),
-        })
+    fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<CudaIlu> {
+        self.ilu_upload(factors)
     }
 
     fn ilu_apply<P: Precision>(
         &self,
-        _ilu: &mut CudaIlu,
-        _r: &CudaVector<P>,
-        _z: &mut CudaVector<P>,
+        ilu: &mut CudaIlu,
+        r: &CudaVector<P>,
+        z: &mut CudaVector<P>,
     ) -> Result<()> {
-        unreachable!("no CudaIlu can be built yet")
+        self.ilu_solve(ilu, r, z)
     }
 
     fn zeros<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
