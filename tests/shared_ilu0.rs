@@ -5,6 +5,7 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
+use common::outcomes::assert_solved;
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::solver::dispatch::{
     BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
@@ -12,10 +13,6 @@ use precsolve::solver::dispatch::{
 use precsolve::solver::{NoMonitor, Params, SolveInfo, StopReason};
 use std::path::Path;
 use std::sync::Arc;
-
-const TOL: f64 = 1e-8;
-/// The true residual may exceed the recurrence's tolerance by this factor and still count.
-const TRUE_RESIDUAL_SLACK: f64 = 10.0;
 
 /// `[f64, dd]` runs of one matrix with `precond`, tol 1e-8, b = 1, 30,000 iterations at most.
 fn solve_pair(problem: &Problem, precond: &Preconditioning) -> [SolveInfo; 2] {
@@ -39,21 +36,6 @@ fn load(dir: &Path, name: &str) -> Problem {
 
 fn ilu0(problem: &Problem, shift: Option<f64>) -> Preconditioning {
     Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, shift).unwrap()
-}
-
-fn assert_solved(name: &str, info: &SolveInfo) {
-    assert_eq!(
-        info.stop_reason,
-        StopReason::ConvergedRtol,
-        "{name} {}: {info:?}",
-        info.precision
-    );
-    assert!(
-        info.true_residual <= TRUE_RESIDUAL_SLACK * TOL,
-        "{name} {}: true residual {:e}",
-        info.precision,
-        info.true_residual
-    );
 }
 
 /// Solved with and without ILU(0), in both precisions; ILU(0) must need fewer iterations.

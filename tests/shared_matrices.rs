@@ -6,6 +6,7 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
+use common::outcomes::{TRUE_RESIDUAL_SLACK, assert_solved};
 use precsolve::precond::Preconditioning;
 use precsolve::solver::dispatch::{
     BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
@@ -13,9 +14,6 @@ use precsolve::solver::dispatch::{
 use precsolve::solver::{NoMonitor, Params, SolveInfo, StopReason};
 use std::path::Path;
 use std::sync::Arc;
-
-/// The true residual may exceed the recurrence's tolerance by this factor and still count.
-const TRUE_RESIDUAL_SLACK: f64 = 10.0;
 
 fn solve_both(dir: &Path, name: &str, method: Method) -> (SolveInfo, SolveInfo) {
     let a = Arc::new(precsolve::load_matrix(&shared_matrix(dir, name)).unwrap());
@@ -37,22 +35,6 @@ fn solve_both(dir: &Path, name: &str, method: Method) -> (SolveInfo, SolveInfo) 
         .info
     };
     (run(WorkingPrecision::F64), run(WorkingPrecision::Dd))
-}
-
-fn assert_solved(name: &str, info: &SolveInfo) {
-    let tol = Params::default().tol;
-    assert_eq!(
-        info.stop_reason,
-        StopReason::ConvergedRtol,
-        "{name} {}: {info:?}",
-        info.precision
-    );
-    assert!(
-        info.true_residual <= TRUE_RESIDUAL_SLACK * tol,
-        "{name} {}: true residual {:e}",
-        info.precision,
-        info.true_residual
-    );
 }
 
 /// Positive definite per PROVENANCE.md. bcsstk13 (condition 1e10) is left out: unpreconditioned

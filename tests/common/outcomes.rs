@@ -1,0 +1,24 @@
+//! Assertions on solve outcomes shared by the shared-matrix tests.
+
+use precsolve::solver::{Params, SolveInfo, StopReason};
+
+/// The true residual may exceed the recurrence's tolerance by this factor and still count.
+pub const TRUE_RESIDUAL_SLACK: f64 = 10.0;
+
+/// Converged on the recurrence at the default tolerance (1e-8), with the true residual within
+/// [`TRUE_RESIDUAL_SLACK`] of it.
+pub fn assert_solved(name: &str, info: &SolveInfo) {
+    let tol = Params::default().tol;
+    assert_eq!(
+        info.stop_reason,
+        StopReason::ConvergedRtol,
+        "{name} {}: {info:?}",
+        info.precision
+    );
+    assert!(
+        info.true_residual <= TRUE_RESIDUAL_SLACK * tol,
+        "{name} {}: true residual {:e}",
+        info.precision,
+        info.true_residual
+    );
+}
