@@ -494,7 +494,10 @@ fn qd_on_the_cuda_backend_is_no_longer_refused_as_cpu_only() {
     assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let runs = json["runs"].as_array().unwrap();
-    assert!(runs.iter().all(|r| r["backend"] == runs[0]["backend"]), "{json}");
+    assert!(
+        runs.iter().all(|r| r["backend"] == runs[0]["backend"]),
+        "{json}"
+    );
 }
 
 #[test]

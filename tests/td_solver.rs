@@ -91,7 +91,10 @@ fn every_stored_element_of_a_td_solve_is_a_d_plus_i_value() {
 
 #[test]
 fn td_parses_and_reports_its_name() {
-    assert_eq!("td".parse::<WorkingPrecision>().unwrap(), WorkingPrecision::Td);
+    assert_eq!(
+        "td".parse::<WorkingPrecision>().unwrap(),
+        WorkingPrecision::Td
+    );
     assert_eq!(WorkingPrecision::Td.name(), "td");
     let list: precsolve::solver::dispatch::PrecisionChoice = "f64,td,dd,qd".parse().unwrap();
     assert_eq!(list.to_string(), "f64,td,dd,qd");
