@@ -35,11 +35,11 @@
 //             transactions instead of one per dependency; rows of the lane's own group are
 //             polled on their pairs as in 1. The pair's generation is still checked.
 //
-// Kernels: ilu0_lower_{f64,dd}(int begin, int end, const int* row, const int* ptr,
+// Kernels: ilu0_lower_{f64,dd,td,qd}(int begin, int end, const int* row, const int* ptr,
 //              const int* dep, const double* val, const T* r, double* y,
 //              unsigned long long* wflag, unsigned long long gen, unsigned long long* ticket,
 //              unsigned long long ticket_base, int sync, int sleep_ns)
-//          ilu0_upper_{f64,dd}(int begin, int end, const int* row, const int* ptr,
+//          ilu0_upper_{f64,dd,td,qd}(int begin, int end, const int* row, const int* ptr,
 //              const int* dep, const double* val, const double* diag, const int* src,
 //              const double* y, double* x, T* z, unsigned long long* wflag,
 //              unsigned long long gen, unsigned long long* ticket, unsigned long long ticket_base, int sync,
@@ -56,6 +56,14 @@ __device__ __forceinline__ double ilu_in(const double2* r, int i) {
 }
 __device__ __forceinline__ void ilu_out(double* z, int i, double x) { z[i] = x; }
 __device__ __forceinline__ void ilu_out(double2* z, int i, double x) { z[i] = make_double2(x, 0.0); }
+// td (structure of arrays, by value) and qd (4 doubles per element): Precision::to_f64 in,
+// Precision::from_f64 out, as the CPU's trisolve.
+__device__ __forceinline__ double ilu_in(td_ptr r, int i) { return dd_to_f64(td_load(r, i)); }
+__device__ __forceinline__ void ilu_out(td_ptr z, int i, double x) { td_store(z, i, dd_from_f64(x)); }
+__device__ __forceinline__ double ilu_in(const qd_elem* r, int i) { return r[i].v[0]; }
+__device__ __forceinline__ void ilu_out(qd_elem* z, int i, double x) {
+    qd_store(reinterpret_cast<double*>(z), i, qd_from_f64(x));
+}
 
 // sync == 3 uses relaxed GPU-scope accesses, the others volatile ones (relaxed, system scope).
 __device__ __forceinline__ void ilu_load_pair(const double* w, int d, double& v,
@@ -171,7 +179,7 @@ __device__ __forceinline__ void ilu_lower_body(int begin, int end, const int* __
                                                const int* __restrict__ ptr,
                                                const int* __restrict__ dep,
                                                const double* __restrict__ val,
-                                               const T* __restrict__ r, double* y,
+                                               T r, double* y,
                                                unsigned long long* wflag, unsigned long long gen,
                                                unsigned long long* ticket,
                                                unsigned long long ticket_base, int sync,
@@ -193,7 +201,7 @@ __device__ __forceinline__ void ilu_upper_body(int begin, int end, const int* __
                                                const double* __restrict__ val,
                                                const double* __restrict__ diag,
                                                const int* __restrict__ src, const double* y,
-                                               double* x, T* z, unsigned long long* wflag,
+                                               double* x, T z, unsigned long long* wflag,
                                                unsigned long long gen,
                                                unsigned long long* ticket,
                                                unsigned long long ticket_base, int sync,
@@ -209,22 +217,24 @@ __device__ __forceinline__ void ilu_upper_body(int begin, int end, const int* __
     }
 }
 
-#define ILU0_KERNELS(P, T)                                                                        \
+#define ILU0_KERNELS(P, RT, ZT)                                                                   \
     extern "C" __global__ void ilu0_lower_##P(                                                    \
         int begin, int end, const int* row, const int* ptr, const int* dep, const double* val,    \
-        const T* r, double* y, unsigned long long* wflag, unsigned long long gen,                 \
+        RT r, double* y, unsigned long long* wflag, unsigned long long gen,                       \
         unsigned long long* ticket, unsigned long long ticket_base, int sync, int sleep_ns) {     \
-        ilu_lower_body<T>(begin, end, row, ptr, dep, val, r, y, wflag, gen, ticket, ticket_base,  \
+        ilu_lower_body<RT>(begin, end, row, ptr, dep, val, r, y, wflag, gen, ticket, ticket_base,  \
                           sync, sleep_ns);                                                        \
     }                                                                                             \
     extern "C" __global__ void ilu0_upper_##P(                                                    \
         int begin, int end, const int* row, const int* ptr, const int* dep, const double* val,    \
-        const double* diag, const int* src, const double* y, double* x, T* z,                     \
+        const double* diag, const int* src, const double* y, double* x, ZT z,                     \
         unsigned long long* wflag, unsigned long long gen, unsigned long long* ticket,            \
         unsigned long long ticket_base, int sync, int sleep_ns) {                                 \
-        ilu_upper_body<T>(begin, end, row, ptr, dep, val, diag, src, y, x, z, wflag, gen, ticket, \
+        ilu_upper_body<ZT>(begin, end, row, ptr, dep, val, diag, src, y, x, z, wflag, gen, ticket, \
                           ticket_base, sync, sleep_ns);                                           \
     }
 
-ILU0_KERNELS(f64, double)
-ILU0_KERNELS(dd, double2)
+ILU0_KERNELS(f64, const double*, double*)
+ILU0_KERNELS(dd, const double2*, double2*)
+ILU0_KERNELS(td, td_ptr, td_ptr)
+ILU0_KERNELS(qd, const qd_elem*, qd_elem*)

@@ -11,11 +11,12 @@ mod gpu_checks {
     use precsolve::backend::cpu::CpuBackend;
     use precsolve::backend::cuda::CudaBackend;
     use precsolve::backend::cuda::{IluConfig, IluSchedule};
+    use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
     use precsolve::precond::{Identity, Ilu0, Preconditioner};
     use precsolve::solver::{NoMonitor, Params, SolveInfo, bicgstab, cg};
     use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
-    use precsolve::{Dd, Precision};
+    use precsolve::{Dd, Precision, Qd};
     use std::sync::Arc;
 
     pub type Check = fn(&CudaBackend) -> Result<(), String>;
@@ -58,9 +59,21 @@ mod gpu_checks {
             let mantissa = (self.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
             mantissa * 10f64.powi(self.below(7) as i32 - 3)
         }
-        fn dd(&mut self) -> Dd {
+        /// A quad-double with all four components in use.
+        fn qd(&mut self) -> Qd {
             let hi = self.value();
-            Dd::new(hi, hi * 1e-17 * self.value())
+            Qd::from_f64(hi)
+                .add_f64(hi * 1e-17 * self.value())
+                .add_f64(hi * 1e-34 * self.value())
+                .add_f64(hi * 1e-51 * self.value())
+        }
+        /// A value of `P` using all of its format (four components for qd).
+        fn of<P: Precision>(&mut self) -> P {
+            let q = self.qd();
+            match (&q as &dyn std::any::Any).downcast_ref::<P>() {
+                Some(p) => p.clone(),
+                None => P::from_dd(q.to_dd()),
+            }
         }
     }
 
@@ -88,8 +101,10 @@ mod gpu_checks {
             return Err(format!("{what}: lengths {} vs {}", gpu.len(), cpu.len()));
         }
         for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+            // Debug prints every stored part exactly (qd's four components, td's int).
+            let (gs, cs) = (format!("{g:?}"), format!("{c:?}"));
             let (g, c) = (g.to_dd(), c.to_dd());
-            if g.hi.to_bits() != c.hi.to_bits() || g.lo.to_bits() != c.lo.to_bits() {
+            if gs != cs || g.hi.to_bits() != c.hi.to_bits() || g.lo.to_bits() != c.lo.to_bits() {
                 return Err(format!(
                     "{what} ({}): element {i} differs: GPU {g:?}, CPU {c:?}",
                     P::NAME
@@ -104,19 +119,14 @@ mod gpu_checks {
     }
 
     fn random_vec<P: Precision>(rng: &mut Rng, n: usize) -> Vec<P> {
-        (0..n).map(|_| P::from_dd(rng.dd())).collect()
+        (0..n).map(|_| rng.of::<P>()).collect()
     }
 
     fn upload<P: Precision>(
         gpu: &CudaBackend,
         host: &[P],
     ) -> Result<<CudaBackend as Backend>::Vector<P>, String> {
-        // Through double-double words: exact for f64 and dd.
-        let hi: Vec<f64> = host.iter().map(|v| v.to_dd().hi).collect();
-        let lo: Vec<f64> = host.iter().map(|v| v.to_dd().lo).collect();
-        let mut v = gpu.vector_from_f64::<P>(&hi).map_err(err)?;
-        let lo_v = gpu.vector_from_f64::<P>(&lo).map_err(err)?;
-        gpu.axpy(&P::one(), &lo_v, &mut v).map_err(err)?; // hi + lo, exact for normalised values
+        let v = gpu.upload::<P>(host).map_err(err)?;
         let back = gpu.to_host(&v).map_err(err)?;
         same_bits("upload", &back, host)?;
         Ok(v)
@@ -161,7 +171,9 @@ mod gpu_checks {
     fn spmv_and_residual(gpu: &CudaBackend) -> Result<(), String> {
         let mut rng = Rng(0x5eed_0001);
         spmv_for::<f64>(gpu, &mut rng)?;
-        spmv_for::<Dd>(gpu, &mut rng)
+        spmv_for::<Dd>(gpu, &mut rng)?;
+        spmv_for::<Td>(gpu, &mut rng)?;
+        spmv_for::<Qd>(gpu, &mut rng)
     }
 
     const LENGTHS: [usize; 9] = [
@@ -191,7 +203,9 @@ mod gpu_checks {
     fn dot(gpu: &CudaBackend) -> Result<(), String> {
         let mut rng = Rng(0x5eed_0002);
         dot_for::<f64>(gpu, &mut rng)?;
-        dot_for::<Dd>(gpu, &mut rng)
+        dot_for::<Dd>(gpu, &mut rng)?;
+        dot_for::<Td>(gpu, &mut rng)?;
+        dot_for::<Qd>(gpu, &mut rng)
     }
 
     fn updates_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
@@ -199,7 +213,7 @@ mod gpu_checks {
         for n in [1, 257, 100_003] {
             let (x, y, z): (Vec<P>, Vec<P>, Vec<P>) =
                 (random_vec(rng, n), random_vec(rng, n), random_vec(rng, n));
-            let (alpha, beta) = (P::from_dd(rng.dd()), P::from_dd(rng.dd()));
+            let (alpha, beta) = (rng.of::<P>(), rng.of::<P>());
             let (gx, gy) = (upload(gpu, &x)?, upload(gpu, &y)?);
             let mut gz = upload(gpu, &z)?;
             let mut cz = z.clone();
@@ -242,7 +256,9 @@ mod gpu_checks {
     fn vector_updates(gpu: &CudaBackend) -> Result<(), String> {
         let mut rng = Rng(0x5eed_0003);
         updates_for::<f64>(gpu, &mut rng)?;
-        updates_for::<Dd>(gpu, &mut rng)
+        updates_for::<Dd>(gpu, &mut rng)?;
+        updates_for::<Td>(gpu, &mut rng)?;
+        updates_for::<Qd>(gpu, &mut rng)
     }
 
     fn conversions(gpu: &CudaBackend) -> Result<(), String> {
@@ -264,8 +280,45 @@ mod gpu_checks {
             let mut gc = gpu.zeros::<Dd>(n).map_err(err)?;
             gpu.copy(&gd, &mut gc).map_err(err)?;
             same_bits("copy", &gpu.to_host(&gc).map_err(err)?, &d)?;
+            // td and qd against every other precision, both ways
+            let t: Vec<Td> = random_vec(&mut rng, n);
+            let q: Vec<Qd> = random_vec(&mut rng, n);
+            convert_pair::<Td, f64>(gpu, &t)?;
+            convert_pair::<Td, Dd>(gpu, &t)?;
+            convert_pair::<Td, Qd>(gpu, &t)?;
+            convert_pair::<Qd, f64>(gpu, &q)?;
+            convert_pair::<Qd, Dd>(gpu, &q)?;
+            convert_pair::<Qd, Td>(gpu, &q)?;
+            convert_pair::<f64, Td>(gpu, &cf)?;
+            convert_pair::<f64, Qd>(gpu, &cf)?;
+            convert_pair::<Dd, Td>(gpu, &d)?;
+            convert_pair::<Dd, Qd>(gpu, &d)?;
+            let gq = upload(gpu, &q)?;
+            let mut gc = gpu.zeros::<Qd>(n).map_err(err)?;
+            gpu.copy(&gq, &mut gc).map_err(err)?;
+            same_bits("copy qd", &gpu.to_host(&gc).map_err(err)?, &q)?;
+            let gt = upload(gpu, &t)?;
+            let mut gc = gpu.zeros::<Td>(n).map_err(err)?;
+            gpu.copy(&gt, &mut gc).map_err(err)?;
+            same_bits("copy td", &gpu.to_host(&gc).map_err(err)?, &t)?;
         }
         Ok(())
+    }
+
+    /// `convert::<P, Q>` on both backends, bit for bit.
+    fn convert_pair<P: Precision, Q: Precision>(gpu: &CudaBackend, x: &[P]) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        let n = x.len();
+        let gx = upload(gpu, x)?;
+        let mut gy = gpu.zeros::<Q>(n).map_err(err)?;
+        let mut cy = vec![Q::zero(); n];
+        gpu.convert(&gx, &mut gy).map_err(err)?;
+        cpu.convert(&x.to_vec(), &mut cy).map_err(err)?;
+        same_bits(
+            &format!("convert {}->{}", P::NAME, Q::NAME),
+            &gpu.to_host(&gy).map_err(err)?,
+            &cy,
+        )
     }
 
     /// One solve through the real loop on any backend.
@@ -357,9 +410,15 @@ mod gpu_checks {
         for use_cg in [true, false] {
             compare_solve::<f64>(gpu, &a, use_cg, "poisson3d:40", None)?;
             compare_solve::<Dd>(gpu, &a, use_cg, "poisson3d:40", None)?;
+            compare_solve::<Td>(gpu, &a, use_cg, "poisson3d:40", None)?;
+            compare_solve::<Qd>(gpu, &a, use_cg, "poisson3d:40", None)?;
         }
         Ok(())
     }
+
+    /// The shared matrices also solved in qd (the CPU's qd reference solves of the larger ones
+    /// take minutes).
+    const QD_SHARED: &[&str] = &["1138_bus", "nos1", "fs_183_4", "olm500", "e05r0100"];
 
     fn matrix_dir() -> String {
         std::env::var("PRECSOLVE_MATRICES")
@@ -383,6 +442,10 @@ mod gpu_checks {
             let use_cg = a.symmetry() == Symmetry::Symmetric;
             compare_solve::<f64>(gpu, &a, use_cg, name, None)?;
             compare_solve::<Dd>(gpu, &a, use_cg, name, None)?;
+            compare_solve::<Td>(gpu, &a, use_cg, name, None)?;
+            if QD_SHARED.contains(&name) {
+                compare_solve::<Qd>(gpu, &a, use_cg, name, None)?;
+            }
         }
         if found == 0 {
             return Err(format!(
@@ -539,9 +602,11 @@ mod gpu_checks {
             for config in runs {
                 ilu_apply_for::<f64>(gpu, &mut rng, label, &f, config)?;
                 ilu_apply_for::<Dd>(gpu, &mut rng, label, &f, config)?;
+                ilu_apply_for::<Td>(gpu, &mut rng, label, &f, config)?;
+                ilu_apply_for::<Qd>(gpu, &mut rng, label, &f, config)?;
             }
             println!(
-                "    {label:>28}: L {} levels, U {} levels, identical in f64 and dd",
+                "    {label:>28}: L {} levels, U {} levels, identical in f64, dd, td and qd",
                 f.lower_levels().count(),
                 f.upper_levels().count()
             );
@@ -555,6 +620,8 @@ mod gpu_checks {
         for use_cg in [true, false] {
             compare_solve::<f64>(gpu, &a, use_cg, "poisson3d:40", Some(&f))?;
             compare_solve::<Dd>(gpu, &a, use_cg, "poisson3d:40", Some(&f))?;
+            compare_solve::<Td>(gpu, &a, use_cg, "poisson3d:40", Some(&f))?;
+            compare_solve::<Qd>(gpu, &a, use_cg, "poisson3d:40", Some(&f))?;
         }
         Ok(())
     }
@@ -583,6 +650,10 @@ mod gpu_checks {
             let use_cg = a.symmetry() == Symmetry::Symmetric;
             compare_solve::<f64>(gpu, &a, use_cg, name, Some(&f))?;
             compare_solve::<Dd>(gpu, &a, use_cg, name, Some(&f))?;
+            compare_solve::<Td>(gpu, &a, use_cg, name, Some(&f))?;
+            if QD_SHARED.contains(&name) {
+                compare_solve::<Qd>(gpu, &a, use_cg, name, Some(&f))?;
+            }
         }
         if compared == 0 {
             return Err(format!(

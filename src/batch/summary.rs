@@ -65,6 +65,8 @@ pub struct MatrixRow {
     pub dd: Option<RunRecord>,
     /// The qd run, if the study has one: kept, not classified (see the module docs).
     pub qd: Option<RunRecord>,
+    /// The td run, if the study has one: kept, not classified, as qd.
+    pub td: Option<RunRecord>,
     pub category: Category,
     /// Solved by both and dd's iterations took less time.
     pub dd_faster: bool,
@@ -79,6 +81,7 @@ impl MatrixRow {
             WorkingPrecision::F64 => self.f64.as_ref(),
             WorkingPrecision::Dd => self.dd.as_ref(),
             WorkingPrecision::Qd => self.qd.as_ref(),
+            WorkingPrecision::Td => self.td.as_ref(),
         }
     }
 
@@ -147,6 +150,7 @@ impl Summary {
                     f64: None,
                     dd: None,
                     qd: None,
+                    td: None,
                     category: Category::Incomplete,
                     dd_faster: false,
                     f64_missed_true_residual: false,
@@ -156,6 +160,7 @@ impl Summary {
                 WorkingPrecision::F64 => row.f64 = Some(r.clone()),
                 WorkingPrecision::Dd => row.dd = Some(r.clone()),
                 WorkingPrecision::Qd => row.qd = Some(r.clone()),
+                WorkingPrecision::Td => row.td = Some(r.clone()),
             }
         }
         let mut conditions: Vec<ConditionSummary> = conditions

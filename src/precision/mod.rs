@@ -9,11 +9,13 @@ mod dd_fmt;
 mod f64_impl;
 mod qd;
 pub mod td;
+mod td_impl;
 
 pub use dd::{
     Dd, ParseDdError, fma_available, quick_two_sum, set_fma_fallback_for_tests, two_prod, two_sum,
 };
 pub use qd::Qd;
+pub use td_impl::Td;
 
 use std::fmt::Debug;
 

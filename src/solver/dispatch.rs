@@ -4,7 +4,7 @@ use super::{Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::Backend;
 use crate::backend::cpu::CpuBackend;
 use crate::error::{Error, Result};
-use crate::precision::{Dd, Precision, Qd};
+use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::{Identity, Ilu0, Preconditioner, Preconditioning};
 use crate::sparse::{CsrMatrix, Symmetry};
 use serde::{Deserialize, Serialize};
@@ -37,15 +37,19 @@ impl Method {
 pub enum WorkingPrecision {
     F64,
     Dd,
-    /// Quad-double: CPU only for now (issue #6), see [`WorkingPrecision::runs_on_gpu`].
+    /// Quad-double (CPU and CUDA backends, bitwise the same).
     Qd,
+    /// Triple precision: D+I storage (12 bytes), double-double arithmetic rounded to D+I
+    /// (see `precision::Td`).
+    Td,
 }
 
 impl WorkingPrecision {
-    pub const ALL: [WorkingPrecision; 3] = [
+    pub const ALL: [WorkingPrecision; 4] = [
         WorkingPrecision::F64,
         WorkingPrecision::Dd,
         WorkingPrecision::Qd,
+        WorkingPrecision::Td,
     ];
 
     /// The name on the command line and in reports (`Precision::NAME` of its type).
@@ -54,23 +58,27 @@ impl WorkingPrecision {
             WorkingPrecision::F64 => f64::NAME,
             WorkingPrecision::Dd => Dd::NAME,
             WorkingPrecision::Qd => Qd::NAME,
+            WorkingPrecision::Td => Td::NAME,
         }
     }
 
-    /// Whether the CUDA backend has kernels for this precision: not yet for `qd` (issue #6).
+    /// Whether the CUDA backend has kernels for this precision (f64, dd, td and qd all do).
     pub fn runs_on_gpu(self) -> bool {
-        !matches!(self, WorkingPrecision::Qd)
+        match self {
+            WorkingPrecision::F64
+            | WorkingPrecision::Dd
+            | WorkingPrecision::Qd
+            | WorkingPrecision::Td => true,
+        }
     }
 }
 
-/// The error for a CPU-only precision on the CUDA backend.
+/// The error for a CPU-only precision on the CUDA backend (none is, today; kept for
+/// precisions without kernels).
 fn cpu_only_error(p: WorkingPrecision) -> Error {
     Error::Backend {
         backend: "cuda",
-        message: format!(
-            "{} runs on the CPU only for now (issue #6): use --backend cpu",
-            p.name()
-        ),
+        message: format!("{} has no CUDA kernels: use --backend cpu", p.name()),
     }
 }
 
@@ -92,7 +100,7 @@ impl std::str::FromStr for WorkingPrecision {
 }
 
 /// The `--precision` choice: the precisions to run, side by side in this order, ratios against
-/// the first. Written `f64,dd` or `f64,dd,qd` (any list of f64, dd, qd without repeats), or
+/// the first. Written `f64,dd` or `f64,td,dd,qd` (any list of f64, td, dd, qd without repeats), or
 /// `both` for `f64,dd`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -186,7 +194,7 @@ pub fn cuda_backend() -> Result<&'static crate::backend::cuda::CudaBackend> {
 
 impl BackendChoice {
     /// Pick the backend for runs in all of `precisions`, so that a comparison runs on one
-    /// backend and a precision the GPU lacks (`qd`) is refused before any work:
+    /// backend and a precision the GPU lacks is refused before any work:
     /// - `Cuda` with a CPU-only precision in the list is an error (checked before the GPU is
     ///   touched);
     /// - `Auto` with a CPU-only precision in the list picks the CPU for every precision of the
@@ -196,10 +204,7 @@ impl BackendChoice {
         match (self, precisions.iter().find(|p| !p.runs_on_gpu())) {
             (BackendChoice::Cuda, Some(&p)) => Err(cpu_only_error(p)),
             (BackendChoice::Auto, Some(&p)) => {
-                log::info!(
-                    "{} runs on the CPU only for now (issue #6): solving on the CPU",
-                    p.name()
-                );
+                log::info!("{} has no CUDA kernels: solving on the CPU", p.name());
                 Ok(ResolvedBackend::Cpu)
             }
             _ => self.resolve(),
@@ -299,8 +304,8 @@ pub struct Recipe<'a> {
 }
 
 /// Solve `problem` with `method` (resolved if `Auto`) in one working precision. The backend is
-/// resolved for that precision ([`BackendChoice::resolve_for`]): `qd` with `Cuda` is an error,
-/// with `Auto` it runs on the CPU.
+/// resolved for that precision ([`BackendChoice::resolve_for`]): a precision without CUDA
+/// kernels with `Cuda` is an error, with `Auto` it runs on the CPU.
 pub fn solve(
     problem: &Problem,
     backend: BackendChoice,
@@ -331,10 +336,8 @@ fn with_precision<B: Backend>(
     match recipe.precision {
         WorkingPrecision::F64 => run::<B, f64>(backend, problem, recipe, params, monitor),
         WorkingPrecision::Dd => run::<B, Dd>(backend, problem, recipe, params, monitor),
-        // The CUDA backend has no qd kernels yet; `solve` refuses before this point, this guards
-        // other callers.
-        WorkingPrecision::Qd if backend.name() != "cpu" => Err(cpu_only_error(recipe.precision)),
         WorkingPrecision::Qd => run::<B, Qd>(backend, problem, recipe, params, monitor),
+        WorkingPrecision::Td => run::<B, Td>(backend, problem, recipe, params, monitor),
     }
 }
 

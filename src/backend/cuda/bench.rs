@@ -7,7 +7,7 @@ use super::cusparse_ilu::CusparseIlu;
 use super::{CudaBackend, CudaMatrix, CudaVector, IluConfig, IluSchedule};
 use crate::backend::Backend;
 use crate::error::Result;
-use crate::precision::{Dd, Precision};
+use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::ilu0::Ilu0Factors;
 use crate::precond::{Identity, Ilu0, Preconditioner};
 use crate::report::{BenchReport, BenchRow, MatrixSummary};
@@ -179,6 +179,13 @@ pub fn run(
     )?);
     rows.extend(vector_rows::<Dd>(gpu, &timer, n, copy_gbs, &xdd, &mut ydd)?);
     drop((x64, xdd, y64, ydd, y_peer));
+    // td and qd (issue #6): SpMV and the vector kernels on values that use the whole format.
+    rows.extend(extended_rows::<Td>(
+        gpu, &timer, &ga, a, &xh, copy_gbs, peer_ms,
+    )?);
+    rows.extend(extended_rows::<Qd>(
+        gpu, &timer, &ga, a, &xh, copy_gbs, peer_ms,
+    )?);
 
     // Whole iterations through the real solver loops (host clock, as the solver reports them).
     for use_cg in [true, false] {
@@ -198,6 +205,22 @@ pub fn run(
             solve_iterations,
             copy_gbs,
         )?);
+        rows.push(iteration_row::<Td>(
+            gpu,
+            &ga,
+            a,
+            use_cg,
+            solve_iterations,
+            copy_gbs,
+        )?);
+        rows.push(iteration_row::<Qd>(
+            gpu,
+            &ga,
+            a,
+            use_cg,
+            solve_iterations,
+            copy_gbs,
+        )?);
     }
     Ok(BenchReport {
         matrix: MatrixSummary::new(name, a),
@@ -206,6 +229,48 @@ pub fn run(
         copy_gb_per_s: copy_gbs,
         rows,
     })
+}
+
+/// `xh` widened to `P` with every component in use (qd: four, td: a full 20-bit `lo`), so no
+/// kernel is timed on trailing zeros.
+fn full_values<P: Precision>(xh: &[f64]) -> Vec<P> {
+    xh.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let c = ((i % 7) as f64 - 3.0) * 0.37 + 0.11;
+            let q = Qd::from_f64(v)
+                .add_f64(v * 1e-17 * c)
+                .add_f64(v * 1e-34 * c)
+                .add_f64(v * 1e-51 * c);
+            match (&q as &dyn std::any::Any).downcast_ref::<P>() {
+                Some(p) => p.clone(),
+                None => P::from_dd(q.to_dd()),
+            }
+        })
+        .collect()
+}
+
+/// SpMV and vector rows for a precision without a cuSPARSE peer of its own.
+#[allow(clippy::too_many_arguments)]
+fn extended_rows<P: Precision>(
+    gpu: &CudaBackend,
+    timer: &Timer<'_>,
+    ga: &CudaMatrix,
+    a: &CsrMatrix,
+    xh: &[f64],
+    copy_gbs: f64,
+    peer_ms: f64,
+) -> Result<Vec<BenchRow>> {
+    let n = xh.len();
+    let x = gpu.upload::<P>(&full_values::<P>(xh))?;
+    let mut y = gpu.zeros::<P>(n)?;
+    let ms = timer.median_ms(|| gpu.spmv(ga, &x, &mut y))?;
+    let mut r = row("spmv", P::NAME, ms, spmv_bytes(a, P::BYTES), copy_gbs);
+    r.peer = Some("cuSPARSE f64".into());
+    r.speedup_vs_peer = Some(peer_ms / ms);
+    let mut rows = vec![r];
+    rows.extend(vector_rows::<P>(gpu, timer, n, copy_gbs, &x, &mut y)?);
+    Ok(rows)
 }
 
 fn vector_rows<P: Precision>(

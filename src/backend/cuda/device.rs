@@ -12,12 +12,15 @@ const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/dd.cuh"),
     include_str!("../../../kernels/common/reduce.cuh"),
     include_str!("../../../kernels/common/launch.cuh"),
+    include_str!("../../../kernels/common/td.cuh"),
+    include_str!("../../../kernels/common/qd.cuh"),
 ];
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
     ("blas1", include_str!("../../../kernels/blas1.cu")),
     ("bicgstab", include_str!("../../../kernels/bicgstab.cu")),
     ("ilu0", include_str!("../../../kernels/ilu0.cu")),
+    ("xprec", include_str!("../../../kernels/xprec.cu")),
 ];
 
 pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
@@ -81,12 +84,15 @@ impl KernelStore {
         if let Some(f) = self.functions.lock().expect("kernel cache lock").get(name) {
             return Ok(f.clone());
         }
-        let source = if name.starts_with("spmv_") {
+        let source = if name.starts_with("ilu0_") {
+            "ilu0"
+        } else if name.contains("_td") || name.contains("_qd") {
+            // every other td and qd kernel, conversions included (kernels/xprec.cu)
+            "xprec"
+        } else if name.starts_with("spmv_") {
             "spmv_csr"
         } else if name.starts_with("bicg_") {
             "bicgstab"
-        } else if name.starts_with("ilu0_") {
-            "ilu0"
         } else {
             "blas1"
         };

@@ -8,7 +8,7 @@
 //! smaller position than its reader, which the synchronization-free schedule needs.
 
 use super::device::{alloc_words, driver_error};
-use super::{CudaBackend, CudaVector};
+use super::{CudaBackend, CudaVector, PushVector};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::{Ilu0Factors, Levels};
@@ -343,7 +343,7 @@ impl CudaBackend {
                 .arg(&t.ptr)
                 .arg(&t.dep)
                 .arg(&t.val)
-                .arg(&r.words)
+                .vec(r)
                 .arg(&mut ilu.y)
                 .arg(&mut ilu.wflag)
                 .arg(&generation)
@@ -383,7 +383,7 @@ impl CudaBackend {
                 .arg(&ilu.src)
                 .arg(&ilu.y)
                 .arg(&mut ilu.x)
-                .arg(&mut z.words)
+                .vec(z)
                 .arg(&mut ilu.wflag)
                 .arg(&gen_upper)
                 .arg(&mut ilu.ticket)

@@ -1,8 +1,10 @@
 //! CUDA backend: the same `Backend` as the CPU, with kernels from `kernels/` compiled by NVRTC.
 //!
 //! Vectors are arrays of doubles: one word per element for `f64`, two (`hi`, `lo`, a `double2`)
-//! for `dd`. Every kernel sums and rounds in the CPU backend's order, so results match the CPU
-//! bit for bit (checked on the device by `tests/gpu.rs`).
+//! for `dd`, four for `qd`; `td` is a structure of arrays in one allocation, `n` doubles (`hi`)
+//! then `n` 32-bit ints (the D+I `lo`), 12 bytes per element, passed to kernels as a pair of
+//! pointers ([`TdPtr`]). Every kernel sums and rounds in the CPU backend's order, so results
+//! match the CPU bit for bit (checked on the device by `tests/gpu.rs`).
 
 pub mod bench;
 mod cusparse;
@@ -15,14 +17,15 @@ pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedul
 
 use super::{Backend, spmv_lanes};
 use crate::error::{Error, Result};
-use crate::precision::{Dd, Precision};
+use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;
 use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchArgs, LaunchConfig,
-    PushKernelArg,
+    CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchArgs,
+    LaunchConfig, PushKernelArg,
 };
 use device::{KernelStore, alloc_words, driver_error};
+use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -32,6 +35,67 @@ const DOT_CHUNK: usize = 256 * 32;
 
 // SAFETY: Dd is #[repr(C)] { hi: f64, lo: f64 }, the layout of CUDA's double2.
 unsafe impl DeviceRepr for Dd {}
+// SAFETY: Qd is #[repr(C)] { x: [f64; 4] }, the layout of qd_elem in kernels/common/qd.cuh.
+unsafe impl DeviceRepr for Qd {}
+
+/// A td vector (or one element of it) as kernels take it: `td_ptr { double* hi; int* lo; }`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TdPtr {
+    hi: u64,
+    lo: u64,
+}
+// SAFETY: two device addresses, the layout of td_ptr in kernels/common/td.cuh.
+unsafe impl DeviceRepr for TdPtr {}
+
+/// How a precision's elements lie in device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// `words` doubles per element, one after the other (f64: 1, dd: 2, qd: 4).
+    Words(usize),
+    /// td: `n` doubles, then `n` ints.
+    TdSoa,
+}
+
+/// Doubles needed for `n` elements in `layout`.
+fn words_for(layout: Layout, n: usize) -> usize {
+    match layout {
+        Layout::Words(w) => w * n,
+        Layout::TdSoa => n + n.div_ceil(2),
+    }
+}
+
+/// `value` as a `B` when `A` is `B` (a precision's own type behind a generic parameter).
+fn cast<A: 'static, B: Clone + 'static>(value: &A) -> Option<B> {
+    (value as &dyn Any).downcast_ref::<B>().cloned()
+}
+
+/// One element of a vector as a kernel argument: its address, or its pair of addresses (td).
+enum Elem {
+    Ptr(u64),
+    Td(TdPtr),
+}
+
+fn push_elem<'a>(args: &mut LaunchArgs<'a>, e: &'a Elem) {
+    match e {
+        Elem::Ptr(p) => args.arg(p),
+        Elem::Td(t) => args.arg(t),
+    };
+}
+
+/// Pushing a vector as a kernel argument: its words, or its [`TdPtr`] for td.
+trait PushVector<'a> {
+    fn vec<P>(&mut self, v: &'a CudaVector<P>) -> &mut Self;
+}
+
+impl<'a> PushVector<'a> for LaunchArgs<'a> {
+    fn vec<P>(&mut self, v: &'a CudaVector<P>) -> &mut Self {
+        match &v.soa {
+            Some(p) => self.arg(p),
+            None => self.arg(&v.words),
+        }
+    }
+}
 
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
@@ -46,6 +110,8 @@ pub struct CudaBackend {
 pub struct CudaVector<P> {
     words: CudaSlice<f64>,
     len: usize,
+    /// For td: the addresses of the `hi` and `lo` arrays inside `words`.
+    soa: Option<TdPtr>,
     _precision: PhantomData<P>,
 }
 
@@ -59,10 +125,12 @@ pub struct CudaMatrix {
     values: CudaSlice<f64>,
 }
 
-/// A scalar argument in the layout its kernel expects (`double` or `double2`).
+/// A scalar argument in the layout its kernel expects (`double`, `double2` for dd and td, or
+/// `qd_elem`).
 enum Scalar {
     F64(f64),
     Dd(Dd),
+    Qd(Qd),
 }
 
 impl CudaBackend {
@@ -101,7 +169,7 @@ impl CudaBackend {
 
     fn suffix<P: Precision>() -> Result<&'static str> {
         match P::KERNEL_SUFFIX {
-            s @ ("f64" | "dd") => Ok(s),
+            s @ ("f64" | "dd" | "td" | "qd") => Ok(s),
             other => Err(Error::Backend {
                 backend: "cuda",
                 message: format!("precision {other} has no CUDA kernels"),
@@ -109,16 +177,58 @@ impl CudaBackend {
         }
     }
 
-    fn words_per_element<P: Precision>() -> usize {
-        P::BYTES / 8
+    fn layout<P: Precision>() -> Layout {
+        if P::KERNEL_SUFFIX == "td" {
+            Layout::TdSoa
+        } else {
+            Layout::Words(P::BYTES / 8)
+        }
     }
 
     fn scalar<P: Precision>(value: &P) -> Scalar {
+        if let Some(q) = cast::<P, Qd>(value) {
+            return Scalar::Qd(q);
+        }
         let dd = value.to_dd();
-        if Self::words_per_element::<P>() == 1 {
+        if Self::layout::<P>() == Layout::Words(1) {
             Scalar::F64(dd.hi)
         } else {
+            // dd, and td (whose values are exact in DD)
             Scalar::Dd(dd)
+        }
+    }
+
+    /// A zeroed vector of `n` elements of `P`.
+    fn alloc_vector<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
+        let layout = Self::layout::<P>();
+        let words = alloc_words(&self.stream, words_for(layout, n))?;
+        let soa = (layout == Layout::TdSoa).then(|| {
+            let (base, _sync) = words.device_ptr(&self.stream);
+            TdPtr {
+                hi: base,
+                lo: base + 8 * n as u64,
+            }
+        });
+        Ok(CudaVector {
+            words,
+            len: n,
+            soa,
+            _precision: PhantomData,
+        })
+    }
+
+    /// Element `index` of `v` as a kernel argument (a one-element slot of a scalar block).
+    fn elem<P: Precision>(&self, v: &CudaVector<P>, index: usize) -> Elem {
+        assert!(index < v.len, "element {index} of {}", v.len);
+        match (&v.soa, Self::layout::<P>()) {
+            (Some(t), _) => Elem::Td(TdPtr {
+                hi: t.hi + 8 * index as u64,
+                lo: t.lo + 4 * index as u64,
+            }),
+            (None, layout) => {
+                let (base, _sync) = v.words.device_ptr(&self.stream);
+                Elem::Ptr(base + (8 * words_for(layout, index)) as u64)
+            }
         }
     }
 
@@ -130,30 +240,46 @@ impl CudaBackend {
         }
     }
 
-    fn upload_words<P: Precision>(
-        &self,
-        values: impl Iterator<Item = Dd>,
-        len: usize,
-    ) -> Result<CudaVector<P>> {
-        let per = Self::words_per_element::<P>();
-        let mut host = Vec::with_capacity(len * per);
-        for v in values {
-            host.push(v.hi);
-            if per == 2 {
-                host.push(v.lo);
+    /// A vector holding `values` exactly, in `P`'s device layout.
+    fn upload_values<P: Precision>(&self, values: &[P]) -> Result<CudaVector<P>> {
+        let len = values.len();
+        let layout = Self::layout::<P>();
+        let mut host = Vec::with_capacity(words_for(layout, len));
+        match layout {
+            Layout::Words(1) => host.extend(values.iter().map(|v| v.to_dd().hi)),
+            Layout::Words(2) => {
+                for v in values {
+                    let d = v.to_dd();
+                    host.extend([d.hi, d.lo]);
+                }
+            }
+            Layout::Words(4) => {
+                for v in values {
+                    let q: Qd = cast(v).expect("four words per element: P is Qd");
+                    host.extend(q.x);
+                }
+            }
+            Layout::Words(w) => unreachable!("no precision has {w} words per element"),
+            Layout::TdSoa => {
+                let parts: Vec<(f64, i32)> = values
+                    .iter()
+                    .map(|v| cast::<P, Td>(v).expect("td layout: P is Td").parts())
+                    .collect();
+                host.extend(parts.iter().map(|p| p.0));
+                host.extend(parts.chunks(2).map(|pair| {
+                    let lo0 = pair[0].1 as u32 as u64;
+                    let lo1 = pair.get(1).map_or(0, |p| p.1 as u32 as u64);
+                    f64::from_bits(lo0 | (lo1 << 32))
+                }));
             }
         }
-        let mut words = alloc_words(&self.stream, host.len())?;
+        let mut v = self.alloc_vector::<P>(len)?;
         if !host.is_empty() {
             self.stream
-                .memcpy_htod(&host, &mut words)
+                .memcpy_htod(&host, &mut v.words)
                 .map_err(driver_error("copying a vector to the GPU"))?;
         }
-        Ok(CudaVector {
-            words,
-            len,
-            _precision: PhantomData,
-        })
+        Ok(v)
     }
 
     fn reduction(blocks: usize) -> LaunchConfig {
@@ -165,25 +291,22 @@ impl CudaBackend {
     }
 
     /// Scratch for one partial result per DOT_CHUNK elements.
-    fn partials<P: Precision>(&self, n: usize) -> Result<(CudaSlice<f64>, usize)> {
+    fn partials<P: Precision>(&self, n: usize) -> Result<(CudaVector<P>, usize)> {
         let blocks = n.div_ceil(DOT_CHUNK).max(1);
-        Ok((
-            alloc_words(&self.stream, blocks * Self::words_per_element::<P>())?,
-            blocks,
-        ))
+        Ok((self.alloc_vector::<P>(blocks)?, blocks))
     }
 
     fn launch_dot_partial<P: Precision>(
         &self,
         x: &CudaVector<P>,
         y: &CudaVector<P>,
-        partial: &mut CudaSlice<f64>,
+        partial: &mut CudaVector<P>,
         blocks: usize,
     ) -> Result<()> {
         let (f, name) = self.staged_kernel::<P>("dot", "partial")?;
         let n = x.len as i64;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).arg(&x.words).arg(&y.words).arg(partial);
+        args.arg(&n).vec(x).vec(y).vec(partial);
         // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial), launched
         // with one block of DOT_THREADS threads per DOT_CHUNK elements, one T per block.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
@@ -193,52 +316,68 @@ impl CudaBackend {
     /// The final stage of a reduction, written into entry `index` of a scalar block on the GPU.
     fn final_into_block<P: Precision>(
         &self,
-        partial: &CudaSlice<f64>,
+        partial: &CudaVector<P>,
         blocks: usize,
         block: &mut CudaVector<P>,
         index: usize,
     ) -> Result<()> {
-        let per = Self::words_per_element::<P>();
-        let mut slot = block.words.slice_mut(index * per..(index + 1) * per);
-        self.final_stage_into::<P>(partial, blocks, &mut slot)
+        self.final_stage_into::<P>(partial, blocks, block, index)
     }
 
-    /// `dot_{p}_final` over `blocks` partial results, into a one-element slot on the GPU.
+    /// `dot_{p}_final` over `blocks` partial results, into element `index` of `out` on the GPU.
     fn final_stage_into<P: Precision>(
         &self,
-        partial: &CudaSlice<f64>,
+        partial: &CudaVector<P>,
         blocks: usize,
-        slot: &mut cudarc::driver::CudaViewMut<'_, f64>,
+        out: &mut CudaVector<P>,
+        index: usize,
     ) -> Result<()> {
         let (f, name) = self.staged_kernel::<P>("dot", "final")?;
         let m = blocks as i32;
+        let slot = self.elem(out, index);
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).arg(partial).arg(slot);
+        args.arg(&m).vec(partial);
+        push_elem(&mut args, &slot);
         // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block; out is one T.
         unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
     /// The final one-block stage of every reduction, and the one transfer of its result.
-    fn finish_reduction<P: Precision>(&self, partial: &CudaSlice<f64>, blocks: usize) -> Result<P> {
-        let per = Self::words_per_element::<P>();
-        let mut out = alloc_words(&self.stream, per)?;
-        self.final_stage_into::<P>(partial, blocks, &mut out.slice_mut(..))?;
-        Ok(self.decode::<P>(&out, 1)?.remove(0))
+    fn finish_reduction<P: Precision>(&self, partial: &CudaVector<P>, blocks: usize) -> Result<P> {
+        let mut out = self.alloc_vector::<P>(1)?;
+        self.final_stage_into::<P>(partial, blocks, &mut out, 0)?;
+        Ok(self.decode::<P>(&out)?.remove(0))
     }
 
-    /// The first `len` elements of `P` held in `words` (one word each for f64, `hi`/`lo` pairs
-    /// for dd), copied to the host.
-    fn decode<P: Precision>(&self, words: &CudaSlice<f64>, len: usize) -> Result<Vec<P>> {
+    /// The elements of `v` copied to the host, decoded from `P`'s device layout.
+    fn decode<P: Precision>(&self, v: &CudaVector<P>) -> Result<Vec<P>> {
         let words = self
             .stream
-            .clone_dtoh(words)
+            .clone_dtoh(&v.words)
             .map_err(driver_error("copying from the GPU"))?;
-        Ok(match Self::words_per_element::<P>() {
-            1 => words[..len].iter().map(|&w| P::from_f64(w)).collect(),
-            _ => words[..2 * len]
+        let len = v.len;
+        Ok(match Self::layout::<P>() {
+            Layout::Words(1) => words[..len].iter().map(|&w| P::from_f64(w)).collect(),
+            Layout::Words(2) => words[..2 * len]
                 .chunks_exact(2)
                 .map(|w| P::from_dd(Dd::from_parts(w[0], w[1])))
+                .collect(),
+            Layout::Words(4) => words[..4 * len]
+                .chunks_exact(4)
+                .map(|w| {
+                    let q = Qd::from_parts(w[0], w[1], w[2], w[3]);
+                    cast::<Qd, P>(&q).expect("four words per element: P is Qd")
+                })
+                .collect(),
+            Layout::Words(w) => unreachable!("no precision has {w} words per element"),
+            Layout::TdSoa => (0..len)
+                .map(|i| {
+                    let pair = words[len + i / 2].to_bits();
+                    let lo = (pair >> (32 * (i % 2))) as u32 as i32;
+                    let t = Td::from_parts(words[i], lo);
+                    cast::<Td, P>(&t).expect("td layout: P is Td")
+                })
                 .collect(),
         })
     }
@@ -298,8 +437,8 @@ impl CudaBackend {
             .arg(&a.row_ptr)
             .arg(&a.col_idx)
             .arg(&a.values)
-            .arg(&x.words)
-            .arg(&mut y.words)
+            .vec(x)
+            .vec(y)
             .arg(b_words)
             .arg(&has_b);
         // SAFETY: matches spmv_{f64,dd}_nt{NT}(int nrows, const int* row_ptr, const int* col_idx,
@@ -376,25 +515,22 @@ impl Backend for CudaBackend {
 
     fn zeros<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
         Self::suffix::<P>()?;
-        Ok(CudaVector {
-            words: alloc_words(&self.stream, n * Self::words_per_element::<P>())?,
-            len: n,
-            _precision: PhantomData,
-        })
+        self.alloc_vector::<P>(n)
     }
 
     fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<CudaVector<P>> {
         Self::suffix::<P>()?;
-        self.upload_words(values.iter().map(|&v| Dd::from_f64(v)), values.len())
+        let values: Vec<P> = values.iter().map(|&v| P::from_f64(v)).collect();
+        self.upload_values(&values)
     }
 
     fn upload<P: Precision>(&self, values: &[P]) -> Result<CudaVector<P>> {
         Self::suffix::<P>()?;
-        self.upload_words(values.iter().map(Precision::to_dd), values.len())
+        self.upload_values(values)
     }
 
     fn to_host<P: Precision>(&self, x: &CudaVector<P>) -> Result<Vec<P>> {
-        self.decode(&x.words, x.len)
+        self.decode(x)
     }
 
     fn len<P: Precision>(&self, x: &CudaVector<P>) -> usize {
@@ -438,38 +574,36 @@ impl Backend for CudaBackend {
     ) -> Result<(P, P)> {
         let n = p.len;
         assert!(q.len == n && x.len == n && r.len == n, "cg_step: lengths");
-        let per = Self::words_per_element::<P>();
         let n64 = n as i64;
         let (mut pq_partial, blocks) = self.partials::<P>(n)?;
-        let (mut rr_partial, _) = self.partials::<P>(n)?;
+        let (rr_partial, _) = self.partials::<P>(n)?;
         // [<p, q>, alpha, accepted, <r, r>], each one T: the step's only transfer to the host.
-        let mut scalars = alloc_words(&self.stream, 4 * per)?;
+        let mut scalars = self.alloc_vector::<P>(4)?;
         self.launch_dot_partial(p, q, &mut pq_partial, blocks)?;
         let (f, name) = self.kernel::<P>("cg_alpha")?;
         let rho = Self::scalar(rho);
         let m = blocks as i32;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).arg(&pq_partial);
+        args.arg(&m).vec(&pq_partial);
         push_scalar(&mut args, &rho);
-        args.arg(&mut scalars);
+        args.vec(&scalars);
         // SAFETY: cg_alpha_{p}(int m, const T* partial, S rho, T* scalars), one block; scalars
         // holds four T.
         unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         let (f, name) = self.kernel::<P>("cg_update")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64)
-            .arg(&scalars)
-            .arg(&p.words)
-            .arg(&q.words)
-            .arg(&mut x.words)
-            .arg(&mut r.words)
-            .arg(&mut rr_partial);
+            .vec(&scalars)
+            .vec(p)
+            .vec(q)
+            .vec(x)
+            .vec(r)
+            .vec(&rr_partial);
         // SAFETY: cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x,
         // T* r, T* partial), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        let mut rr_slot = scalars.slice_mut(3 * per..4 * per);
-        self.final_stage_into::<P>(&rr_partial, blocks, &mut rr_slot)?;
-        let values = self.decode::<P>(&scalars, 4)?;
+        self.final_stage_into::<P>(&rr_partial, blocks, &mut scalars, 3)?;
+        let values = self.decode::<P>(&scalars)?;
         Ok((values[0].clone(), values[3].clone()))
     }
 
@@ -485,25 +619,25 @@ impl Backend for CudaBackend {
         let n = r.len;
         let n64 = n as i64;
         let (mut rv_partial, blocks) = self.partials::<P>(n)?;
-        let (mut ss_partial, _) = self.partials::<P>(n)?;
+        let (ss_partial, _) = self.partials::<P>(n)?;
         let m = blocks as i32;
         self.launch_dot_partial(r_tilde, v, &mut rv_partial, blocks)?;
         let (f, name) = self.kernel::<P>("bicg_alpha")?;
         let rho = Self::scalar(rho);
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).arg(&rv_partial);
+        args.arg(&m).vec(&rv_partial);
         push_scalar(&mut args, &rho);
-        args.arg(&mut block.words);
+        args.vec(block);
         // SAFETY: bicg_alpha_{p}(int m, const T* partial, S rho, T* block), one block.
         unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         let (f, name) = self.kernel::<P>("bicg_s")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64)
-            .arg(&block.words)
-            .arg(&v.words)
-            .arg(&r.words)
-            .arg(&mut s.words)
-            .arg(&mut ss_partial);
+            .vec(block)
+            .vec(v)
+            .vec(r)
+            .vec(s)
+            .vec(&ss_partial);
         // SAFETY: bicg_s_{p}(long long n, const T* block, const T* v, const T* r, T* s,
         // T* partial), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
@@ -525,15 +659,15 @@ impl Backend for CudaBackend {
     ) -> Result<crate::backend::BicgstabScalars<P>> {
         let n = r.len;
         let n64 = n as i64;
-        let (mut tt_partial, blocks) = self.partials::<P>(n)?;
-        let (mut ts_partial, _) = self.partials::<P>(n)?;
+        let (tt_partial, blocks) = self.partials::<P>(n)?;
+        let (ts_partial, _) = self.partials::<P>(n)?;
         let (f, name) = self.kernel::<P>("bicg_tt_ts")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64)
-            .arg(&t.words)
-            .arg(&s.words)
-            .arg(&mut tt_partial)
-            .arg(&mut ts_partial);
+            .vec(t)
+            .vec(s)
+            .vec(&tt_partial)
+            .vec(&ts_partial);
         // SAFETY: bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt,
         // T* partial_ts), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
@@ -541,7 +675,7 @@ impl Backend for CudaBackend {
         self.final_into_block::<P>(&ts_partial, blocks, block, 6)?;
         let (f, name) = self.kernel::<P>("bicg_decide")?;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&mut block.words).arg(&denominator).arg(&tol);
+        args.vec(block).arg(&denominator).arg(&tol);
         let one_thread = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (1, 1, 1),
@@ -551,24 +685,20 @@ impl Backend for CudaBackend {
         unsafe { args.launch(one_thread) }.map_err(driver_error(&name))?;
         let (f, name) = self.kernel::<P>("bicg_x")?;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n64)
-            .arg(&block.words)
-            .arg(&p_hat.words)
-            .arg(&s_hat.words)
-            .arg(&mut x.words);
+        args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
         self.launch_elementwise(args, n, &name)?;
-        let (mut rr_partial, _) = self.partials::<P>(n)?;
-        let (mut rho_partial, _) = self.partials::<P>(n)?;
+        let (rr_partial, _) = self.partials::<P>(n)?;
+        let (rho_partial, _) = self.partials::<P>(n)?;
         let (f, name) = self.kernel::<P>("bicg_r")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64)
-            .arg(&block.words)
-            .arg(&t.words)
-            .arg(&s.words)
-            .arg(&r_tilde.words)
-            .arg(&mut r.words)
-            .arg(&mut rr_partial)
-            .arg(&mut rho_partial);
+            .vec(block)
+            .vec(t)
+            .vec(s)
+            .vec(r_tilde)
+            .vec(r)
+            .vec(&rr_partial)
+            .vec(&rho_partial);
         // SAFETY: bicg_r_{p}(long long n, const T* block, const T* t, const T* s,
         // const T* r_tilde, T* r, T* partial_rr, T* partial_rho), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
@@ -586,17 +716,23 @@ impl Backend for CudaBackend {
         y: &mut CudaVector<P>,
     ) -> Result<P> {
         assert_eq!(x.len, y.len, "axpy_norm: lengths");
-        let (mut partial, blocks) = self.partials::<P>(x.len)?;
+        let (partial, blocks) = self.partials::<P>(x.len)?;
         let (f, name) = self.kernel::<P>("axpyz_norm")?;
         let alpha = Self::scalar(alpha);
         let n = x.len as i64;
         // y is both input and output: pass its address twice (the kernel reads each element
         // before the same thread writes it).
-        let (y_ptr, _sync) = y.words.device_ptr_mut(&self.stream);
+        let y_elem = match y.soa {
+            Some(t) => Elem::Td(t),
+            None => Elem::Ptr(y.words.device_ptr_mut(&self.stream).0),
+        };
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n);
         push_scalar(&mut args, &alpha);
-        args.arg(&x.words).arg(&y_ptr).arg(&y_ptr).arg(&mut partial);
+        args.vec(x);
+        push_elem(&mut args, &y_elem);
+        push_elem(&mut args, &y_elem);
+        args.vec(&partial);
         // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
         // with y == z allowed, in the dot products' launch layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
@@ -611,17 +747,14 @@ impl Backend for CudaBackend {
         z: &mut CudaVector<P>,
     ) -> Result<P> {
         assert!(x.len == y.len && y.len == z.len, "axpyz_norm: lengths");
-        let (mut partial, blocks) = self.partials::<P>(x.len)?;
+        let (partial, blocks) = self.partials::<P>(x.len)?;
         let (f, name) = self.kernel::<P>("axpyz_norm")?;
         let alpha = Self::scalar(alpha);
         let n = x.len as i64;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n);
         push_scalar(&mut args, &alpha);
-        args.arg(&x.words)
-            .arg(&y.words)
-            .arg(&mut z.words)
-            .arg(&mut partial);
+        args.vec(x).vec(y).vec(z).vec(&partial);
         // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
         // in the dot products' launch layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
@@ -643,9 +776,9 @@ impl Backend for CudaBackend {
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n);
         push_scalar(&mut args, &alpha);
-        args.arg(&p.words);
+        args.vec(p);
         push_scalar(&mut args, &omega);
-        args.arg(&s.words).arg(&mut x.words);
+        args.vec(s).vec(x);
         self.launch_elementwise(args, x.len, &name)
     }
 
@@ -662,7 +795,7 @@ impl Backend for CudaBackend {
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n);
         push_scalar(&mut args, &alpha);
-        args.arg(&x.words).arg(&mut y.words);
+        args.vec(x).vec(y);
         self.launch_elementwise(args, x.len, &name)
     }
 
@@ -672,9 +805,9 @@ impl Backend for CudaBackend {
         let n = x.len as i64;
         let (f, name) = self.kernel::<P>("xpay")?;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).arg(&x.words);
+        args.arg(&n).vec(x);
         push_scalar(&mut args, &beta);
-        args.arg(&mut y.words);
+        args.vec(y);
         self.launch_elementwise(args, x.len, &name)
     }
 
@@ -692,7 +825,7 @@ impl Backend for CudaBackend {
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n);
         push_scalar(&mut args, &alpha);
-        args.arg(&x.words).arg(&y.words).arg(&mut z.words);
+        args.vec(x).vec(y).vec(z);
         self.launch_elementwise(args, x.len, &name)
     }
 
@@ -726,8 +859,9 @@ impl Backend for CudaBackend {
         let f = self.kernels.function(&name)?;
         let n64 = x.len as i64;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n64).arg(&x.words).arg(&mut y.words);
-        // SAFETY: convert_{from}_to_{to}(long long n, const S* x, T* y) in kernels/blas1.cu.
+        args.arg(&n64).vec(x).vec(y);
+        // SAFETY: convert_{from}_to_{to}(long long n, const S* x, T* y) in kernels/blas1.cu
+        // (kernels/xprec.cu for td and qd, which take a td vector as a td_ptr).
         unsafe { args.launch(Self::elementwise(x.len)) }.map_err(driver_error(&name))?;
         Ok(())
     }
@@ -755,10 +889,10 @@ impl Backend for CudaBackend {
         let n = r.len as i64;
         let (f, name) = self.kernel::<P>("bicgstab_direction")?;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).arg(&r.words);
+        args.arg(&n).vec(r);
         push_scalar(&mut args, &beta);
         push_scalar(&mut args, &minus_omega);
-        args.arg(&v.words).arg(&mut p.words);
+        args.vec(v).vec(p);
         self.launch_elementwise(args, r.len, &name)
     }
 }
@@ -767,5 +901,6 @@ fn push_scalar<'a>(args: &mut LaunchArgs<'a>, s: &'a Scalar) {
     match s {
         Scalar::F64(v) => args.arg(v),
         Scalar::Dd(v) => args.arg(v),
+        Scalar::Qd(v) => args.arg(v),
     };
 }

@@ -1,0 +1,489 @@
+// The vector, reduction, SpMV and BiCGStab kernels of blas1.cu, spmv_csr.cu and bicgstab.cu for
+// the precisions td and qd, written once as templates over an "Ops" type and instantiated with
+// the suffixes _td and _qd. Each template is the dd kernel of the same name with dd_* replaced by
+// the Ops routine, in the same order, so the CPU backend's generic code (src/backend/cpu) gives
+// the same bits. Signatures are those of the f64/dd kernels with
+//   td: T* = td_ptr (n doubles hi, n ints lo; by value), S = double2 (the Dd value, exact)
+//   qd: T* = double* (4 doubles per element), S = qd_elem (Rust's #[repr(C)] Qd)
+
+struct TdOps {
+    typedef dd_t V;
+    typedef td_ptr Vec;
+    typedef double2 S;
+    enum { W = 2 };
+    static __device__ __forceinline__ V load(Vec v, long long i) { return td_load(v, i); }
+    static __device__ __forceinline__ void store(Vec v, long long i, V a) { td_store(v, i, a); }
+    static __device__ __forceinline__ Vec at(Vec v, long long i) {
+        Vec r = {v.hi + i, v.lo + i};
+        return r;
+    }
+    static __device__ __forceinline__ V of(S s) { return dd_of(s); }
+    static __device__ __forceinline__ V zero() { return dd_from_f64(0.0); }
+    static __device__ __forceinline__ V from_f64(double x) { return dd_from_f64(x); }
+    static __device__ __forceinline__ V add(V a, V b) { return td_round(dd_add(a, b)); }
+    static __device__ __forceinline__ V sub(V a, V b) { return td_round(dd_sub(a, b)); }
+    static __device__ __forceinline__ V mul(V a, V b) { return td_round(dd_mul(a, b)); }
+    static __device__ __forceinline__ V div(V a, V b) { return td_round(dd_div(a, b)); }
+    static __device__ __forceinline__ V sqrt(V a) { return td_round(dd_sqrt(a)); }
+    static __device__ __forceinline__ V neg(V a) { return dd_neg(a); }
+    static __device__ __forceinline__ V add_mul_f64(V s, double a, V x) {
+        return td_round(dd_add(s, dd_mul_f64(x, a)));
+    }
+    static __device__ __forceinline__ double to_f64(V a) { return dd_to_f64(a); }
+    static __device__ __forceinline__ bool is_finite(V a) { return isfinite(a.hi) && isfinite(a.lo); }
+    static __device__ __forceinline__ bool nonzero(V a) { return a.hi != 0.0 || a.lo != 0.0; }
+    static __device__ __forceinline__ bool flag(V a) { return a.hi != 0.0; }
+    static __device__ __forceinline__ void put(double* sh, int t, V a) {
+        sh[t] = a.hi;
+        sh[DOT_THREADS + t] = a.lo;
+    }
+    static __device__ __forceinline__ V get(const double* sh, int t) {
+        dd_t r = {sh[t], sh[DOT_THREADS + t]};
+        return r;
+    }
+    static __device__ __forceinline__ V shfl_down(V a, int off, int width) {
+        dd_t r = {__shfl_down_sync(0xffffffffu, a.hi, off, width),
+                  __shfl_down_sync(0xffffffffu, a.lo, off, width)};
+        return r;
+    }
+};
+
+struct QdOps {
+    typedef qd_t V;
+    typedef double* Vec;
+    typedef qd_elem S;
+    enum { W = 4 };
+    static __device__ __forceinline__ V load(Vec v, long long i) { return qd_load(v, i); }
+    static __device__ __forceinline__ void store(Vec v, long long i, V a) { qd_store(v, i, a); }
+    static __device__ __forceinline__ Vec at(Vec v, long long i) { return v + 4 * i; }
+    static __device__ __forceinline__ V of(S s) { return qd_of(s); }
+    static __device__ __forceinline__ V zero() { return qd_from_f64(0.0); }
+    static __device__ __forceinline__ V from_f64(double x) { return qd_from_f64(x); }
+    static __device__ __forceinline__ V add(V a, V b) { return qd_add(a, b); }
+    static __device__ __forceinline__ V sub(V a, V b) { return qd_sub(a, b); }
+    static __device__ __forceinline__ V mul(V a, V b) { return qd_mul(a, b); }
+    static __device__ __forceinline__ V div(V a, V b) { return qd_div(a, b); }
+    static __device__ __forceinline__ V sqrt(V a) { return qd_sqrt(a); }
+    static __device__ __forceinline__ V neg(V a) { return qd_neg(a); }
+    static __device__ __forceinline__ V add_mul_f64(V s, double a, V x) {
+        return qd_add(s, qd_mul_f64(x, a));
+    }
+    static __device__ __forceinline__ double to_f64(V a) { return a.x0; }
+    static __device__ __forceinline__ bool is_finite(V a) { return qd_is_finite(a); }
+    static __device__ __forceinline__ bool nonzero(V a) { return qd_nonzero(a); }
+    static __device__ __forceinline__ bool flag(V a) { return a.x0 != 0.0; }
+    static __device__ __forceinline__ void put(double* sh, int t, V a) {
+        sh[t] = a.x0;
+        sh[DOT_THREADS + t] = a.x1;
+        sh[2 * DOT_THREADS + t] = a.x2;
+        sh[3 * DOT_THREADS + t] = a.x3;
+    }
+    static __device__ __forceinline__ V get(const double* sh, int t) {
+        return qd_make(sh[t], sh[DOT_THREADS + t], sh[2 * DOT_THREADS + t], sh[3 * DOT_THREADS + t]);
+    }
+    static __device__ __forceinline__ V shfl_down(V a, int off, int width) {
+        return qd_make(__shfl_down_sync(0xffffffffu, a.x0, off, width),
+                       __shfl_down_sync(0xffffffffu, a.x1, off, width),
+                       __shfl_down_sync(0xffffffffu, a.x2, off, width),
+                       __shfl_down_sync(0xffffffffu, a.x3, off, width));
+    }
+};
+
+// The halving tree of common/reduce.cuh: shared memory down to a warp, then shuffles.
+template <class O>
+__device__ __forceinline__ typename O::V tree_reduce_x(typename O::V s, double* shared) {
+    const int t = threadIdx.x;
+    O::put(shared, t, s);
+    __syncthreads();
+    for (int off = DOT_THREADS / 2; off >= 32; off >>= 1) {
+        if (t < off) O::put(shared, t, O::add(O::get(shared, t), O::get(shared, t + off)));
+        __syncthreads();
+    }
+    if (t < 32) {
+        s = O::get(shared, t);
+        for (int off = 16; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, 32));
+    }
+    return s;  // valid in thread 0
+}
+
+#define X_SHARED(O) __shared__ double shared[O::W * DOT_THREADS]
+#define X_BASE const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x
+#define X_FOR_CHUNK                                   \
+    for (int j = 0; j < DOT_PER_THREAD; j++) {        \
+        const long long i = base + (long long)j * DOT_THREADS; \
+        if (i < n)
+
+template <class O>
+__device__ __forceinline__ void dot_partial_x(long long n, typename O::Vec x, typename O::Vec y,
+                                              typename O::Vec partial) {
+    X_SHARED(O);
+    X_BASE;
+    typename O::V s = O::zero();
+    X_FOR_CHUNK s = O::add(s, O::mul(O::load(x, i), O::load(y, i)));
+    }
+    s = tree_reduce_x<O>(s, shared);
+    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+}
+
+// The final stage's sum over m partials (strided lane sums, then the tree).
+template <class O>
+__device__ __forceinline__ typename O::V sum_partials_x(int m, typename O::Vec partial,
+                                                        double* shared) {
+    typename O::V s = O::zero();
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = O::add(s, O::load(partial, i));
+    return tree_reduce_x<O>(s, shared);
+}
+
+template <class O>
+__device__ __forceinline__ void dot_final_x(int m, typename O::Vec partial, typename O::Vec out) {
+    X_SHARED(O);
+    const typename O::V s = sum_partials_x<O>(m, partial, shared);
+    if (threadIdx.x == 0) O::store(out, 0, s);
+}
+
+template <class O>
+__device__ __forceinline__ void axpy_x(long long n, typename O::S alpha, typename O::Vec x,
+                                       typename O::Vec y) {
+    ELEMENT_INDEX
+    O::store(y, i, O::add(O::mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
+}
+
+template <class O>
+__device__ __forceinline__ void xpay_x(long long n, typename O::Vec x, typename O::S beta,
+                                       typename O::Vec y) {
+    ELEMENT_INDEX
+    O::store(y, i, O::add(O::load(x, i), O::mul(O::of(beta), O::load(y, i))));
+}
+
+template <class O>
+__device__ __forceinline__ void axpyz_x(long long n, typename O::S alpha, typename O::Vec x,
+                                        typename O::Vec y, typename O::Vec z) {
+    ELEMENT_INDEX
+    O::store(z, i, O::add(O::mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
+}
+
+template <class O>
+__device__ __forceinline__ void bicgstab_direction_x(long long n, typename O::Vec r,
+                                                     typename O::S beta,
+                                                     typename O::S minus_omega,
+                                                     typename O::Vec v, typename O::Vec p) {
+    ELEMENT_INDEX
+    const typename O::V t = O::add(O::mul(O::of(minus_omega), O::load(v, i)), O::load(p, i));
+    O::store(p, i, O::add(O::load(r, i), O::mul(O::of(beta), t)));
+}
+
+template <class O>
+__device__ __forceinline__ void axpyz_norm_x(long long n, typename O::S alpha, typename O::Vec x,
+                                             typename O::Vec y, typename O::Vec z,
+                                             typename O::Vec partial) {
+    X_SHARED(O);
+    X_BASE;
+    const typename O::V a = O::of(alpha);
+    typename O::V s = O::zero();
+    X_FOR_CHUNK {
+        const typename O::V v = O::add(O::mul(a, O::load(x, i)), O::load(y, i));
+        O::store(z, i, v);
+        s = O::add(s, O::mul(v, v));
+    }
+    }
+    s = tree_reduce_x<O>(s, shared);
+    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+}
+
+template <class O>
+__device__ __forceinline__ void x_update_x(long long n, typename O::S alpha, typename O::Vec p,
+                                           typename O::S omega, typename O::Vec s,
+                                           typename O::Vec x) {
+    ELEMENT_INDEX
+    const typename O::V t = O::add(O::mul(O::of(alpha), O::load(p, i)), O::load(x, i));
+    O::store(x, i, O::add(O::mul(O::of(omega), O::load(s, i)), t));
+}
+
+template <class O>
+__device__ __forceinline__ void cg_alpha_x(int m, typename O::Vec partial, typename O::S rho,
+                                           typename O::Vec scalars) {
+    X_SHARED(O);
+    const typename O::V s = sum_partials_x<O>(m, partial, shared);
+    if (threadIdx.x == 0) {
+        const bool ok = O::is_finite(s) && O::to_f64(s) > 0.0;
+        O::store(scalars, 0, s);
+        O::store(scalars, 1, ok ? O::div(O::of(rho), s) : O::zero());
+        O::store(scalars, 2, O::from_f64(ok ? 1.0 : 0.0));
+    }
+}
+
+template <class O>
+__device__ __forceinline__ void cg_update_x(long long n, typename O::Vec scalars,
+                                            typename O::Vec p, typename O::Vec q,
+                                            typename O::Vec x, typename O::Vec r,
+                                            typename O::Vec partial) {
+    X_SHARED(O);
+    if (!O::flag(O::load(scalars, 2))) return;  // rejected step (same for every thread)
+    const typename O::V alpha = O::load(scalars, 1);
+    const typename O::V minus_alpha = O::neg(alpha);
+    X_BASE;
+    typename O::V s = O::zero();
+    X_FOR_CHUNK {
+        O::store(x, i, O::add(O::mul(alpha, O::load(p, i)), O::load(x, i)));
+        const typename O::V v = O::add(O::mul(minus_alpha, O::load(q, i)), O::load(r, i));
+        O::store(r, i, v);
+        s = O::add(s, O::mul(v, v));
+    }
+    }
+    s = tree_reduce_x<O>(s, shared);
+    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+}
+
+template <class O>
+__device__ __forceinline__ void bicg_alpha_x(int m, typename O::Vec partial, typename O::S rho,
+                                             typename O::Vec block) {
+    X_SHARED(O);
+    const typename O::V s = sum_partials_x<O>(m, partial, shared);
+    if (threadIdx.x == 0) {
+        const bool ok = O::is_finite(s) && O::nonzero(s);
+        O::store(block, 0, s);
+        O::store(block, 1, ok ? O::div(O::of(rho), s) : O::zero());
+        O::store(block, 2, O::from_f64(ok ? 1.0 : 0.0));
+    }
+}
+
+template <class O>
+__device__ __forceinline__ void bicg_s_x(long long n, typename O::Vec block, typename O::Vec v,
+                                         typename O::Vec r, typename O::Vec s_out,
+                                         typename O::Vec partial) {
+    X_SHARED(O);
+    if (!O::flag(O::load(block, 2))) return;
+    const typename O::V minus_alpha = O::neg(O::load(block, 1));
+    X_BASE;
+    typename O::V s = O::zero();
+    X_FOR_CHUNK {
+        const typename O::V z = O::add(O::mul(minus_alpha, O::load(v, i)), O::load(r, i));
+        O::store(s_out, i, z);
+        s = O::add(s, O::mul(z, z));
+    }
+    }
+    s = tree_reduce_x<O>(s, shared);
+    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+}
+
+template <class O>
+__device__ __forceinline__ void bicg_tt_ts_x(long long n, typename O::Vec t, typename O::Vec s_in,
+                                             typename O::Vec partial_tt,
+                                             typename O::Vec partial_ts) {
+    X_SHARED(O);
+    X_BASE;
+    typename O::V s = O::zero();
+    typename O::V u = O::zero();
+    X_FOR_CHUNK {
+        const typename O::V ti = O::load(t, i);
+        s = O::add(s, O::mul(ti, ti));
+        u = O::add(u, O::mul(ti, O::load(s_in, i)));
+    }
+    }
+    s = tree_reduce_x<O>(s, shared);
+    if (threadIdx.x == 0) O::store(partial_tt, blockIdx.x, s);
+    __syncthreads();
+    u = tree_reduce_x<O>(u, shared);
+    if (threadIdx.x == 0) O::store(partial_ts, blockIdx.x, u);
+}
+
+template <class O>
+__device__ __forceinline__ void bicg_decide_x(typename O::Vec block, double denominator,
+                                              double tol) {
+    if (threadIdx.x != 0 || blockIdx.x != 0 || !O::flag(O::load(block, 2))) return;
+    // As the host's tracker: ||s|| = sqrt(<s, s>), rounded to double, over the denominator.
+    const bool half = __ddiv_rn(O::to_f64(O::sqrt(O::load(block, 3))), denominator) <= tol;
+    const typename O::V omega = O::div(O::load(block, 6), O::load(block, 5));
+    O::store(block, 4, O::from_f64(half ? 1.0 : 0.0));
+    O::store(block, 7, omega);
+    O::store(block, 8, O::from_f64(O::is_finite(omega) ? 1.0 : 0.0));
+}
+
+template <class O>
+__device__ __forceinline__ void bicg_x_x(long long n, typename O::Vec block,
+                                         typename O::Vec p_hat, typename O::Vec s_hat,
+                                         typename O::Vec x) {
+    ELEMENT_INDEX
+    if (!O::flag(O::load(block, 2))) return;
+    const typename O::V t = O::add(O::mul(O::load(block, 1), O::load(p_hat, i)), O::load(x, i));
+    if (O::flag(O::load(block, 4))) {
+        O::store(x, i, t);
+    } else if (O::flag(O::load(block, 8))) {
+        O::store(x, i, O::add(O::mul(O::load(block, 7), O::load(s_hat, i)), t));
+    }
+}
+
+template <class O>
+__device__ __forceinline__ void bicg_r_x(long long n, typename O::Vec block, typename O::Vec t,
+                                         typename O::Vec s_in, typename O::Vec r_tilde,
+                                         typename O::Vec r, typename O::Vec partial_rr,
+                                         typename O::Vec partial_rho) {
+    X_SHARED(O);
+    if (!O::flag(O::load(block, 2)) || O::flag(O::load(block, 4)) || !O::flag(O::load(block, 8)))
+        return;
+    const typename O::V minus_omega = O::neg(O::load(block, 7));
+    X_BASE;
+    typename O::V s = O::zero();
+    typename O::V u = O::zero();
+    X_FOR_CHUNK {
+        const typename O::V z = O::add(O::mul(minus_omega, O::load(t, i)), O::load(s_in, i));
+        O::store(r, i, z);
+        s = O::add(s, O::mul(z, z));
+        u = O::add(u, O::mul(O::load(r_tilde, i), z));
+    }
+    }
+    s = tree_reduce_x<O>(s, shared);
+    if (threadIdx.x == 0) O::store(partial_rr, blockIdx.x, s);
+    __syncthreads();
+    u = tree_reduce_x<O>(u, shared);
+    if (threadIdx.x == 0) O::store(partial_rho, blockIdx.x, u);
+}
+
+// CSR-vector SpMV (spmv_csr.cu), lane sums by Precision::add_mul_f64, then the shuffle tree.
+template <class O, int NT>
+__device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_ptr,
+                                       const int* __restrict__ col_idx,
+                                       const double* __restrict__ val, typename O::Vec x,
+                                       typename O::Vec y, const double* __restrict__ b,
+                                       int has_b) {
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long row = tid / NT;
+    const int lane = threadIdx.x % NT;
+    typename O::V s = O::zero();
+    if (row < nrows) {
+        const int end = row_ptr[row + 1];
+        for (int k = row_ptr[row] + lane; k < end; k += NT) {
+            s = O::add_mul_f64(s, val[k], O::load(x, col_idx[k]));
+        }
+    }
+    for (int off = NT / 2; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, NT));
+    if (row < nrows && lane == 0) {
+        O::store(y, row, has_b ? O::sub(O::from_f64(b[row]), s) : s);
+    }
+}
+
+#define X_SPMV(P, O, NT)                                                                       \
+    extern "C" __global__ void spmv_##P##_nt##NT(int nrows, const int* row_ptr,                \
+                                                 const int* col_idx, const double* val,        \
+                                                 O::Vec x, O::Vec y, const double* b,          \
+                                                 int has_b) {                                  \
+        spmv_x<O, NT>(nrows, row_ptr, col_idx, val, x, y, b, has_b);                           \
+    }
+
+#define X_KERNELS(P, O)                                                                        \
+    extern "C" __global__ void dot_##P##_partial(long long n, O::Vec x, O::Vec y,             \
+                                                 O::Vec partial) {                             \
+        dot_partial_x<O>(n, x, y, partial);                                                    \
+    }                                                                                          \
+    extern "C" __global__ void dot_##P##_final(int m, O::Vec partial, O::Vec out) {           \
+        dot_final_x<O>(m, partial, out);                                                       \
+    }                                                                                          \
+    extern "C" __global__ void axpy_##P(long long n, O::S alpha, O::Vec x, O::Vec y) {        \
+        axpy_x<O>(n, alpha, x, y);                                                             \
+    }                                                                                          \
+    extern "C" __global__ void xpay_##P(long long n, O::Vec x, O::S beta, O::Vec y) {         \
+        xpay_x<O>(n, x, beta, y);                                                              \
+    }                                                                                          \
+    extern "C" __global__ void axpyz_##P(long long n, O::S alpha, O::Vec x, O::Vec y,         \
+                                         O::Vec z) {                                           \
+        axpyz_x<O>(n, alpha, x, y, z);                                                         \
+    }                                                                                          \
+    extern "C" __global__ void bicgstab_direction_##P(long long n, O::Vec r, O::S beta,       \
+                                                      O::S minus_omega, O::Vec v, O::Vec p) {  \
+        bicgstab_direction_x<O>(n, r, beta, minus_omega, v, p);                                \
+    }                                                                                          \
+    extern "C" __global__ void axpyz_norm_##P(long long n, O::S alpha, O::Vec x, O::Vec y,    \
+                                              O::Vec z, O::Vec partial) {                      \
+        axpyz_norm_x<O>(n, alpha, x, y, z, partial);                                           \
+    }                                                                                          \
+    extern "C" __global__ void x_update_##P(long long n, O::S alpha, O::Vec p, O::S omega,    \
+                                            O::Vec s, O::Vec x) {                              \
+        x_update_x<O>(n, alpha, p, omega, s, x);                                               \
+    }                                                                                          \
+    extern "C" __global__ void cg_alpha_##P(int m, O::Vec partial, O::S rho, O::Vec scalars) {\
+        cg_alpha_x<O>(m, partial, rho, scalars);                                               \
+    }                                                                                          \
+    extern "C" __global__ void cg_update_##P(long long n, O::Vec scalars, O::Vec p, O::Vec q, \
+                                             O::Vec x, O::Vec r, O::Vec partial) {             \
+        cg_update_x<O>(n, scalars, p, q, x, r, partial);                                       \
+    }                                                                                          \
+    extern "C" __global__ void bicg_alpha_##P(int m, O::Vec partial, O::S rho, O::Vec block) {\
+        bicg_alpha_x<O>(m, partial, rho, block);                                               \
+    }                                                                                          \
+    extern "C" __global__ void bicg_s_##P(long long n, O::Vec block, O::Vec v, O::Vec r,      \
+                                          O::Vec s_out, O::Vec partial) {                      \
+        bicg_s_x<O>(n, block, v, r, s_out, partial);                                           \
+    }                                                                                          \
+    extern "C" __global__ void bicg_tt_ts_##P(long long n, O::Vec t, O::Vec s_in,             \
+                                              O::Vec partial_tt, O::Vec partial_ts) {          \
+        bicg_tt_ts_x<O>(n, t, s_in, partial_tt, partial_ts);                                   \
+    }                                                                                          \
+    extern "C" __global__ void bicg_decide_##P(O::Vec block, double denominator, double tol) {\
+        bicg_decide_x<O>(block, denominator, tol);                                             \
+    }                                                                                          \
+    extern "C" __global__ void bicg_x_##P(long long n, O::Vec block, O::Vec p_hat,            \
+                                          O::Vec s_hat, O::Vec x) {                            \
+        bicg_x_x<O>(n, block, p_hat, s_hat, x);                                                \
+    }                                                                                          \
+    extern "C" __global__ void bicg_r_##P(long long n, O::Vec block, O::Vec t, O::Vec s_in,   \
+                                          O::Vec r_tilde, O::Vec r, O::Vec partial_rr,         \
+                                          O::Vec partial_rho) {                                \
+        bicg_r_x<O>(n, block, t, s_in, r_tilde, r, partial_rr, partial_rho);                   \
+    }                                                                                          \
+    X_SPMV(P, O, 1)                                                                            \
+    X_SPMV(P, O, 2)                                                                            \
+    X_SPMV(P, O, 4)                                                                            \
+    X_SPMV(P, O, 8)                                                                            \
+    X_SPMV(P, O, 16)                                                                           \
+    X_SPMV(P, O, 32)
+
+X_KERNELS(td, TdOps)
+X_KERNELS(qd, QdOps)
+
+// Conversions through double-double, as Backend::convert: Q::from_dd(P::to_dd(x)).
+// f64::from_dd is the high word, Qd::to_dd keeps (x0, x1), Td::from_dd is td_pack.
+extern "C" __global__ void convert_f64_to_td(long long n, const double* x, td_ptr y) {
+    ELEMENT_INDEX
+    td_store(y, i, dd_from_f64(x[i]));
+}
+extern "C" __global__ void convert_td_to_f64(long long n, td_ptr x, double* y) {
+    ELEMENT_INDEX
+    y[i] = x.hi[i];
+}
+extern "C" __global__ void convert_dd_to_td(long long n, const double2* x, td_ptr y) {
+    ELEMENT_INDEX
+    td_store(y, i, dd_load(x, i));
+}
+extern "C" __global__ void convert_td_to_dd(long long n, td_ptr x, double2* y) {
+    ELEMENT_INDEX
+    dd_store(y, i, td_load(x, i));
+}
+extern "C" __global__ void convert_f64_to_qd(long long n, const double* x, double* y) {
+    ELEMENT_INDEX
+    qd_store(y, i, qd_from_f64(x[i]));
+}
+extern "C" __global__ void convert_qd_to_f64(long long n, const double* x, double* y) {
+    ELEMENT_INDEX
+    y[i] = x[4 * i];
+}
+extern "C" __global__ void convert_dd_to_qd(long long n, const double2* x, double* y) {
+    ELEMENT_INDEX
+    const dd_t v = dd_load(x, i);
+    qd_store(y, i, qd_make(v.hi, v.lo, 0.0, 0.0));
+}
+extern "C" __global__ void convert_qd_to_dd(long long n, const double* x, double2* y) {
+    ELEMENT_INDEX
+    const qd_t v = qd_load(x, i);
+    y[i] = make_double2(v.x0, v.x1);
+}
+extern "C" __global__ void convert_td_to_qd(long long n, td_ptr x, double* y) {
+    ELEMENT_INDEX
+    const dd_t v = td_load(x, i);
+    qd_store(y, i, qd_make(v.hi, v.lo, 0.0, 0.0));
+}
+extern "C" __global__ void convert_qd_to_td(long long n, const double* x, td_ptr y) {
+    ELEMENT_INDEX
+    const qd_t v = qd_load(x, i);
+    dd_t d = {v.x0, v.x1};
+    td_store(y, i, d);
+}
