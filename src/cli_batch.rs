@@ -29,8 +29,9 @@ pub struct BatchArgs {
     /// index.html. A study already there is resumed: recorded runs are skipped.
     #[arg(long, default_value = "study")]
     out: PathBuf,
-    /// Working precisions, comma separated (default: solver.toml's precision; both = f64,dd).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Working precisions, comma separated: f64, dd, qd, mp:<bits> (default: solver.toml's
+    /// precision; both = f64,dd).
+    #[arg(long, value_delimiter = ',')]
     precision: Vec<WorkingPrecision>,
     /// Tolerances on the stopping test, comma separated (default: solver.toml's tol).
     #[arg(long, value_delimiter = ',')]

@@ -11,6 +11,8 @@ pub mod solver;
 pub mod sparse;
 
 pub use error::{Error, Result};
+#[cfg(feature = "mpfr")]
+pub use precision::Mp;
 pub use precision::{Dd, Precision, Qd};
 pub use sparse::{CsrMatrix, Symmetry, load_matrix};
 

@@ -543,3 +543,152 @@ fn four_precisions_side_by_side_on_the_cpu() {
         .collect();
     assert_eq!(iterations, [3608, 3101, 2629, 1660], "{stdout}");
 }
+
+/// `mp:<bits>` needs the `mpfr` feature: without it, a clear usage error naming the feature and
+/// how to build it, before anything is loaded (no report).
+#[cfg(not(feature = "mpfr"))]
+#[test]
+fn mp_without_the_mpfr_feature_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for list in ["mp:256", "f64,dd,mp:256"] {
+        let out = solver(
+            &[
+                "solve",
+                "poisson2d:8",
+                "--precision",
+                list,
+                "--backend",
+                "cpu",
+            ],
+            dir.path(),
+        );
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_USAGE), "{list}: {stderr}");
+        assert!(stdout.is_empty(), "{list}: {stdout}");
+        assert!(
+            stderr.contains("built without the `mpfr` feature")
+                && stderr.contains("cargo build --release --features mpfr"),
+            "{list}: {stderr}"
+        );
+    }
+}
+
+/// Malformed `mp` precisions are usage errors in every build.
+#[test]
+fn mp_needs_a_valid_number_of_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["mp", "mp:x", "mp:0", "mp:52", "f64,mp:"] {
+        let out = solver(&["solve", "poisson2d:4", "--precision", bad], dir.path());
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_USAGE), "{bad}: {stderr}");
+        assert!(stderr.contains("mp:<bits>"), "{bad}: {stderr}");
+    }
+}
+
+/// `mp:256` beside f64 and dd on the CPU: its own column named `mp:256`, ratios against f64;
+/// on `--backend cuda` refused before any work, with `auto` run on the CPU.
+#[cfg(feature = "mpfr")]
+#[test]
+fn mp_runs_on_the_cpu_beside_f64_and_dd() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "solve",
+        "poisson2d:12",
+        "--precision",
+        "f64,dd,mp:256",
+        "--backend",
+        "cpu",
+        "--tol",
+        "1e-10",
+        "--format",
+        "json",
+    ];
+    let out = solver(&args, dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let order: Vec<_> = runs
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["f64", "dd", "mp:256"]);
+    for run in runs {
+        assert_eq!(run["converged"], true, "{run}");
+        assert_eq!(run["backend"], "cpu", "{run}");
+    }
+    assert_eq!(runs[1]["iterations"], runs[2]["iterations"]);
+    assert_eq!(json["ratios"][1]["precision"], "mp:256");
+    assert_eq!(json["ratios"][1]["against"], "f64");
+
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:12",
+            "--precision",
+            "f64,mp:256",
+            "--backend",
+            "cuda",
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(EXIT_OK));
+    assert!(stdout.is_empty(), "no report expected:\n{stdout}");
+    assert!(
+        stderr.contains("mp:256 runs on the CPU only") && stderr.contains("--backend cpu"),
+        "{stderr}"
+    );
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:8",
+            "--precision",
+            "mp:128",
+            "--backend",
+            "auto",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["runs"][0]["backend"], "cpu");
+    assert_eq!(json["runs"][0]["precision"], "mp:128");
+}
+
+/// A study with `mp:128` records it under that name and resumes: the second run finds the
+/// record (the key round-trips) and runs nothing.
+#[cfg(feature = "mpfr")]
+#[test]
+fn batch_records_mp_runs_and_resumes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("study");
+    let study = study.to_str().unwrap();
+    let args = [
+        "batch",
+        "poisson2d:8",
+        "--precision",
+        "dd,mp:128",
+        "--backend",
+        "cpu",
+        "--out",
+        study,
+        "-q",
+    ];
+    let out = solver(&args, dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let runs = std::fs::read_to_string(dir.path().join("study/runs.jsonl")).unwrap();
+    let precisions: Vec<String> = runs
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            r["key"]["precision"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(precisions, ["dd", "mp:128"]);
+    let out = solver(&args, dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    let again = std::fs::read_to_string(dir.path().join("study/runs.jsonl")).unwrap();
+    assert_eq!(again, runs, "the resumed study ran something again");
+}

@@ -26,7 +26,7 @@ pub use summary::{Category, ConditionSummary, MatrixRow, Ratios, Summary};
 
 use crate::error::{Error, Result};
 use crate::precond::Preconditioning;
-use crate::solver::dispatch::{BackendChoice, Problem, Recipe, solve};
+use crate::solver::dispatch::{BackendChoice, Problem, Recipe, cpu_only_error, solve};
 use crate::solver::{Monitor, Params};
 use crate::sparse::CsrMatrix;
 use std::collections::HashMap;
@@ -56,18 +56,16 @@ impl StudySpec {
                 "a study needs at least one input".into(),
             ));
         }
-        // A precision the GPU lacks (qd) with --backend cuda: refused before any run. With auto,
-        // each such run falls back to the CPU (`dispatch::solve`); its record says so.
+        // A precision this build lacks (mp without the `mpfr` feature): refused before any run.
+        if let Some(why) = self.grid.precisions.iter().find_map(|p| p.unavailable()) {
+            return Err(Error::Config(why));
+        }
+        // A precision the GPU lacks (qd, mp) with --backend cuda: refused before any run. With
+        // auto, each such run falls back to the CPU (`dispatch::solve`); its record says so.
         if self.backend == BackendChoice::Cuda
-            && let Some(p) = self.grid.precisions.iter().find(|p| !p.runs_on_gpu())
+            && let Some(&p) = self.grid.precisions.iter().find(|p| !p.runs_on_gpu())
         {
-            return Err(Error::Backend {
-                backend: "cuda",
-                message: format!(
-                    "{} runs on the CPU only for now (issue #6): use --backend cpu",
-                    p.name()
-                ),
-            });
+            return Err(cpu_only_error(p));
         }
         Ok(())
     }

@@ -4,7 +4,8 @@
 //!
 //! Limitation: the categories, flags and ratios compare f64 and dd only. A study that also runs
 //! qd keeps those runs in [`MatrixRow::qd`] and in the per-run records ([`Summary::runs`], the
-//! runs CSV), but no category or ratio involves them yet.
+//! runs CSV), but no category or ratio involves them yet; `mp:<bits>` runs are in the per-run
+//! records only.
 
 use super::grid::Condition;
 use super::store::RunRecord;
@@ -82,6 +83,7 @@ impl MatrixRow {
             WorkingPrecision::Dd => self.dd.as_ref(),
             WorkingPrecision::Qd => self.qd.as_ref(),
             WorkingPrecision::Td => self.td.as_ref(),
+            WorkingPrecision::Mp(_) => None,
         }
     }
 
@@ -161,6 +163,8 @@ impl Summary {
                 WorkingPrecision::Dd => row.dd = Some(r.clone()),
                 WorkingPrecision::Qd => row.qd = Some(r.clone()),
                 WorkingPrecision::Td => row.td = Some(r.clone()),
+                // In the per-run records only (a study may hold several `mp:<bits>`).
+                WorkingPrecision::Mp(_) => {}
             }
         }
         let mut conditions: Vec<ConditionSummary> = conditions

@@ -7,6 +7,7 @@
 mod dd;
 mod dd_fmt;
 mod f64_impl;
+pub mod mp;
 mod qd;
 pub mod td;
 mod td_impl;
@@ -14,6 +15,8 @@ mod td_impl;
 pub use dd::{
     Dd, ParseDdError, fma_available, quick_two_sum, set_fma_fallback_for_tests, two_prod, two_sum,
 };
+#[cfg(feature = "mpfr")]
+pub use mp::Mp;
 pub use qd::Qd;
 pub use td_impl::Td;
 

@@ -31,9 +31,10 @@ impl Method {
     }
 }
 
-/// One working precision of a solve.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+/// One working precision of a solve. Written (command line, reports, study records) as its
+/// [`name`](WorkingPrecision::name): `f64`, `dd`, `qd`, `mp:256`; serde uses the same strings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum WorkingPrecision {
     F64,
     Dd,
@@ -42,6 +43,9 @@ pub enum WorkingPrecision {
     /// Triple precision: D+I storage (12 bytes), double-double arithmetic rounded to D+I
     /// (see `precision::Td`).
     Td,
+    /// MPFR with this many bits (`mp:<bits>`, `crate::precision::mp`): CPU only, and only in a
+    /// build with the `mpfr` feature ([`WorkingPrecision::unavailable`] says why not).
+    Mp(u32),
 }
 
 impl WorkingPrecision {
@@ -59,26 +63,60 @@ impl WorkingPrecision {
             WorkingPrecision::Dd => Dd::NAME,
             WorkingPrecision::Qd => Qd::NAME,
             WorkingPrecision::Td => Td::NAME,
+            WorkingPrecision::Mp(bits) => mp_name(bits),
         }
     }
 
-    /// Whether the CUDA backend has kernels for this precision (f64, dd, td and qd all do).
+    /// Whether the CUDA backend has kernels for this precision: f64, dd, td and qd do; `mp`
+    /// never will (MPFR runs on the CPU).
     pub fn runs_on_gpu(self) -> bool {
+        !matches!(self, WorkingPrecision::Mp(_))
+    }
+
+    /// Why this build cannot run the precision at all (`mp` without the `mpfr` feature), or
+    /// `None`. Checked when a precision list is parsed and again before any solve.
+    pub fn unavailable(self) -> Option<String> {
         match self {
-            WorkingPrecision::F64
-            | WorkingPrecision::Dd
-            | WorkingPrecision::Qd
-            | WorkingPrecision::Td => true,
+            WorkingPrecision::Mp(_) if !cfg!(feature = "mpfr") => Some(format!(
+                "{} needs MPFR, and this binary was built without the `mpfr` feature: rebuild \
+                 with `cargo build --release --features mpfr` (building GMP/MPFR needs m4 and a \
+                 C compiler)",
+                self.name()
+            )),
+            _ => None,
         }
     }
 }
 
-/// The error for a CPU-only precision on the CUDA backend (none is, today; kept for
-/// precisions without kernels).
-fn cpu_only_error(p: WorkingPrecision) -> Error {
+/// `mp:<bits>` as a `&'static str`, like the other names: each distinct precision's name is
+/// allocated once and kept for the life of the process (a few bytes per distinct `bits`).
+fn mp_name(bits: u32) -> &'static str {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, PoisonError};
+    static NAMES: Mutex<BTreeMap<u32, &'static str>> = Mutex::new(BTreeMap::new());
+    let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+    names
+        .entry(bits)
+        .or_insert_with(|| Box::leak(crate::precision::mp::name(bits).into_boxed_str()))
+}
+
+/// The error for a CPU-only precision on the CUDA backend.
+pub fn cpu_only_error(p: WorkingPrecision) -> Error {
+    let why = match p {
+        WorkingPrecision::Mp(_) => "runs on the CPU only (MPFR)",
+        _ => "has no CUDA kernels",
+    };
     Error::Backend {
         backend: "cuda",
-        message: format!("{} has no CUDA kernels: use --backend cpu", p.name()),
+        message: format!("{} {why}: use --backend cpu", p.name()),
+    }
+}
+
+/// The error for a precision this build cannot run ([`WorkingPrecision::unavailable`]).
+fn check_available(precisions: &[WorkingPrecision]) -> Result<()> {
+    match precisions.iter().find_map(|p| p.unavailable()) {
+        Some(message) => Err(Error::Config(message)),
+        None => Ok(()),
     }
 }
 
@@ -86,22 +124,39 @@ impl std::str::FromStr for WorkingPrecision {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let s = s.trim();
+        if let Some(bits) = crate::precision::mp::parse_bits(s)? {
+            return Ok(WorkingPrecision::Mp(bits));
+        }
         WorkingPrecision::ALL
             .into_iter()
             .find(|p| p.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
                 let known: Vec<_> = WorkingPrecision::ALL.iter().map(|p| p.name()).collect();
                 format!(
-                    "unknown precision `{s}` (known: {}, both)",
+                    "unknown precision `{s}` (known: {}, mp:<bits>, both)",
                     known.join(", ")
                 )
             })
     }
 }
 
+impl TryFrom<String> for WorkingPrecision {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<WorkingPrecision> for String {
+    fn from(p: WorkingPrecision) -> String {
+        p.name().to_string()
+    }
+}
+
 /// The `--precision` choice: the precisions to run, side by side in this order, ratios against
-/// the first. Written `f64,dd` or `f64,td,dd,qd` (any list of f64, td, dd, qd without repeats), or
-/// `both` for `f64,dd`.
+/// the first. Written `f64,dd` or `f64,td,dd,qd,mp:256` (any list of f64, td, dd, qd,
+/// mp:<bits> without repeats), or `both` for `f64,dd`. A precision this build cannot run (`mp`
+/// without the `mpfr` feature) is refused here, before anything is loaded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct PrecisionChoice(Vec<WorkingPrecision>);
@@ -128,6 +183,9 @@ impl std::str::FromStr for PrecisionChoice {
             let p: WorkingPrecision = part.parse()?;
             if list.contains(&p) {
                 return Err(format!("precision `{}` is listed twice in `{s}`", p.name()));
+            }
+            if let Some(why) = p.unavailable() {
+                return Err(why);
             }
             list.push(p);
         }
@@ -200,7 +258,10 @@ impl BackendChoice {
     /// - `Auto` with a CPU-only precision in the list picks the CPU for every precision of the
     ///   list (one log line says so), so that the columns of one report share a backend;
     /// - otherwise as [`BackendChoice::resolve`].
+    ///
+    /// A precision this build cannot run (`mp` without the `mpfr` feature) is an error first.
     pub fn resolve_for(self, precisions: &[WorkingPrecision]) -> Result<ResolvedBackend> {
+        check_available(precisions)?;
         match (self, precisions.iter().find(|p| !p.runs_on_gpu())) {
             (BackendChoice::Cuda, Some(&p)) => Err(cpu_only_error(p)),
             (BackendChoice::Auto, Some(&p)) => {
@@ -287,7 +348,7 @@ impl Problem {
 }
 
 /// A finished solve: its report and the solution (held in DD: exact for `f64` and `dd`, `qd`
-/// truncated to its first two components).
+/// truncated to its first two components, `mp` rounded to the nearest DD).
 #[derive(Clone, Debug)]
 pub struct Solution {
     pub info: SolveInfo,
@@ -338,6 +399,18 @@ fn with_precision<B: Backend>(
         WorkingPrecision::Dd => run::<B, Dd>(backend, problem, recipe, params, monitor),
         WorkingPrecision::Qd => run::<B, Qd>(backend, problem, recipe, params, monitor),
         WorkingPrecision::Td => run::<B, Td>(backend, problem, recipe, params, monitor),
+        WorkingPrecision::Mp(_) if backend.name() != "cpu" => Err(cpu_only_error(recipe.precision)),
+        #[cfg(feature = "mpfr")]
+        WorkingPrecision::Mp(bits) => {
+            // Every `Mp` of this solve is created at `bits` bits, and no other mp solve in the
+            // process runs until this one is done (`precision::mp`, "The precision setting").
+            let _scope = crate::precision::mp::MpScope::enter(bits);
+            run::<B, crate::precision::Mp>(backend, problem, recipe, params, monitor)
+        }
+        #[cfg(not(feature = "mpfr"))]
+        WorkingPrecision::Mp(_) => Err(Error::Config(
+            recipe.precision.unavailable().unwrap_or_default(),
+        )),
     }
 }
 
@@ -400,6 +473,8 @@ fn run<B: Backend, P: Precision>(
         *t += upload;
     }
     let x = backend.to_host(&x)?.iter().map(Precision::to_dd).collect();
+    // `P::NAME` is the type's (`mp`); the report names the precision (`mp:256`).
+    info.precision = recipe.precision.name();
     Ok(Solution { info, x })
 }
 
