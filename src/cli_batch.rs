@@ -29,7 +29,7 @@ pub struct BatchArgs {
     /// index.html. A study already there is resumed: recorded runs are skipped.
     #[arg(long, default_value = "study")]
     out: PathBuf,
-    /// Working precisions, comma separated: f64, dd, qd, mp:<bits> (default: solver.toml's
+    /// Working precisions, comma separated: f64, td, dd, qd, mp:<bits> (default: solver.toml's
     /// precision; both = f64,dd).
     #[arg(long, value_delimiter = ',')]
     precision: Vec<WorkingPrecision>,

@@ -85,7 +85,7 @@ struct SolveArgs {
     #[arg(long, value_enum)]
     method: Option<Method>,
     /// Working precisions, side by side in this order with ratios against the first: a comma
-    /// list of f64, td, dd, qd; or `both` (= f64,dd).
+    /// list of f64, td, dd, qd, mp:<bits> (feature mpfr); or `both` (= f64,dd).
     #[arg(long, value_name = "LIST")]
     precision: Option<PrecisionChoice>,
     #[arg(long)]
