@@ -14,11 +14,10 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
+use common::outcomes::solve_on_cpu;
 use precsolve::precond::Preconditioning;
-use precsolve::solver::dispatch::{
-    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
-};
-use precsolve::solver::{NoMonitor, Params, SolveInfo, StopReason};
+use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
+use precsolve::solver::{Params, SolveInfo, StopReason};
 use std::sync::Arc;
 
 fn solve_all(path: &str, tol: f64) -> [SolveInfo; 3] {
@@ -34,19 +33,13 @@ fn solve_all(path: &str, tol: f64) -> [SolveInfo; 3] {
         WorkingPrecision::Qd,
     ]
     .map(|precision| {
-        solve(
+        solve_on_cpu(
             &problem,
-            BackendChoice::Cpu,
-            Recipe {
-                method: Method::Cg,
-                precision,
-                precond: &Preconditioning::None,
-            },
+            Method::Cg,
+            precision,
+            &Preconditioning::None,
             &params,
-            &mut NoMonitor,
         )
-        .unwrap()
-        .info
     })
 }
 

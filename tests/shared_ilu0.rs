@@ -5,27 +5,23 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use common::outcomes::assert_solved;
+use common::outcomes::{assert_solved, solve_on_cpu};
 use precsolve::precond::{PrecondKind, Preconditioning};
-use precsolve::solver::dispatch::{
-    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
-};
-use precsolve::solver::{NoMonitor, Params, SolveInfo, StopReason};
+use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
+use precsolve::solver::{Params, SolveInfo, StopReason};
 use std::path::Path;
 use std::sync::Arc;
 
 /// `[f64, dd]` runs of one matrix with `precond`, tol 1e-8, b = 1, 30,000 iterations at most.
 fn solve_pair(problem: &Problem, precond: &Preconditioning) -> [SolveInfo; 2] {
     [WorkingPrecision::F64, WorkingPrecision::Dd].map(|precision| {
-        let recipe = Recipe {
-            method: Method::Auto,
+        solve_on_cpu(
+            problem,
+            Method::Auto,
             precision,
             precond,
-        };
-        let params = Params::default();
-        solve(problem, BackendChoice::Cpu, recipe, &params, &mut NoMonitor)
-            .unwrap()
-            .info
+            &Params::default(),
+        )
     })
 }
 

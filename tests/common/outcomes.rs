@@ -22,3 +22,23 @@ pub fn assert_solved(name: &str, info: &SolveInfo) {
         info.true_residual
     );
 }
+
+/// One solve on the CPU backend: the report only.
+pub fn solve_on_cpu(
+    problem: &precsolve::solver::dispatch::Problem,
+    method: precsolve::solver::dispatch::Method,
+    precision: precsolve::solver::dispatch::WorkingPrecision,
+    precond: &precsolve::precond::Preconditioning,
+    params: &Params,
+) -> SolveInfo {
+    use precsolve::solver::dispatch::{BackendChoice, Recipe, solve};
+    let recipe = Recipe {
+        method,
+        precision,
+        precond,
+    };
+    let mut monitor = precsolve::solver::NoMonitor;
+    solve(problem, BackendChoice::Cpu, recipe, params, &mut monitor)
+        .unwrap()
+        .info
+}
