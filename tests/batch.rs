@@ -518,6 +518,9 @@ fn ilu0_runs_are_recorded_and_a_zero_pivot_is_an_outcome_not_retried() {
             "{r}"
         );
     }
+    // The summary gives the preconditioner's share of the iteration time (thesis Table 4.8).
+    let summary = std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap();
+    assert!(summary.contains("f64 precond %") && summary.contains("dd precond %"));
     // A numerical outcome of the matrix: resuming does not run it again.
     let out = solver(&args, tmp.path());
     assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));

@@ -168,9 +168,12 @@ fn fixed2(x: f64) -> String {
 }
 
 /// The thesis's per-matrix comparison (Tables 4.3-4.5): both precisions and dd/f64 ratios.
+/// With `precond`, two more columns: the preconditioner's share of each run's iteration time
+/// (thesis Table 4.8's "Precond [%]").
 fn comparison_table<'a>(
     rows: impl Iterator<Item = &'a MatrixRow>,
     name: impl Fn(&MatrixRow) -> String,
+    precond: bool,
 ) -> Table {
     let mut t = Table::new(&[
         "matrix",
@@ -214,7 +217,21 @@ fn comparison_table<'a>(
             ]),
             None => cells.extend(["-".into(), "-".into(), "-".into()]),
         }
+        if precond {
+            for p in [WorkingPrecision::F64, WorkingPrecision::Dd] {
+                let share = row
+                    .run(p)
+                    .and_then(|r| r.result.as_ref())
+                    .filter(|r| r.iteration_time > 0.0)
+                    .map(|r| format!("{:.1}", 100.0 * r.precond_time / r.iteration_time));
+                cells.push(share.unwrap_or_else(|| "-".into()));
+            }
+        }
         t.rows.push(cells);
+    }
+    if precond {
+        t.header
+            .extend(["f64 precond %".to_string(), "dd precond %".to_string()]);
     }
     t
 }
@@ -283,6 +300,7 @@ pub fn text(summary: &Summary) -> String {
         out.push_str("no runs recorded\n");
     }
     for cs in &summary.conditions {
+        let precond = cs.condition.precond != crate::precond::PrecondKind::None;
         let _ = writeln!(
             out,
             "== {} ({} matrices) ==",
@@ -307,7 +325,8 @@ pub fn text(summary: &Summary) -> String {
                 continue;
             }
             let _ = writeln!(out, "\n{title}");
-            out.push_str(&comparison_table(rows.into_iter(), |r| r.name.clone()).text());
+            let table = comparison_table(rows.into_iter(), |r| r.name.clone(), precond);
+            out.push_str(&table.text());
         }
         out.push('\n');
     }
@@ -341,6 +360,7 @@ pub fn markdown(summary: &Summary) -> String {
         "{DEFINITIONS} Plots: `{PLOTS_DIR}/`, all of it: `index.html`.\n"
     );
     for cs in &summary.conditions {
+        let precond = cs.condition.precond != crate::precond::PrecondKind::None;
         let _ = writeln!(
             out,
             "## {} ({} matrices)\n",
@@ -361,11 +381,12 @@ pub fn markdown(summary: &Summary) -> String {
         for (title, rows) in detail_sections(cs) {
             if !rows.is_empty() {
                 let _ = writeln!(out, "\n### {title}\n");
-                out.push_str(&comparison_table(rows.into_iter(), |r| r.name.clone()).markdown());
+                let table = comparison_table(rows.into_iter(), |r| r.name.clone(), precond);
+                out.push_str(&table.markdown());
             }
         }
         let _ = writeln!(out, "\n### All matrices\n");
-        let mut all = comparison_table(cs.rows.iter(), |r| r.name.clone());
+        let mut all = comparison_table(cs.rows.iter(), |r| r.name.clone(), precond);
         all.header.push("category".into());
         for (cells, row) in all.rows.iter_mut().zip(&cs.rows) {
             cells.push(category_label(row));

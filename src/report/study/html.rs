@@ -48,6 +48,7 @@ pub fn html(summary: &Summary) -> String {
                 escape(&row.name)
             }
         };
+        let precond = cs.condition.precond != crate::precond::PrecondKind::None;
         let mut t = Table::new(&["category", "count", "matrices"]);
         for (label, rows) in count_rows(cs) {
             let label = match label.strip_prefix("  ") {
@@ -62,11 +63,11 @@ pub fn html(summary: &Summary) -> String {
         for (title, rows) in detail_sections(cs) {
             if !rows.is_empty() {
                 let _ = writeln!(out, "<h3>{}</h3>", escape(&title));
-                out.push_str(&comparison_table(rows.into_iter(), link).html("runs"));
+                out.push_str(&comparison_table(rows.into_iter(), link, precond).html("runs"));
             }
         }
         let _ = writeln!(out, "<h3>All matrices</h3>");
-        let mut all = comparison_table(cs.rows.iter(), link);
+        let mut all = comparison_table(cs.rows.iter(), link, precond);
         all.header.push("category".into());
         for (cells, row) in all.rows.iter_mut().zip(&cs.rows) {
             cells.push(escape(&category_label(row)));
