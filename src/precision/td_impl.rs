@@ -105,6 +105,16 @@ impl Precision for Td {
     /// 2^-75, the rounding bound of D+I (see [`super::td`]).
     const EPSILON: f64 = UNIT_ROUNDOFF;
     const BYTES: usize = BYTES;
+    /// Double-double: D+I is the storage format, kernels compute in DD and round on store.
+    type Acc = Dd;
+    #[inline(always)]
+    fn to_acc(&self) -> std::borrow::Cow<'_, Dd> {
+        std::borrow::Cow::Owned(Td::to_dd(*self))
+    }
+    #[inline(always)]
+    fn from_acc(a: Dd) -> Self {
+        Td::from_dd(a)
+    }
 
     #[inline(always)]
     fn zero() -> Self {
