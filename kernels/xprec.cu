@@ -5,6 +5,18 @@
 // the same bits. Signatures are those of the f64/dd kernels with
 //   td: T* = td_ptr (n doubles hi, n ints lo; by value), S = double2 (the Dd value, exact)
 //   qd: T* = double* (4 doubles per element), S = qd_elem (Rust's #[repr(C)] Qd)
+// except the partial results of reductions, which are buffers of the compute type (A* below).
+//
+// Two sets of arithmetic, as Precision and Precision::Acc on the CPU:
+//   * the vector kernels compute in the accumulation type A (a_* routines: DD for td, qd for
+//     qd) from the loaded values (a td load is exact in DD) and round once per stored element
+//     (a td store packs; where a rounded value is also used again, as v in `r = v; <r, r>`, it
+//     is rounded first with O::round, as the CPU's unfused axpy-then-dot reads the stored r);
+//     reductions keep their lanes, tree and per-block partials in A;
+//   * the scalars the solver keeps (alpha, rho, omega, <p, q>, ...) are P values, and the
+//     scalar kernels (cg_alpha, bicg_alpha, bicg_decide) use P's own operations (add, div,
+//     sqrt: for td, the DD routine then td_round), as the CPU's solver loops do.
+// For qd, A is P and round is the identity, so both sets are qd's operations.
 
 struct TdOps {
     typedef dd_t V;
@@ -26,9 +38,20 @@ struct TdOps {
     static __device__ __forceinline__ V div(V a, V b) { return td_round(dd_div(a, b)); }
     static __device__ __forceinline__ V sqrt(V a) { return td_round(dd_sqrt(a)); }
     static __device__ __forceinline__ V neg(V a) { return dd_neg(a); }
-    static __device__ __forceinline__ V add_mul_f64(V s, double a, V x) {
-        return td_round(dd_add(s, dd_mul_f64(x, a)));
+    // The compute type: double-double, the stored values widened exactly.
+    typedef dd_t A;
+    typedef double2* AVec;
+    static __device__ __forceinline__ A a_zero() { return dd_from_f64(0.0); }
+    static __device__ __forceinline__ A a_from_f64(double x) { return dd_from_f64(x); }
+    static __device__ __forceinline__ A a_add(A a, A b) { return dd_add(a, b); }
+    static __device__ __forceinline__ A a_sub(A a, A b) { return dd_sub(a, b); }
+    static __device__ __forceinline__ A a_mul(A a, A b) { return dd_mul(a, b); }
+    static __device__ __forceinline__ A a_add_mul_f64(A s, double a, A x) {
+        return dd_add(s, dd_mul_f64(x, a));
     }
+    static __device__ __forceinline__ V round(A a) { return td_round(a); }
+    static __device__ __forceinline__ A a_load(AVec v, long long i) { return dd_load(v, i); }
+    static __device__ __forceinline__ void a_store(AVec v, long long i, A a) { dd_store(v, i, a); }
     static __device__ __forceinline__ double to_f64(V a) { return dd_to_f64(a); }
     static __device__ __forceinline__ bool is_finite(V a) { return isfinite(a.hi) && isfinite(a.lo); }
     static __device__ __forceinline__ bool nonzero(V a) { return a.hi != 0.0 || a.lo != 0.0; }
@@ -65,9 +88,20 @@ struct QdOps {
     static __device__ __forceinline__ V div(V a, V b) { return qd_div(a, b); }
     static __device__ __forceinline__ V sqrt(V a) { return qd_sqrt(a); }
     static __device__ __forceinline__ V neg(V a) { return qd_neg(a); }
-    static __device__ __forceinline__ V add_mul_f64(V s, double a, V x) {
+    // The compute type is qd itself.
+    typedef qd_t A;
+    typedef double* AVec;
+    static __device__ __forceinline__ A a_zero() { return qd_from_f64(0.0); }
+    static __device__ __forceinline__ A a_from_f64(double x) { return qd_from_f64(x); }
+    static __device__ __forceinline__ A a_add(A a, A b) { return qd_add(a, b); }
+    static __device__ __forceinline__ A a_sub(A a, A b) { return qd_sub(a, b); }
+    static __device__ __forceinline__ A a_mul(A a, A b) { return qd_mul(a, b); }
+    static __device__ __forceinline__ A a_add_mul_f64(A s, double a, A x) {
         return qd_add(s, qd_mul_f64(x, a));
     }
+    static __device__ __forceinline__ V round(A a) { return a; }
+    static __device__ __forceinline__ A a_load(AVec v, long long i) { return qd_load(v, i); }
+    static __device__ __forceinline__ void a_store(AVec v, long long i, A a) { qd_store(v, i, a); }
     static __device__ __forceinline__ double to_f64(V a) { return a.x0; }
     static __device__ __forceinline__ bool is_finite(V a) { return qd_is_finite(a); }
     static __device__ __forceinline__ bool nonzero(V a) { return qd_nonzero(a); }
@@ -89,19 +123,19 @@ struct QdOps {
     }
 };
 
-// The halving tree of common/reduce.cuh: shared memory down to a warp, then shuffles.
+// The halving tree of common/reduce.cuh: shared memory down to a warp, then shuffles; in A.
 template <class O>
-__device__ __forceinline__ typename O::V tree_reduce_x(typename O::V s, double* shared) {
+__device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* shared) {
     const int t = threadIdx.x;
     O::put(shared, t, s);
     __syncthreads();
     for (int off = DOT_THREADS / 2; off >= 32; off >>= 1) {
-        if (t < off) O::put(shared, t, O::add(O::get(shared, t), O::get(shared, t + off)));
+        if (t < off) O::put(shared, t, O::a_add(O::get(shared, t), O::get(shared, t + off)));
         __syncthreads();
     }
     if (t < 32) {
         s = O::get(shared, t);
-        for (int off = 16; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, 32));
+        for (int off = 16; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, 32));
     }
     return s;  // valid in thread 0
 }
@@ -115,51 +149,53 @@ __device__ __forceinline__ typename O::V tree_reduce_x(typename O::V s, double* 
 
 template <class O>
 __device__ __forceinline__ void dot_partial_x(long long n, typename O::Vec x, typename O::Vec y,
-                                              typename O::Vec partial) {
+                                              typename O::AVec partial) {
     X_SHARED(O);
     X_BASE;
-    typename O::V s = O::zero();
-    X_FOR_CHUNK s = O::add(s, O::mul(O::load(x, i), O::load(y, i)));
+    typename O::A s = O::a_zero();
+    X_FOR_CHUNK s = O::a_add(s, O::a_mul(O::load(x, i), O::load(y, i)));
     }
     s = tree_reduce_x<O>(s, shared);
-    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
 }
 
-// The final stage's sum over m partials (strided lane sums, then the tree).
+// The final stage's sum over m partials (strided lane sums, then the tree), in A; the caller
+// rounds it to a P value (the reduction's result).
 template <class O>
-__device__ __forceinline__ typename O::V sum_partials_x(int m, typename O::Vec partial,
+__device__ __forceinline__ typename O::A sum_partials_x(int m, typename O::AVec partial,
                                                         double* shared) {
-    typename O::V s = O::zero();
-    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = O::add(s, O::load(partial, i));
+    typename O::A s = O::a_zero();
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = O::a_add(s, O::a_load(partial, i));
     return tree_reduce_x<O>(s, shared);
 }
 
 template <class O>
-__device__ __forceinline__ void dot_final_x(int m, typename O::Vec partial, typename O::Vec out) {
+__device__ __forceinline__ void dot_final_x(int m, typename O::AVec partial,
+                                            typename O::Vec out) {
     X_SHARED(O);
-    const typename O::V s = sum_partials_x<O>(m, partial, shared);
-    if (threadIdx.x == 0) O::store(out, 0, s);
+    const typename O::A s = sum_partials_x<O>(m, partial, shared);
+    if (threadIdx.x == 0) O::store(out, 0, O::round(s));
 }
 
 template <class O>
 __device__ __forceinline__ void axpy_x(long long n, typename O::S alpha, typename O::Vec x,
                                        typename O::Vec y) {
     ELEMENT_INDEX
-    O::store(y, i, O::add(O::mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
+    O::store(y, i, O::a_add(O::a_mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
 }
 
 template <class O>
 __device__ __forceinline__ void xpay_x(long long n, typename O::Vec x, typename O::S beta,
                                        typename O::Vec y) {
     ELEMENT_INDEX
-    O::store(y, i, O::add(O::load(x, i), O::mul(O::of(beta), O::load(y, i))));
+    O::store(y, i, O::a_add(O::load(x, i), O::a_mul(O::of(beta), O::load(y, i))));
 }
 
 template <class O>
 __device__ __forceinline__ void axpyz_x(long long n, typename O::S alpha, typename O::Vec x,
                                         typename O::Vec y, typename O::Vec z) {
     ELEMENT_INDEX
-    O::store(z, i, O::add(O::mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
+    O::store(z, i, O::a_add(O::a_mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
 }
 
 template <class O>
@@ -168,26 +204,29 @@ __device__ __forceinline__ void bicgstab_direction_x(long long n, typename O::Ve
                                                      typename O::S minus_omega,
                                                      typename O::Vec v, typename O::Vec p) {
     ELEMENT_INDEX
-    const typename O::V t = O::add(O::mul(O::of(minus_omega), O::load(v, i)), O::load(p, i));
-    O::store(p, i, O::add(O::load(r, i), O::mul(O::of(beta), t)));
+    // fused: t stays in A, one rounding at the store (as the CPU's fused kernel)
+    const typename O::A t =
+        O::a_add(O::a_mul(O::of(minus_omega), O::load(v, i)), O::load(p, i));
+    O::store(p, i, O::a_add(O::load(r, i), O::a_mul(O::of(beta), t)));
 }
 
 template <class O>
 __device__ __forceinline__ void axpyz_norm_x(long long n, typename O::S alpha, typename O::Vec x,
                                              typename O::Vec y, typename O::Vec z,
-                                             typename O::Vec partial) {
+                                             typename O::AVec partial) {
     X_SHARED(O);
     X_BASE;
-    const typename O::V a = O::of(alpha);
-    typename O::V s = O::zero();
+    const typename O::A a = O::of(alpha);
+    typename O::A s = O::a_zero();
     X_FOR_CHUNK {
-        const typename O::V v = O::add(O::mul(a, O::load(x, i)), O::load(y, i));
+        // the stored z (rounded), as `axpyz` then `dot(z, z)` reads it
+        const typename O::V v = O::round(O::a_add(O::a_mul(a, O::load(x, i)), O::load(y, i)));
         O::store(z, i, v);
-        s = O::add(s, O::mul(v, v));
+        s = O::a_add(s, O::a_mul(v, v));
     }
     }
     s = tree_reduce_x<O>(s, shared);
-    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
 }
 
 template <class O>
@@ -195,15 +234,17 @@ __device__ __forceinline__ void x_update_x(long long n, typename O::S alpha, typ
                                            typename O::S omega, typename O::Vec s,
                                            typename O::Vec x) {
     ELEMENT_INDEX
-    const typename O::V t = O::add(O::mul(O::of(alpha), O::load(p, i)), O::load(x, i));
-    O::store(x, i, O::add(O::mul(O::of(omega), O::load(s, i)), t));
+    // two axpys: the first result rounded as if stored
+    const typename O::V t =
+        O::round(O::a_add(O::a_mul(O::of(alpha), O::load(p, i)), O::load(x, i)));
+    O::store(x, i, O::a_add(O::a_mul(O::of(omega), O::load(s, i)), t));
 }
 
 template <class O>
-__device__ __forceinline__ void cg_alpha_x(int m, typename O::Vec partial, typename O::S rho,
+__device__ __forceinline__ void cg_alpha_x(int m, typename O::AVec partial, typename O::S rho,
                                            typename O::Vec scalars) {
     X_SHARED(O);
-    const typename O::V s = sum_partials_x<O>(m, partial, shared);
+    const typename O::V s = O::round(sum_partials_x<O>(m, partial, shared));
     if (threadIdx.x == 0) {
         const bool ok = O::is_finite(s) && O::to_f64(s) > 0.0;
         O::store(scalars, 0, s);
@@ -216,29 +257,30 @@ template <class O>
 __device__ __forceinline__ void cg_update_x(long long n, typename O::Vec scalars,
                                             typename O::Vec p, typename O::Vec q,
                                             typename O::Vec x, typename O::Vec r,
-                                            typename O::Vec partial) {
+                                            typename O::AVec partial) {
     X_SHARED(O);
     if (!O::flag(O::load(scalars, 2))) return;  // rejected step (same for every thread)
     const typename O::V alpha = O::load(scalars, 1);
     const typename O::V minus_alpha = O::neg(alpha);
     X_BASE;
-    typename O::V s = O::zero();
+    typename O::A s = O::a_zero();
     X_FOR_CHUNK {
-        O::store(x, i, O::add(O::mul(alpha, O::load(p, i)), O::load(x, i)));
-        const typename O::V v = O::add(O::mul(minus_alpha, O::load(q, i)), O::load(r, i));
+        O::store(x, i, O::a_add(O::a_mul(alpha, O::load(p, i)), O::load(x, i)));
+        const typename O::V v =
+            O::round(O::a_add(O::a_mul(minus_alpha, O::load(q, i)), O::load(r, i)));
         O::store(r, i, v);
-        s = O::add(s, O::mul(v, v));
+        s = O::a_add(s, O::a_mul(v, v));
     }
     }
     s = tree_reduce_x<O>(s, shared);
-    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
 }
 
 template <class O>
-__device__ __forceinline__ void bicg_alpha_x(int m, typename O::Vec partial, typename O::S rho,
+__device__ __forceinline__ void bicg_alpha_x(int m, typename O::AVec partial, typename O::S rho,
                                              typename O::Vec block) {
     X_SHARED(O);
-    const typename O::V s = sum_partials_x<O>(m, partial, shared);
+    const typename O::V s = O::round(sum_partials_x<O>(m, partial, shared));
     if (threadIdx.x == 0) {
         const bool ok = O::is_finite(s) && O::nonzero(s);
         O::store(block, 0, s);
@@ -250,41 +292,42 @@ __device__ __forceinline__ void bicg_alpha_x(int m, typename O::Vec partial, typ
 template <class O>
 __device__ __forceinline__ void bicg_s_x(long long n, typename O::Vec block, typename O::Vec v,
                                          typename O::Vec r, typename O::Vec s_out,
-                                         typename O::Vec partial) {
+                                         typename O::AVec partial) {
     X_SHARED(O);
     if (!O::flag(O::load(block, 2))) return;
     const typename O::V minus_alpha = O::neg(O::load(block, 1));
     X_BASE;
-    typename O::V s = O::zero();
+    typename O::A s = O::a_zero();
     X_FOR_CHUNK {
-        const typename O::V z = O::add(O::mul(minus_alpha, O::load(v, i)), O::load(r, i));
+        const typename O::V z =
+            O::round(O::a_add(O::a_mul(minus_alpha, O::load(v, i)), O::load(r, i)));
         O::store(s_out, i, z);
-        s = O::add(s, O::mul(z, z));
+        s = O::a_add(s, O::a_mul(z, z));
     }
     }
     s = tree_reduce_x<O>(s, shared);
-    if (threadIdx.x == 0) O::store(partial, blockIdx.x, s);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
 }
 
 template <class O>
 __device__ __forceinline__ void bicg_tt_ts_x(long long n, typename O::Vec t, typename O::Vec s_in,
-                                             typename O::Vec partial_tt,
-                                             typename O::Vec partial_ts) {
+                                             typename O::AVec partial_tt,
+                                             typename O::AVec partial_ts) {
     X_SHARED(O);
     X_BASE;
-    typename O::V s = O::zero();
-    typename O::V u = O::zero();
+    typename O::A s = O::a_zero();
+    typename O::A u = O::a_zero();
     X_FOR_CHUNK {
         const typename O::V ti = O::load(t, i);
-        s = O::add(s, O::mul(ti, ti));
-        u = O::add(u, O::mul(ti, O::load(s_in, i)));
+        s = O::a_add(s, O::a_mul(ti, ti));
+        u = O::a_add(u, O::a_mul(ti, O::load(s_in, i)));
     }
     }
     s = tree_reduce_x<O>(s, shared);
-    if (threadIdx.x == 0) O::store(partial_tt, blockIdx.x, s);
+    if (threadIdx.x == 0) O::a_store(partial_tt, blockIdx.x, s);
     __syncthreads();
     u = tree_reduce_x<O>(u, shared);
-    if (threadIdx.x == 0) O::store(partial_ts, blockIdx.x, u);
+    if (threadIdx.x == 0) O::a_store(partial_ts, blockIdx.x, u);
 }
 
 template <class O>
@@ -305,41 +348,45 @@ __device__ __forceinline__ void bicg_x_x(long long n, typename O::Vec block,
                                          typename O::Vec x) {
     ELEMENT_INDEX
     if (!O::flag(O::load(block, 2))) return;
-    const typename O::V t = O::add(O::mul(O::load(block, 1), O::load(p_hat, i)), O::load(x, i));
+    // axpy, or two axpys (x_update): the first result rounded as if stored
+    const typename O::V t =
+        O::round(O::a_add(O::a_mul(O::load(block, 1), O::load(p_hat, i)), O::load(x, i)));
     if (O::flag(O::load(block, 4))) {
         O::store(x, i, t);
     } else if (O::flag(O::load(block, 8))) {
-        O::store(x, i, O::add(O::mul(O::load(block, 7), O::load(s_hat, i)), t));
+        O::store(x, i, O::a_add(O::a_mul(O::load(block, 7), O::load(s_hat, i)), t));
     }
 }
 
 template <class O>
 __device__ __forceinline__ void bicg_r_x(long long n, typename O::Vec block, typename O::Vec t,
                                          typename O::Vec s_in, typename O::Vec r_tilde,
-                                         typename O::Vec r, typename O::Vec partial_rr,
-                                         typename O::Vec partial_rho) {
+                                         typename O::Vec r, typename O::AVec partial_rr,
+                                         typename O::AVec partial_rho) {
     X_SHARED(O);
     if (!O::flag(O::load(block, 2)) || O::flag(O::load(block, 4)) || !O::flag(O::load(block, 8)))
         return;
     const typename O::V minus_omega = O::neg(O::load(block, 7));
     X_BASE;
-    typename O::V s = O::zero();
-    typename O::V u = O::zero();
+    typename O::A s = O::a_zero();
+    typename O::A u = O::a_zero();
     X_FOR_CHUNK {
-        const typename O::V z = O::add(O::mul(minus_omega, O::load(t, i)), O::load(s_in, i));
+        const typename O::V z =
+            O::round(O::a_add(O::a_mul(minus_omega, O::load(t, i)), O::load(s_in, i)));
         O::store(r, i, z);
-        s = O::add(s, O::mul(z, z));
-        u = O::add(u, O::mul(O::load(r_tilde, i), z));
+        s = O::a_add(s, O::a_mul(z, z));
+        u = O::a_add(u, O::a_mul(O::load(r_tilde, i), z));
     }
     }
     s = tree_reduce_x<O>(s, shared);
-    if (threadIdx.x == 0) O::store(partial_rr, blockIdx.x, s);
+    if (threadIdx.x == 0) O::a_store(partial_rr, blockIdx.x, s);
     __syncthreads();
     u = tree_reduce_x<O>(u, shared);
-    if (threadIdx.x == 0) O::store(partial_rho, blockIdx.x, u);
+    if (threadIdx.x == 0) O::a_store(partial_rho, blockIdx.x, u);
 }
 
-// CSR-vector SpMV (spmv_csr.cu), lane sums by Precision::add_mul_f64, then the shuffle tree.
+// CSR-vector SpMV (spmv_csr.cu), lane sums by Precision::add_mul_f64 in A, then the shuffle
+// tree in A, then b - sum in A; one rounding when the row is stored.
 template <class O, int NT>
 __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_ptr,
                                        const int* __restrict__ col_idx,
@@ -349,16 +396,16 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long row = tid / NT;
     const int lane = threadIdx.x % NT;
-    typename O::V s = O::zero();
+    typename O::A s = O::a_zero();
     if (row < nrows) {
         const int end = row_ptr[row + 1];
         for (int k = row_ptr[row] + lane; k < end; k += NT) {
-            s = O::add_mul_f64(s, val[k], O::load(x, col_idx[k]));
+            s = O::a_add_mul_f64(s, val[k], O::load(x, col_idx[k]));
         }
     }
-    for (int off = NT / 2; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, NT));
+    for (int off = NT / 2; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, NT));
     if (row < nrows && lane == 0) {
-        O::store(y, row, has_b ? O::sub(O::from_f64(b[row]), s) : s);
+        O::store(y, row, has_b ? O::a_sub(O::a_from_f64(b[row]), s) : s);
     }
 }
 
@@ -372,10 +419,10 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
 
 #define X_KERNELS(P, O)                                                                        \
     extern "C" __global__ void dot_##P##_partial(long long n, O::Vec x, O::Vec y,             \
-                                                 O::Vec partial) {                             \
+                                                 O::AVec partial) {                            \
         dot_partial_x<O>(n, x, y, partial);                                                    \
     }                                                                                          \
-    extern "C" __global__ void dot_##P##_final(int m, O::Vec partial, O::Vec out) {           \
+    extern "C" __global__ void dot_##P##_final(int m, O::AVec partial, O::Vec out) {          \
         dot_final_x<O>(m, partial, out);                                                       \
     }                                                                                          \
     extern "C" __global__ void axpy_##P(long long n, O::S alpha, O::Vec x, O::Vec y) {        \
@@ -393,29 +440,31 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
         bicgstab_direction_x<O>(n, r, beta, minus_omega, v, p);                                \
     }                                                                                          \
     extern "C" __global__ void axpyz_norm_##P(long long n, O::S alpha, O::Vec x, O::Vec y,    \
-                                              O::Vec z, O::Vec partial) {                      \
+                                              O::Vec z, O::AVec partial) {                     \
         axpyz_norm_x<O>(n, alpha, x, y, z, partial);                                           \
     }                                                                                          \
     extern "C" __global__ void x_update_##P(long long n, O::S alpha, O::Vec p, O::S omega,    \
                                             O::Vec s, O::Vec x) {                              \
         x_update_x<O>(n, alpha, p, omega, s, x);                                               \
     }                                                                                          \
-    extern "C" __global__ void cg_alpha_##P(int m, O::Vec partial, O::S rho, O::Vec scalars) {\
+    extern "C" __global__ void cg_alpha_##P(int m, O::AVec partial, O::S rho,                 \
+                                            O::Vec scalars) {                                  \
         cg_alpha_x<O>(m, partial, rho, scalars);                                               \
     }                                                                                          \
     extern "C" __global__ void cg_update_##P(long long n, O::Vec scalars, O::Vec p, O::Vec q, \
-                                             O::Vec x, O::Vec r, O::Vec partial) {             \
+                                             O::Vec x, O::Vec r, O::AVec partial) {            \
         cg_update_x<O>(n, scalars, p, q, x, r, partial);                                       \
     }                                                                                          \
-    extern "C" __global__ void bicg_alpha_##P(int m, O::Vec partial, O::S rho, O::Vec block) {\
+    extern "C" __global__ void bicg_alpha_##P(int m, O::AVec partial, O::S rho,               \
+                                              O::Vec block) {                                  \
         bicg_alpha_x<O>(m, partial, rho, block);                                               \
     }                                                                                          \
     extern "C" __global__ void bicg_s_##P(long long n, O::Vec block, O::Vec v, O::Vec r,      \
-                                          O::Vec s_out, O::Vec partial) {                      \
+                                          O::Vec s_out, O::AVec partial) {                     \
         bicg_s_x<O>(n, block, v, r, s_out, partial);                                           \
     }                                                                                          \
     extern "C" __global__ void bicg_tt_ts_##P(long long n, O::Vec t, O::Vec s_in,             \
-                                              O::Vec partial_tt, O::Vec partial_ts) {          \
+                                              O::AVec partial_tt, O::AVec partial_ts) {        \
         bicg_tt_ts_x<O>(n, t, s_in, partial_tt, partial_ts);                                   \
     }                                                                                          \
     extern "C" __global__ void bicg_decide_##P(O::Vec block, double denominator, double tol) {\
@@ -426,8 +475,8 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
         bicg_x_x<O>(n, block, p_hat, s_hat, x);                                                \
     }                                                                                          \
     extern "C" __global__ void bicg_r_##P(long long n, O::Vec block, O::Vec t, O::Vec s_in,   \
-                                          O::Vec r_tilde, O::Vec r, O::Vec partial_rr,         \
-                                          O::Vec partial_rho) {                                \
+                                          O::Vec r_tilde, O::Vec r, O::AVec partial_rr,        \
+                                          O::AVec partial_rho) {                               \
         bicg_r_x<O>(n, block, t, s_in, r_tilde, r, partial_rr, partial_rho);                   \
     }                                                                                          \
     X_SPMV(P, O, 1)                                                                            \

@@ -1,8 +1,11 @@
 // Triple precision (D+I, thesis section 2.3.4): the twin of src/precision/td.rs (pack/unpack)
 // and src/precision/td_impl.rs (the working precision `td`). A vector is a structure of arrays:
 // n doubles (hi) and n ints (the upper 32 bits of lo's encoding), passed to kernels as a td_ptr.
-// Values live in registers as dd_t; every operation is the dd.cuh routine followed by one
-// rounding to D+I (td_round), exactly as Td's Precision impl does on the CPU.
+// Values live in registers as dd_t (a load widens exactly). The vector kernels (kernels/xprec.cu,
+// TdOps::a_*) compute in DD and round once per stored element (td_store packs; td_round where a
+// rounded value is used again), as the CPU's kernels do with Precision::Acc = Dd; the scalar
+// operations (TdOps::add, div, sqrt, ...) are the dd.cuh routine followed by one td_round,
+// exactly as Td's Precision impl does on the CPU.
 
 struct td_ptr {
     double* hi;

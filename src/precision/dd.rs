@@ -376,6 +376,15 @@ impl Precision for Dd {
     const KERNEL_SUFFIX: &'static str = "dd";
     const EPSILON: f64 = f64::from_bits((1023 - 106) << 52); // u = 2^-106
     const BYTES: usize = 16;
+    type Acc = Self;
+    #[inline(always)]
+    fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
+        std::borrow::Cow::Borrowed(self)
+    }
+    #[inline(always)]
+    fn from_acc(a: Self) -> Self {
+        a
+    }
 
     #[inline(always)]
     fn zero() -> Self {

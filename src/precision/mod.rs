@@ -20,6 +20,7 @@ pub use mp::Mp;
 pub use qd::Qd;
 pub use td_impl::Td;
 
+use std::borrow::Cow;
 use std::fmt::Debug;
 
 /// Scalar arithmetic of one working precision.
@@ -39,6 +40,21 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     const EPSILON: f64;
     /// Bytes one element occupies in a vector (memory-traffic accounting).
     const BYTES: usize;
+
+    /// The type vector kernels compute in: each kernel widens its inputs (vector elements and
+    /// scalars) with [`to_acc`](Precision::to_acc), does all its arithmetic in `Acc` (the
+    /// products and sums of an `axpy` element, an SpMV row's lane sums and tree, a dot
+    /// product's lanes, tree and per-chunk partials) and rounds once per stored element with
+    /// [`from_acc`](Precision::from_acc). `Self` for `f64`, [`Dd`], [`Qd`] and `Mp` (so their
+    /// kernels are the plain operations of the type); [`Dd`] for [`Td`] (D+I storage, double-double
+    /// arithmetic, the thesis's section 2.3 rule). Scalars a solver loop keeps (alpha, rho,
+    /// omega, ...) stay `Self`, like stored vector elements: the scalar arithmetic of the loops is
+    /// `Self`'s own.
+    type Acc: Precision;
+    /// `self` widened to the compute type, exactly (borrowed where `Acc` is `Self`).
+    fn to_acc(&self) -> Cow<'_, Self::Acc>;
+    /// A compute-type value rounded to `Self` (the identity where `Acc` is `Self`).
+    fn from_acc(a: Self::Acc) -> Self;
 
     fn zero() -> Self;
     fn one() -> Self {

@@ -629,6 +629,15 @@ impl Precision for Qd {
     /// is 2^-104): this is QD's own, more conservative constant.
     const EPSILON: f64 = f64::from_bits((1023 - 209) << 52);
     const BYTES: usize = 32;
+    type Acc = Self;
+    #[inline(always)]
+    fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
+        std::borrow::Cow::Borrowed(self)
+    }
+    #[inline(always)]
+    fn from_acc(a: Self) -> Self {
+        a
+    }
 
     #[inline(always)]
     fn zero() -> Self {

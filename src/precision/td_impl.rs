@@ -1,29 +1,47 @@
 //! `td` as a working precision: [`Td`], a value stored in the thesis's D+I format (a double and
-//! the upper 32 bits of a second double's encoding, 12 bytes; see [`super::td`]) whose arithmetic
-//! is double-double's followed by one rounding back to D+I.
+//! the upper 32 bits of a second double's encoding, 12 bytes; see [`super::td`]) and computed in
+//! double-double: D+I is the storage format, DD the arithmetic (thesis section 2.3: "values kept
+//! as D+I and computed in DD after loading").
 //!
 //! # Semantics (the definition the CPU and GPU backends both implement)
 //!
-//! Every `Td` value is a D+I value: `unpack(pack(x)) == x`. Each [`Precision`] operation widens
-//! its operands to [`Dd`] (exact), runs the `Dd` routine of the same name, and rounds the result
-//! with [`td::pack`](super::td::pack) (round to nearest, ties to even on the 21-bit `lo`, Listing
-//! 2.1), so the whole solver runs in "75-bit" arithmetic:
+//! Every `Td` value is a D+I value: `unpack(pack(x)) == x`. There are two kinds of arithmetic.
+//!
+//! **Vector kernels** compute in [`Precision::Acc`] = [`Dd`]: they widen what they load (vector
+//! elements and scalars, exactly), do every product and sum of an output element in DD, and
+//! round once, with [`td::pack`](super::td::pack) (round to nearest, ties to even on the 21-bit
+//! `lo`, Listing 2.1), when the element is stored:
+//!
+//! | kernel                  | computed as (`w` = widen, `r` = round to D+I)                |
+//! |-------------------------|--------------------------------------------------------------|
+//! | `axpy`, `axpyz`         | `r(w(alpha) * w(x_i) + w(y_i))`                              |
+//! | `xpay`                  | `r(w(x_i) + w(beta) * w(y_i))`                               |
+//! | `bicgstab_direction`    | `r(w(r_i) + w(beta) * (-w(omega) * w(v_i) + w(p_i)))` (fused: one rounding) |
+//! | `spmv`, `residual`      | the row's lane sums (`s + a_k w(x_j)`), tree and `b_i - s` in DD; `r` per row |
+//! | `dot`                   | lanes, tree and per-chunk partials in DD (the GPU keeps its partials in a DD buffer); `r` of the sum |
+//! | `axpy_norm`, `axpyz_norm`, `x_update`, `cg_step`, ... | the bits of the unfused kernels above (each intermediate vector rounded as if stored) |
+//! | `convert`               | unchanged: `Q::from_dd(P::to_dd(x))`                         |
+//! | ILU(0) `apply`          | unchanged: the solves in f64, each result stored with `from_f64` (exact) |
+//!
+//! **Scalars** the solver loops keep (alpha, rho, omega, `<p, q>`, ...) are `Td` values, like
+//! stored vector elements, and their arithmetic is the [`Precision`] operations of `Td` itself:
 //!
 //! | operation             | computed as                                         |
 //! |-----------------------|-----------------------------------------------------|
 //! | `add`, `sub`, `mul`, `div`, `sqrt` | `round(Dd::op(a, b))`                  |
 //! | `mul_f64(a)`          | `round(Dd::mul_f64(self, a))`                       |
-//! | `add_mul_f64(a, x)`   | `round(Dd::add(self, Dd::mul_f64(x, a)))`: one rounding for the SpMV step |
+//! | `add_mul_f64(a, x)`   | `round(Dd::add(self, Dd::mul_f64(x, a)))`           |
 //! | `neg`                 | exact (negation commutes with the rounding)         |
 //! | `from_f64`            | exact (`lo = 0`)                                    |
 //! | `to_f64`              | `Dd::to_f64` (`hi + lo` rounded)                    |
 //! | `to_dd` / `from_dd`   | `unpack` (exact) / `pack`                           |
+//! | `to_acc` / `from_acc` | `unpack` (exact) / `pack`                           |
 //!
-//! Scalars (alpha, rho, omega, ...) are `Td` too, so the same rule covers them: every value a
-//! solve computes is representable in D+I. This rounds more often than the thesis's "load, widen,
-//! compute in DD, round on store" (also in registers: a dot product's running sum, the product
-//! inside `alpha * x + y`); it is the rule that makes the type a [`Precision`] and the bits the
-//! same on every backend. `kernels/common/td.cuh` mirrors it on the GPU.
+//! Up to commit 9797bec the kernels used these operations too, so a td solve rounded to
+//! D+I inside kernels (each step of a dot product's sum, the product inside `alpha * x + y`);
+//! computing in DD and rounding on store is both more accurate (CG on graded_spd_400 at 1e-12:
+//! 3029 iterations instead of 3101) and cheaper. `kernels/xprec.cu` (its `a_*` routines and
+//! `O::round`) and `kernels/common/td.cuh` implement the same on the GPU, bit for bit.
 //!
 //! # Layout
 //!
@@ -105,6 +123,16 @@ impl Precision for Td {
     /// 2^-75, the rounding bound of D+I (see [`super::td`]).
     const EPSILON: f64 = UNIT_ROUNDOFF;
     const BYTES: usize = BYTES;
+    /// Double-double: D+I is the storage format, kernels compute in DD and round on store.
+    type Acc = Dd;
+    #[inline(always)]
+    fn to_acc(&self) -> std::borrow::Cow<'_, Dd> {
+        std::borrow::Cow::Owned(Td::to_dd(*self))
+    }
+    #[inline(always)]
+    fn from_acc(a: Dd) -> Self {
+        Td::from_dd(a)
+    }
 
     #[inline(always)]
     fn zero() -> Self {

@@ -15,13 +15,18 @@ use crate::sparse::CsrMatrix;
 /// `t` taking elements `t, t + DOT_THREADS, ...` in order from zero; the lanes then combine by
 /// the halving tree `s[t] = s[t] + s[t + off]`, `off = DOT_THREADS/2, ..., 1`. Chunk results are
 /// reduced the same way (strided lane sums, then the tree).
+///
+/// All of it is computed in [`Precision::Acc`]: the lane sums, the tree and the per-chunk
+/// partials (which never leave the backend) are `P::Acc`, and only the final scalar is rounded
+/// to `P` (in the backend's `dot`). The GPU keeps its partials in `Acc` too (a double-double
+/// buffer for td).
 pub const DOT_THREADS: usize = 256;
 pub const DOT_PER_THREAD: usize = 32;
 pub const DOT_CHUNK: usize = DOT_THREADS * DOT_PER_THREAD;
 
 /// The halving tree over `DOT_THREADS` lane sums; the result is in lane 0.
 #[inline(always)]
-fn tree_reduce<P: Precision>(lanes: &mut [P]) -> P {
+fn tree_reduce<A: Precision>(lanes: &mut [A]) -> A {
     let mut off = lanes.len() / 2;
     while off > 0 {
         for t in 0..off {
@@ -59,7 +64,8 @@ macro_rules! fma_kernel {
 
 /// Rows `first..first + out.len()` of `A x` (or of `b - A x` when `b` is given).
 ///
-/// Each row is summed as the CSR-vector GPU kernel with `lanes` threads per row does it: lane
+/// A row is computed in [`Precision::Acc`] (its lane sums, the tree and the `b_i - sum`) from
+/// the widened `x` entries and rounded to `P` once, when it is stored. Each row is summed as the CSR-vector GPU kernel with `lanes` threads per row does it: lane
 /// `l` accumulates entries `l, l + lanes, ...` from zero, then the lanes are combined by the
 /// shuffle-down tree (`s[l] += s[l + off]` for `off = lanes/2, ..., 1`). Besides matching the
 /// GPU bit for bit, the independent lanes break the dependency chain of the DD adds.
@@ -142,13 +148,13 @@ fma_kernel! {
     }
 }
 
-/// `b_i - sum` or `sum`: the last step of a row.
+/// `b_i - sum` or `sum` in `Acc`, rounded to `P`: the last step of a row.
 #[inline(always)]
-fn finish_row<P: Precision>(sum: P, b: Option<f64>) -> P {
-    match b {
-        Some(b) => P::from_f64(b).sub(&sum),
+fn finish_row<P: Precision>(sum: P::Acc, b: Option<f64>) -> P {
+    P::from_acc(match b {
+        Some(b) => P::Acc::from_f64(b).sub(&sum),
         None => sum,
-    }
+    })
 }
 
 /// [`spmv_rows`] for a lane count known at compile time: the lane sums stay in registers (for
@@ -174,7 +180,7 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
         // column index lies in `0..ncols == x.len()`. So `start <= k < end <= nnz` indexes
         // `cols` and `vals`, and `cols[k]` indexes `x`.
         let (mut k, end) = unsafe { (*row_ptr.get_unchecked(i), *row_ptr.get_unchecked(i + 1)) };
-        let mut s: [P; L] = std::array::from_fn(|_| P::zero());
+        let mut s: [P::Acc; L] = std::array::from_fn(|_| P::Acc::zero());
         // `(a_k, &x[col_k])` for `start <= k < end`.
         let entry = |k: usize| unsafe {
             (
@@ -186,7 +192,7 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
         while end - k >= L {
             for (l, lane) in s.iter_mut().enumerate() {
                 let (v, xk) = entry(k + l);
-                *lane = lane.add_mul_f64(v, xk);
+                *lane = lane.add_mul_f64(v, &xk.to_acc());
             }
             k += L;
         }
@@ -194,7 +200,7 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
         for (l, lane) in s.iter_mut().enumerate() {
             if l < end - k {
                 let (v, xk) = entry(k + l);
-                *lane = lane.add_mul_f64(v, xk);
+                *lane = lane.add_mul_f64(v, &xk.to_acc());
             }
         }
         // Shuffle-down tree: `s[l] += s[l + off]`, `off = L/2, ..., 1`.
@@ -206,7 +212,7 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
             off /= 2;
         }
         let sum = s.into_iter().next().expect("at least one lane");
-        *y = finish_row(sum, b.map(|b| b[i]));
+        *y = finish_row::<P>(sum, b.map(|b| b[i]));
     }
 }
 
@@ -223,18 +229,19 @@ fn spmv_rows_any_lanes<P: Precision>(
     let row_ptr = a.row_ptr();
     let cols = a.col_idx();
     let vals = a.values();
-    let mut lane_sums: Vec<P> = vec![P::zero(); lanes];
+    let mut lane_sums: Vec<P::Acc> = vec![P::Acc::zero(); lanes];
     for (i, y) in out.iter_mut().enumerate() {
         let row = first + i;
         let (start, end) = (row_ptr[row], row_ptr[row + 1]);
         for s in lane_sums.iter_mut() {
-            *s = P::zero();
+            *s = P::Acc::zero();
         }
         let mut k = start;
         while k < end {
             let stop = (k + lanes).min(end);
             for (lane, kk) in (k..stop).enumerate() {
-                lane_sums[lane] = lane_sums[lane].add_mul_f64(vals[kk], &x[cols[kk] as usize]);
+                lane_sums[lane] =
+                    lane_sums[lane].add_mul_f64(vals[kk], &x[cols[kk] as usize].to_acc());
             }
             k = stop;
         }
@@ -245,14 +252,15 @@ fn spmv_rows_any_lanes<P: Precision>(
             }
             off /= 2;
         }
-        *y = finish_row(lane_sums[0].clone(), b.map(|b| b[i]));
+        *y = finish_row::<P>(lane_sums[0].clone(), b.map(|b| b[i]));
     }
 }
 
 /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order (see
-/// [`DOT_THREADS`]). Double-double chunks go through the SIMD kernel where the CPU has one;
-/// both paths give the same bits.
-pub fn dot_chunk<P: Precision>(x: &[P], y: &[P]) -> P {
+/// [`DOT_THREADS`]), computed and returned in `P::Acc` (a partial of the reduction).
+/// Double-double chunks go through the SIMD kernel where the CPU has one; both paths give the
+/// same bits.
+pub fn dot_chunk<P: Precision>(x: &[P], y: &[P]) -> P::Acc {
     assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
     assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
     if let (Some(xd), Some(yd)) = (simd_dd::as_dd(x), simd_dd::as_dd(y))
@@ -260,27 +268,29 @@ pub fn dot_chunk<P: Precision>(x: &[P], y: &[P]) -> P {
     {
         // SAFETY: the SIMD kernels are available.
         let sum = unsafe { simd_dd::dot_chunk(xd, yd) };
-        return P::from_dd(sum);
+        return P::Acc::from_dd(sum); // P is Dd, so P::Acc is Dd: exact
     }
     dot_chunk_scalar(x, y)
 }
 
 fma_kernel! {
-    /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order.
-    fn dot_chunk_scalar<P>(x: &[P], y: &[P]) -> P {
-        let mut lanes: [P; DOT_THREADS] = std::array::from_fn(|_| P::zero());
+    /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order,
+    /// in `P::Acc` (lanes, products and tree).
+    fn dot_chunk_scalar<P>(x: &[P], y: &[P]) -> P::Acc {
+        let mut lanes: [P::Acc; DOT_THREADS] = std::array::from_fn(|_| P::Acc::zero());
         for (x, y) in x.chunks(DOT_THREADS).zip(y.chunks(DOT_THREADS)) {
             for ((lane, xi), yi) in lanes.iter_mut().zip(x).zip(y) {
-                *lane = lane.add(&xi.mul(yi));
+                *lane = lane.add(&xi.to_acc().mul(&yi.to_acc()));
             }
         }
         tree_reduce(&mut lanes)
     }
 }
 
-/// Sum of the chunk results, in the order of the GPU's final one-block stage.
-pub fn sum_partials<P: Precision>(partials: &[P]) -> P {
-    let mut lanes: [P; DOT_THREADS] = std::array::from_fn(|_| P::zero());
+/// Sum of the chunk results (in `Acc`, as [`dot_chunk`] returns them), in the order of the
+/// GPU's final one-block stage; the caller rounds the sum to `P`.
+pub fn sum_partials<A: Precision>(partials: &[A]) -> A {
+    let mut lanes: [A; DOT_THREADS] = std::array::from_fn(|_| A::zero());
     for row in partials.chunks(DOT_THREADS) {
         for (lane, p) in lanes.iter_mut().zip(row) {
             *lane = lane.add(p);
@@ -355,11 +365,15 @@ pub fn bicgstab_direction_chunk<P: Precision>(r: &[P], beta: &P, omega: &P, v: &
     bicgstab_direction_chunk_scalar(&r[done..], beta, omega, &v[done..], &mut p[done..]);
 }
 
+// The element-wise updates: each output element is computed in `P::Acc` from the widened
+// inputs and scalars and rounded to `P` once, when it is stored.
+
 fma_kernel! {
     /// `y <- alpha x + y`.
     fn axpy_chunk_scalar<P>(alpha: &P, x: &[P], y: &mut [P]) {
+        let alpha = alpha.to_acc();
         for (yi, xi) in y.iter_mut().zip(x) {
-            *yi = alpha.mul(xi).add(yi);
+            *yi = P::from_acc(alpha.mul(&xi.to_acc()).add(&yi.to_acc()));
         }
     }
 }
@@ -367,8 +381,9 @@ fma_kernel! {
 fma_kernel! {
     /// `y <- x + beta y`.
     fn xpay_chunk_scalar<P>(x: &[P], beta: &P, y: &mut [P]) {
+        let beta = beta.to_acc();
         for (yi, xi) in y.iter_mut().zip(x) {
-            *yi = xi.add(&beta.mul(yi));
+            *yi = P::from_acc(xi.to_acc().add(&beta.mul(&yi.to_acc())));
         }
     }
 }
@@ -376,20 +391,24 @@ fma_kernel! {
 fma_kernel! {
     /// `z <- alpha x + y`.
     fn axpyz_chunk_scalar<P>(alpha: &P, x: &[P], y: &[P], z: &mut [P]) {
+        let alpha = alpha.to_acc();
         for ((zi, xi), yi) in z.iter_mut().zip(x).zip(y) {
-            *zi = alpha.mul(xi).add(yi);
+            *zi = P::from_acc(alpha.mul(&xi.to_acc()).add(&yi.to_acc()));
         }
     }
 }
 
 fma_kernel! {
-    /// `p <- r + beta (p - omega v)`, in the same operation order as the unfused
-    /// `axpy(-omega, v, p); xpay(r, beta, p)`, so fusing changes no bits.
+    /// `p <- r + beta (p - omega v)`: `t = -omega v + p`, then `r + beta t`, in the operation
+    /// order of the unfused `axpy(-omega, v, p); xpay(r, beta, p)`, all in `P::Acc` with one
+    /// rounding at the store. Where `Acc` is `P` that is the unfused bits; for td the fused
+    /// kernel skips the rounding of `t` (both backends fuse it).
     fn bicgstab_direction_chunk_scalar<P>(r: &[P], beta: &P, omega: &P, v: &[P], p: &mut [P]) {
-        let minus_omega = omega.neg();
+        let minus_omega = omega.to_acc().neg();
+        let beta = beta.to_acc();
         for ((pi, ri), vi) in p.iter_mut().zip(r).zip(v) {
-            let t = minus_omega.mul(vi).add(pi);
-            *pi = ri.add(&beta.mul(&t));
+            let t = minus_omega.mul(&vi.to_acc()).add(&pi.to_acc());
+            *pi = P::from_acc(ri.to_acc().add(&beta.mul(&t)));
         }
     }
 }

@@ -145,12 +145,13 @@ impl Backend for CpuBackend {
 
     fn dot<P: Precision>(&self, x: &Vec<P>, y: &Vec<P>) -> Result<P> {
         assert_eq!(x.len(), y.len(), "dot: lengths");
-        let partials: Vec<P> = x
+        // The partials and their sum stay in `P::Acc`; the result is rounded to `P` once.
+        let partials: Vec<P::Acc> = x
             .par_chunks(DOT_CHUNK)
             .zip(y.par_chunks(DOT_CHUNK))
             .map(|(x, y)| kernels::dot_chunk(x, y))
             .collect();
-        Ok(kernels::sum_partials(&partials))
+        Ok(P::from_acc(kernels::sum_partials(&partials)))
     }
 
     fn axpy<P: Precision>(&self, alpha: &P, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {

@@ -141,7 +141,7 @@ fn reference_dot<P: Precision>(x: &[P], y: &[P]) -> P {
     reference_tree(s)
 }
 
-fn check_spmv<P: Precision>(seed: u64) {
+fn check_spmv<P: Precision<Acc = P>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     let shapes = [(1, 1, 10), (37, 70, 10), (300, 90, 2), (5000, 4000, 10)];
@@ -208,7 +208,7 @@ fn dot_lengths() -> Vec<usize> {
     ]
 }
 
-fn check_dot<P: Precision>(seed: u64) {
+fn check_dot<P: Precision<Acc = P>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     for n in dot_lengths() {
@@ -241,7 +241,7 @@ fn dot_matches_reference_on_any_thread_count_dd() {
     check_dot::<Dd>(4);
 }
 
-fn check_vector_updates<P: Precision>(seed: u64) {
+fn check_vector_updates<P: Precision<Acc = P>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     for n in [0, 1, 17, 40_000] {
@@ -290,7 +290,7 @@ fn vector_updates_match_reference_dd() {
 
 /// The scalar kernels directly: on a CPU with AVX2 the backend sends double-doubles to the
 /// SIMD kernels, so these would otherwise go untested there.
-fn check_scalar_kernels<P: Precision>(seed: u64) {
+fn check_scalar_kernels<P: Precision<Acc = P>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for n in dot_lengths() {
         let x: Vec<P> = random_vector(&mut rng, n);

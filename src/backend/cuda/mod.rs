@@ -290,9 +290,21 @@ impl CudaBackend {
         }
     }
 
-    /// Scratch for one partial result per DOT_CHUNK elements.
+    /// Scratch for one partial result per DOT_CHUNK elements, in `P::Acc` (the kernels' `A*`):
+    /// for td a double-double buffer (`double2*`, no structure of arrays), otherwise `P`'s own
+    /// layout. Only the reduction kernels read and write it (never `decode` or `elem`).
     fn partials<P: Precision>(&self, n: usize) -> Result<(CudaVector<P>, usize)> {
         let blocks = n.div_ceil(DOT_CHUNK).max(1);
+        if Self::layout::<P>() == Layout::TdSoa {
+            let words = alloc_words(&self.stream, 2 * blocks)?;
+            let v = CudaVector {
+                words,
+                len: blocks,
+                soa: None,
+                _precision: PhantomData,
+            };
+            return Ok((v, blocks));
+        }
         Ok((self.alloc_vector::<P>(blocks)?, blocks))
     }
 
@@ -307,7 +319,7 @@ impl CudaBackend {
         let n = x.len as i64;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n).vec(x).vec(y).vec(partial);
-        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, T* partial), launched
+        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, A* partial), launched
         // with one block of DOT_THREADS threads per DOT_CHUNK elements, one T per block.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         Ok(())
@@ -338,7 +350,7 @@ impl CudaBackend {
         let mut args = self.stream.launch_builder(&f);
         args.arg(&m).vec(partial);
         push_elem(&mut args, &slot);
-        // SAFETY: dot_{p}_final(int m, const T* partial, T* out), one block; out is one T.
+        // SAFETY: dot_{p}_final(int m, const A* partial, T* out), one block; out is one T.
         unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         Ok(())
     }
