@@ -64,6 +64,21 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The yardstick: a device-to-device copy of a buffer several times the L2 cache (at least
+/// `2 n` doubles). Returns its bandwidth in GB/s and its row.
+fn copy_reference(gpu: &CudaBackend, timer: &Timer, n: usize) -> Result<(f64, BenchRow)> {
+    let copy_words = (n * 2).max(1 << 26);
+    let src = gpu.vector_from_f64::<f64>(&test_vector(copy_words, 1))?;
+    let mut dst = gpu.zeros::<f64>(copy_words)?;
+    let copy_ms = timer.median_ms(|| gpu.copy(&src, &mut dst))?;
+    let bytes = (2 * copy_words * 8) as f64;
+    let copy_gbs = bytes / (copy_ms * 1e-3) / 1e9;
+    Ok((
+        copy_gbs,
+        row("copy (reference)", "f64", copy_ms, bytes, copy_gbs),
+    ))
+}
+
 fn row(kernel: &str, precision: &'static str, ms: f64, bytes: f64, copy_gbs: f64) -> BenchRow {
     let gbs = bytes / (ms * 1e-3) / 1e9;
     BenchRow {
@@ -107,20 +122,8 @@ pub fn run(
     let n = a.nrows();
     let mut ga = gpu.matrix(a)?;
 
-    // Reference: device-to-device copy of a buffer several times the L2 cache.
-    let copy_words = (n * 2).max(1 << 26);
-    let src = gpu.vector_from_f64::<f64>(&test_vector(copy_words, 1))?;
-    let mut dst = gpu.zeros::<f64>(copy_words)?;
-    let copy_ms = timer.median_ms(|| gpu.copy(&src, &mut dst))?;
-    let copy_gbs = (2 * copy_words * 8) as f64 / (copy_ms * 1e-3) / 1e9;
-    drop((src, dst));
-    let mut rows = vec![row(
-        "copy (reference)",
-        "f64",
-        copy_ms,
-        (2 * copy_words * 8) as f64,
-        copy_gbs,
-    )];
+    let (copy_gbs, copy_row) = copy_reference(gpu, &timer, n)?;
+    let mut rows = vec![copy_row];
 
     // SpMV: ours in f64 and DD, cuSPARSE in f64, on the same matrix and x.
     let xh = test_vector(n, 2);
@@ -372,19 +375,8 @@ pub fn run_ilu0(
         factors.upper_levels().count(),
         factors.upper_levels().mean_width(),
     );
-    let copy_words = (n * 2).max(1 << 26);
-    let src = gpu.vector_from_f64::<f64>(&test_vector(copy_words, 1))?;
-    let mut dst = gpu.zeros::<f64>(copy_words)?;
-    let copy_ms = timer.median_ms(|| gpu.copy(&src, &mut dst))?;
-    let copy_gbs = (2 * copy_words * 8) as f64 / (copy_ms * 1e-3) / 1e9;
-    drop((src, dst));
-    let mut rows = vec![row(
-        "copy (reference)",
-        "f64",
-        copy_ms,
-        (2 * copy_words * 8) as f64,
-        copy_gbs,
-    )];
+    let (copy_gbs, copy_row) = copy_reference(gpu, &timer, n)?;
+    let mut rows = vec![copy_row];
 
     // The CPU's answer, the bits every GPU schedule must give.
     let rh = test_vector(n, 3);
