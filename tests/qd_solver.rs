@@ -40,6 +40,7 @@ fn solve_all(path: &str, tol: f64) -> [SolveInfo; 3] {
             &Preconditioning::None,
             &params,
         )
+        .info
     })
 }
 

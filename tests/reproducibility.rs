@@ -1,13 +1,14 @@
 //! The same solve gives the same bits whatever the number of threads.
 
+mod common;
+
+use common::outcomes::solve_on_cpu;
 use precsolve::Dd;
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
 use precsolve::precond::Preconditioning;
-use precsolve::solver::dispatch::{
-    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
-};
-use precsolve::solver::{NoMonitor, Params};
+use precsolve::solver::Params;
+use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
 use precsolve::sparse::poisson3d;
 use std::sync::Arc;
 
@@ -59,18 +60,7 @@ fn whole_solves_do_not_depend_on_thread_count() {
         for p in [WorkingPrecision::F64, WorkingPrecision::Dd] {
             let go = |t| {
                 in_pool(t, || {
-                    solve(
-                        &problem,
-                        BackendChoice::Cpu,
-                        Recipe {
-                            method,
-                            precision: p,
-                            precond: &Preconditioning::None,
-                        },
-                        &params,
-                        &mut NoMonitor,
-                    )
-                    .unwrap()
+                    solve_on_cpu(&problem, method, p, &Preconditioning::None, &params)
                 })
             };
             let (s1, s2) = (go(1), go(2));

@@ -22,6 +22,7 @@ fn solve_pair(problem: &Problem, precond: &Preconditioning) -> [SolveInfo; 2] {
             precond,
             &Params::default(),
         )
+        .info
     })
 }
 

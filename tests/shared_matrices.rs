@@ -6,12 +6,10 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use common::outcomes::{TRUE_RESIDUAL_SLACK, assert_solved};
+use common::outcomes::{TRUE_RESIDUAL_SLACK, assert_solved, solve_on_cpu};
 use precsolve::precond::Preconditioning;
-use precsolve::solver::dispatch::{
-    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
-};
-use precsolve::solver::{NoMonitor, Params, SolveInfo, StopReason};
+use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
+use precsolve::solver::{Params, SolveInfo, StopReason};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,21 +17,7 @@ fn solve_both(dir: &Path, name: &str, method: Method) -> (SolveInfo, SolveInfo) 
     let a = Arc::new(precsolve::load_matrix(&shared_matrix(dir, name)).unwrap());
     let problem = Problem::new(a, None, None).unwrap();
     let params = Params::default(); // tol 1e-8 on ||r||/||r0||, 30,000 iterations, b = 1
-    let run = |p| {
-        solve(
-            &problem,
-            BackendChoice::Cpu,
-            Recipe {
-                method,
-                precision: p,
-                precond: &Preconditioning::None,
-            },
-            &params,
-            &mut NoMonitor,
-        )
-        .unwrap()
-        .info
-    };
+    let run = |p| solve_on_cpu(&problem, method, p, &Preconditioning::None, &params).info;
     (run(WorkingPrecision::F64), run(WorkingPrecision::Dd))
 }
 

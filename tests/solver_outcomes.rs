@@ -1,11 +1,12 @@
 //! Solver outcomes on small constructed problems: convergence, every named stop reason, and
 //! agreement of the solution with the known answer, in both precisions.
 
+mod common;
+
+use common::outcomes::solve_on_cpu;
 use precsolve::precond::Preconditioning;
-use precsolve::solver::dispatch::{
-    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
-};
-use precsolve::solver::{NoMonitor, Params, ResidualNorm, StopReason};
+use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
+use precsolve::solver::{Params, ResidualNorm, StopReason};
 use precsolve::sparse::{CsrMatrix, Symmetry, poisson2d};
 use precsolve::{Dd, Precision};
 use std::sync::Arc;
@@ -35,18 +36,7 @@ fn run(
     params: &Params,
 ) -> precsolve::solver::dispatch::Solution {
     let problem = Problem::new(Arc::new(a), b, x0).unwrap();
-    solve(
-        &problem,
-        BackendChoice::Cpu,
-        Recipe {
-            method,
-            precision: p,
-            precond: &Preconditioning::None,
-        },
-        params,
-        &mut NoMonitor,
-    )
-    .unwrap()
+    solve_on_cpu(&problem, method, p, &Preconditioning::None, params)
 }
 
 #[test]

@@ -7,13 +7,14 @@
 //! iterations; td needed 3101 when it rounded after every operation; runs are bitwise
 //! reproducible).
 
+mod common;
+
+use common::outcomes::solve_on_cpu;
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
 use precsolve::precision::{Td, td};
 use precsolve::precond::{Identity, Preconditioning};
-use precsolve::solver::dispatch::{
-    BackendChoice, Method, Problem, Recipe, WorkingPrecision, solve,
-};
+use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
 use precsolve::solver::{NoMonitor, Params, StopReason, cg};
 use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
 use precsolve::{Dd, Precision};
@@ -26,18 +27,13 @@ fn iterations(path: &str, tol: f64, precision: WorkingPrecision) -> (usize, Stop
         tol,
         ..Params::default()
     };
-    let info = solve(
+    let info = solve_on_cpu(
         &problem,
-        BackendChoice::Cpu,
-        Recipe {
-            method: Method::Cg,
-            precision,
-            precond: &Preconditioning::None,
-        },
+        Method::Cg,
+        precision,
+        &Preconditioning::None,
         &params,
-        &mut NoMonitor,
     )
-    .unwrap()
     .info;
     (info.iterations, info.stop_reason)
 }

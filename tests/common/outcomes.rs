@@ -23,14 +23,14 @@ pub fn assert_solved(name: &str, info: &SolveInfo) {
     );
 }
 
-/// One solve on the CPU backend: the report only.
+/// One solve on the CPU backend.
 pub fn solve_on_cpu(
     problem: &precsolve::solver::dispatch::Problem,
     method: precsolve::solver::dispatch::Method,
     precision: precsolve::solver::dispatch::WorkingPrecision,
     precond: &precsolve::precond::Preconditioning,
     params: &Params,
-) -> SolveInfo {
+) -> precsolve::solver::dispatch::Solution {
     use precsolve::solver::dispatch::{BackendChoice, Recipe, solve};
     let recipe = Recipe {
         method,
@@ -38,7 +38,5 @@ pub fn solve_on_cpu(
         precond,
     };
     let mut monitor = precsolve::solver::NoMonitor;
-    solve(problem, BackendChoice::Cpu, recipe, params, &mut monitor)
-        .unwrap()
-        .info
+    solve(problem, BackendChoice::Cpu, recipe, params, &mut monitor).unwrap()
 }
