@@ -5,7 +5,6 @@ use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use precsolve::batch::{
     self, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord, StudyObserver, StudySpec,
-    precision_name,
 };
 use precsolve::config::RawConfig;
 use precsolve::report::study;
@@ -237,7 +236,7 @@ impl StudyObserver for Progress {
     }
 
     fn run_started(&mut self, name: &str, key: &RunKey) {
-        self.current = format!("{name} {} tol {:e}", precision_name(key.precision), key.tol);
+        self.current = format!("{name} {} tol {:e}", key.precision.name(), key.tol);
         self.bar.set_message(self.current.clone());
     }
 
@@ -256,7 +255,7 @@ impl StudyObserver for Progress {
         log::info!(
             "{} {} tol {:e}: {}",
             record.name,
-            precision_name(record.key.precision),
+            record.key.precision.name(),
             record.key.tol,
             record.status.name()
         );

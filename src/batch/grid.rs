@@ -105,7 +105,7 @@ impl RunKey {
     }
 
     fn matrix_precision(&self) -> String {
-        format!("{}|{}", self.matrix, precision_name(self.precision))
+        format!("{}|{}", self.matrix, self.precision.name())
     }
 
     /// Everything but the matrix and the precision: the runs compared in one summary table.
@@ -195,10 +195,6 @@ impl Condition {
         }
         s
     }
-}
-
-pub fn precision_name(p: WorkingPrecision) -> &'static str {
-    p.name()
 }
 
 pub fn method_name(m: Method) -> &'static str {

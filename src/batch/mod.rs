@@ -15,7 +15,7 @@ mod summary;
 
 pub use grid::{
     Condition, Grid, PrecondChoice, RunKey, RunLimits, auto_true_residual_every, method_name,
-    parse_duration, precision_name,
+    parse_duration,
 };
 pub use inputs::{MatrixInput, expand_inputs, matrix_name};
 pub use store::{

@@ -1,7 +1,7 @@
 //! Convergence plots of a batch study: recurrence and true residual against iteration for each
 //! precision, as SVG (plotters' SVG backend only: no font or bitmap libraries).
 
-use crate::batch::{ConditionSummary, MatrixRow, precision_name};
+use crate::batch::{ConditionSummary, MatrixRow};
 use crate::solver::dispatch::WorkingPrecision;
 use plotters::prelude::*;
 
@@ -56,7 +56,7 @@ fn draw(
         let Some(h) = row.run(p).and_then(|r| r.history.as_ref()) else {
             continue;
         };
-        let name = precision_name(p);
+        let name = p.name();
         curves.push(Curve {
             label: format!("{name} true residual"),
             points: &h.true_residual,

@@ -3,7 +3,6 @@
 
 use crate::batch::{
     Category, ConditionSummary, MatrixRow, PLOTS_DIR, RunRecord, RunResult, Summary, method_name,
-    precision_name,
 };
 use crate::error::{Error, Result};
 use crate::solver::dispatch::WorkingPrecision;
@@ -405,7 +404,7 @@ pub fn markdown(summary: &Summary) -> String {
                     out,
                     "- {} ({}): {}",
                     r.name,
-                    precision_name(r.key.precision),
+                    r.key.precision.name(),
                     r.error.as_deref().unwrap_or_default().replace('\n', " ")
                 );
             }
@@ -554,7 +553,7 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
             let mut rec = vec![
                 r.name.clone(),
                 k.matrix.clone(),
-                precision_name(k.precision).into(),
+                k.precision.name().into(),
                 format!("{:e}", k.tol),
                 k.precond.name().into(),
                 method_name(k.method).into(),
