@@ -119,13 +119,7 @@ fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
             criterion: args.criterion.unwrap_or(config.params.criterion),
             true_residual_every: args.true_residual_every,
             ilu_shift: match args.ilu_shift {
-                Some(s) if !(s.is_finite() && s > 0.0) => {
-                    return Err(precsolve::Error::Config(format!(
-                        "--ilu-shift {s}: the shift must be a positive number"
-                    ))
-                    .into());
-                }
-                Some(s) => Some(s),
+                Some(s) => Some(precsolve::precond::ilu0::check_shift(s)?),
                 None => config.ilu_shift,
             },
         },

@@ -73,10 +73,8 @@ impl Ilu0Factors {
                 a.ncols()
             )));
         }
-        if let Some(s) = shift.filter(|s| !(s.is_finite() && *s > 0.0)) {
-            return Err(Error::Config(format!(
-                "ilu-shift must be a positive number, not {s}"
-            )));
+        if let Some(s) = shift {
+            check_shift(s)?;
         }
         let (row_ptr, col_idx, mut values, diag, sigma) = match shift {
             None => {
@@ -154,6 +152,17 @@ impl Ilu0Factors {
         // entry; diagonal 8; row pointer, diagonal index: 2 x 16 per row; y written and read
         // twice (8 x 3); input and output.
         20.0 * (nnz - n) + 8.0 * n + 32.0 * n + 24.0 * n + (in_bytes + out_bytes) as f64 * n
+    }
+}
+
+/// `s` if it is a valid `--ilu-shift` (finite and positive), else the error saying so.
+pub fn check_shift(s: f64) -> Result<f64> {
+    if s.is_finite() && s > 0.0 {
+        Ok(s)
+    } else {
+        Err(Error::Config(format!(
+            "ilu-shift must be a positive number, not {s}"
+        )))
     }
 }
 
