@@ -12,6 +12,23 @@ fn text(out: &Output) -> (String, String) {
     )
 }
 
+/// Run `solver` expecting success, and parse its JSON report from stdout.
+fn solve_json(args: &[&str], dir: &std::path::Path) -> serde_json::Value {
+    let out = solver(args, dir);
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// The precisions of a JSON report's runs, in column order.
+fn precision_order(json: &serde_json::Value) -> Vec<String> {
+    json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
 fn converged_solve_prints_both_precisions_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
@@ -35,7 +52,7 @@ fn converged_solve_prints_both_precisions_side_by_side() {
 #[test]
 fn json_report_has_every_field_for_each_precision() {
     let dir = tempfile::tempdir().unwrap();
-    let out = solver(
+    let json = solve_json(
         &[
             "solve",
             "poisson3d:8",
@@ -47,8 +64,6 @@ fn json_report_has_every_field_for_each_precision() {
         ],
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let runs = json["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[0]["precision"], "f64");
@@ -297,12 +312,10 @@ fn ilu0_solves_report_the_preconditioner_and_its_share() {
     let dir = tempfile::tempdir().unwrap();
     let graded = sample("graded_spd_400.mtx");
     let args = ["solve", &graded, "--tol", "1e-12", "--precond", "ilu0"];
-    let out = solver(
+    let json = solve_json(
         &[&args[..], &["--format", "json", "-q"]].concat(),
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for run in json["runs"].as_array().unwrap() {
         assert_eq!(run["precond"], "ilu0");
         // Unpreconditioned CG needs thousands of iterations here (README), ILU(0) 34.
@@ -378,15 +391,8 @@ fn precision_lists_run_in_order_with_ratios_against_the_first() {
         "--format",
         "json",
     ];
-    let out = solver(&args, dir.path());
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let order: Vec<_> = json["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["precision"].as_str().unwrap().to_string())
-        .collect();
+    let json = solve_json(&args, dir.path());
+    let order = precision_order(&json);
     assert_eq!(order, ["dd", "f64"]);
     assert_eq!(json["ratios"][0]["against"], "dd");
     for bad in ["f64,f64", "f64,xx", ""] {
@@ -409,14 +415,9 @@ fn qd_runs_on_the_cpu_as_a_third_column_with_ratios_against_the_first() {
         .copied()
         .chain(["--backend", "cpu", "--tol", "1e-10", "--format", "json"])
         .collect();
-    let out = solver(&args, dir.path());
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = solve_json(&args, dir.path());
     let runs = json["runs"].as_array().unwrap();
-    let order: Vec<_> = runs
-        .iter()
-        .map(|r| r["precision"].as_str().unwrap())
-        .collect();
+    let order = precision_order(&json);
     assert_eq!(order, ["f64", "dd", "qd"]);
     for run in runs {
         assert_eq!(run["converged"], true, "{run}");
@@ -478,7 +479,7 @@ fn qd_on_the_cuda_backend_is_no_longer_refused_as_cpu_only() {
         }
     }
     // auto runs the whole comparison on one backend (with or without a GPU)
-    let out = solver(
+    let json = solve_json(
         &[
             "solve",
             "poisson2d:8",
@@ -491,8 +492,6 @@ fn qd_on_the_cuda_backend_is_no_longer_refused_as_cpu_only() {
         ],
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let runs = json["runs"].as_array().unwrap();
     assert!(
         runs.iter().all(|r| r["backend"] == runs[0]["backend"]),
@@ -603,14 +602,9 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
         "--format",
         "json",
     ];
-    let out = solver(&args, dir.path());
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = solve_json(&args, dir.path());
     let runs = json["runs"].as_array().unwrap();
-    let order: Vec<_> = runs
-        .iter()
-        .map(|r| r["precision"].as_str().unwrap())
-        .collect();
+    let order = precision_order(&json);
     assert_eq!(order, ["f64", "dd", "mp:256"]);
     for run in runs {
         assert_eq!(run["converged"], true, "{run}");
@@ -638,7 +632,7 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
         stderr.contains("mp:256 runs on the CPU only") && stderr.contains("--backend cpu"),
         "{stderr}"
     );
-    let out = solver(
+    let json = solve_json(
         &[
             "solve",
             "poisson2d:8",
@@ -651,8 +645,6 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
         ],
         dir.path(),
     );
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["runs"][0]["backend"], "cpu");
     assert_eq!(json["runs"][0]["precision"], "mp:128");
 }
