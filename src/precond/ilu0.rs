@@ -155,6 +155,79 @@ impl Ilu0Factors {
     }
 }
 
+/// One triangle renumbered in the order of its levels: what the CPU's level schedule and the GPU
+/// kernels walk. Position `p` holds row `rows[p]`; its off-diagonal entries are
+/// `ptr[p]..ptr[p + 1]` of `deps` and `vals`, in the order of the arithmetic (L: increasing
+/// column, U: decreasing), each dependency given as its row's position in this same order
+/// (always smaller than `p`), so each level is a contiguous block of positions.
+#[derive(Clone, Debug)]
+pub struct OrderedTriangle {
+    pub rows: Vec<u32>,
+    /// Level `l` is positions `level_ptr[l]..level_ptr[l + 1]`.
+    pub level_ptr: Vec<usize>,
+    pub ptr: Vec<usize>,
+    pub deps: Vec<u32>,
+    pub vals: Vec<f64>,
+    /// `u_ii` by position (the upper triangle; empty for the lower).
+    pub diag: Vec<f64>,
+    /// The position of each row.
+    pub position: Vec<u32>,
+}
+
+impl Ilu0Factors {
+    /// `L` (strictly lower entries, unit diagonal) in the order of its levels.
+    pub fn lower_ordered(&self) -> OrderedTriangle {
+        self.ordered(&self.lower, false)
+    }
+
+    /// `U` (diagonal and strictly upper entries) in the order of its levels.
+    pub fn upper_ordered(&self) -> OrderedTriangle {
+        self.ordered(&self.upper, true)
+    }
+
+    fn ordered(&self, levels: &Levels, upper: bool) -> OrderedTriangle {
+        let mut position = vec![0u32; self.n];
+        for (p, &i) in levels.rows.iter().enumerate() {
+            position[i as usize] = p as u32;
+        }
+        let (row_ptr, cols, values, diag) =
+            (&self.row_ptr, &self.col_idx, &self.values, &self.diag);
+        let entries = if upper {
+            self.nnz() - diag.len() - (0..self.n).map(|i| diag[i] - row_ptr[i]).sum::<usize>()
+        } else {
+            (0..self.n).map(|i| diag[i] - row_ptr[i]).sum::<usize>()
+        };
+        let mut ptr = Vec::with_capacity(self.n + 1);
+        let mut deps = Vec::with_capacity(entries);
+        let mut vals = Vec::with_capacity(entries);
+        let mut pivots = Vec::with_capacity(if upper { self.n } else { 0 });
+        ptr.push(0);
+        for &i in &levels.rows {
+            let i = i as usize;
+            let mut push = |k: usize| {
+                deps.push(position[cols[k] as usize]);
+                vals.push(values[k]);
+            };
+            if upper {
+                (diag[i] + 1..row_ptr[i + 1]).rev().for_each(&mut push);
+                pivots.push(values[diag[i]]);
+            } else {
+                (row_ptr[i]..diag[i]).for_each(&mut push);
+            }
+            ptr.push(deps.len());
+        }
+        OrderedTriangle {
+            rows: levels.rows.clone(),
+            level_ptr: levels.ptr.clone(),
+            ptr,
+            deps,
+            vals,
+            diag: pivots,
+            position,
+        }
+    }
+}
+
 /// `s` if it is a valid `--ilu-shift` (finite and positive), else the error saying so.
 pub fn check_shift(s: f64) -> Result<f64> {
     if s.is_finite() && s > 0.0 {

@@ -16,7 +16,7 @@
 //! poisson3d:100: see benches/results/cpu.md).
 
 use crate::precision::Precision;
-use crate::precond::ilu0::{Ilu0Factors, Levels};
+use crate::precond::ilu0::{Ilu0Factors, OrderedTriangle};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -145,56 +145,8 @@ fn sequential<P: Precision>(f: &Ilu0Factors, r: &[P], w: &mut [f64]) {
     }
 }
 
-/// One triangle renumbered in its level order: position `p` holds row `rows[p]`; its entries
-/// are in the order the arithmetic takes them, their columns are positions.
-struct Ordered {
-    rows: Vec<u32>,
-    level_ptr: Vec<usize>,
-    row_ptr: Vec<usize>,
-    cols: Vec<u32>,
-    vals: Vec<f64>,
-    /// `u_ii` per position (the upper triangle only).
-    diag: Vec<f64>,
-}
-
-impl Ordered {
-    fn new(f: &Ilu0Factors, levels: &Levels, upper: bool) -> Self {
-        let n = f.n();
-        let mut position = vec![0u32; n];
-        for (p, &i) in levels.rows.iter().enumerate() {
-            position[i as usize] = p as u32;
-        }
-        let mut row_ptr = Vec::with_capacity(n + 1);
-        let mut cols = Vec::new();
-        let mut vals = Vec::new();
-        let mut diag = Vec::new();
-        row_ptr.push(0);
-        for &i in &levels.rows {
-            let i = i as usize;
-            let mut push = |k: usize| {
-                cols.push(position[f.col_idx()[k] as usize]);
-                vals.push(f.values()[k]);
-            };
-            if upper {
-                (f.diag()[i] + 1..f.row_ptr()[i + 1])
-                    .rev()
-                    .for_each(&mut push);
-                diag.push(f.values()[f.diag()[i]]);
-            } else {
-                (f.row_ptr()[i]..f.diag()[i]).for_each(&mut push);
-            }
-            row_ptr.push(cols.len());
-        }
-        Ordered {
-            rows: levels.rows.clone(),
-            level_ptr: levels.ptr.clone(),
-            row_ptr,
-            cols,
-            vals,
-            diag,
-        }
-    }
-
+/// The CPU's level-scheduled solve over one level-ordered triangle.
+impl OrderedTriangle {
     /// Solve in place: `w[p]` holds the right-hand side of position `p` on entry (unless
     /// `rhs` gives it), the solution on exit.
     fn solve(&self, w: &mut [f64], rhs: Option<&(dyn Fn(usize) -> f64 + Sync)>) {
@@ -209,8 +161,8 @@ impl Ordered {
                     Some(rhs) => rhs(self.rows[p] as usize),
                     None => *out,
                 };
-                for k in self.row_ptr[p]..self.row_ptr[p + 1] {
-                    let product = self.vals[k] * done[self.cols[k] as usize];
+                for k in self.ptr[p]..self.ptr[p + 1] {
+                    let product = self.vals[k] * done[self.deps[k] as usize];
                     acc -= product;
                 }
                 *out = if self.diag.is_empty() {
@@ -240,12 +192,10 @@ impl Ordered {
 
 /// Both triangles in level order, with the maps between the orders.
 struct LevelOrdered {
-    lower: Ordered,
-    upper: Ordered,
+    lower: OrderedTriangle,
+    upper: OrderedTriangle,
     /// For each position of the upper order, the position of its row in the lower order.
     lower_of_upper: Vec<u32>,
-    /// For each row, its position in the upper order.
-    upper_of_row: Vec<u32>,
     y: Vec<f64>,
     x: Vec<f64>,
 }
@@ -253,26 +203,17 @@ struct LevelOrdered {
 impl LevelOrdered {
     fn new(f: &Ilu0Factors) -> Self {
         let n = f.n();
-        let lower = Ordered::new(f, f.lower_levels(), false);
-        let upper = Ordered::new(f, f.upper_levels(), true);
-        let mut lower_of_row = vec![0u32; n];
-        for (p, &i) in lower.rows.iter().enumerate() {
-            lower_of_row[i as usize] = p as u32;
-        }
+        let lower = f.lower_ordered();
+        let upper = f.upper_ordered();
         let lower_of_upper = upper
             .rows
             .iter()
-            .map(|&i| lower_of_row[i as usize])
+            .map(|&i| lower.position[i as usize])
             .collect();
-        let mut upper_of_row = vec![0u32; n];
-        for (q, &i) in upper.rows.iter().enumerate() {
-            upper_of_row[i as usize] = q as u32;
-        }
         LevelOrdered {
             lower,
             upper,
             lower_of_upper,
-            upper_of_row,
             y: vec![0.0; n],
             x: vec![0.0; n],
         }
@@ -293,7 +234,7 @@ impl LevelOrdered {
         self.upper.solve(&mut self.x, None);
         let x = &self.x;
         z.par_chunks_mut(ROWS_PER_TASK)
-            .zip(self.upper_of_row.par_chunks(ROWS_PER_TASK))
+            .zip(self.upper.position.par_chunks(ROWS_PER_TASK))
             .for_each(|(z, from)| {
                 for (zi, &q) in z.iter_mut().zip(from) {
                     *zi = P::from_f64(x[q as usize]);

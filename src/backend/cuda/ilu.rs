@@ -11,7 +11,7 @@ use super::device::{alloc_words, driver_error};
 use super::{CudaBackend, CudaVector, PushVector};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
-use crate::precond::ilu0::{Ilu0Factors, Levels};
+use crate::precond::ilu0::{Ilu0Factors, OrderedTriangle};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
@@ -124,54 +124,6 @@ impl CudaIlu {
     }
 }
 
-/// Row order, entry pointers, dependency positions and values of one triangle, and each row's
-/// position (host side).
-struct HostTriangle {
-    row: Vec<i32>,
-    ptr: Vec<i32>,
-    dep: Vec<i32>,
-    val: Vec<f64>,
-    position: Vec<i32>,
-}
-
-fn host_triangle(f: &Ilu0Factors, levels: &Levels, lower: bool) -> HostTriangle {
-    let n = f.n();
-    let mut position = vec![0i32; n];
-    for (p, &i) in levels.rows.iter().enumerate() {
-        position[i as usize] = p as i32;
-    }
-    let (row_ptr, cols, values, diag) = (f.row_ptr(), f.col_idx(), f.values(), f.diag());
-    let entries = if lower {
-        (0..n).map(|i| diag[i] - row_ptr[i]).sum::<usize>()
-    } else {
-        (0..n).map(|i| row_ptr[i + 1] - diag[i] - 1).sum::<usize>()
-    };
-    let mut ptr = Vec::with_capacity(n + 1);
-    let mut dep = Vec::with_capacity(entries);
-    let mut val = Vec::with_capacity(entries);
-    ptr.push(0);
-    for &i in &levels.rows {
-        let i = i as usize;
-        let mut push = |k: usize| {
-            dep.push(position[cols[k] as usize]);
-            val.push(values[k]);
-        };
-        if lower {
-            (row_ptr[i]..diag[i]).for_each(&mut push);
-        } else {
-            (diag[i] + 1..row_ptr[i + 1]).rev().for_each(&mut push);
-        }
-        ptr.push(dep.len() as i32);
-    }
-    HostTriangle {
-        row: levels.rows.iter().map(|&i| i as i32).collect(),
-        ptr,
-        dep,
-        val,
-        position,
-    }
-}
-
 impl CudaBackend {
     /// The launch setting that ILU(0) factors uploaded from now on start with.
     pub fn set_ilu_config(&self, config: IluConfig) {
@@ -202,13 +154,16 @@ impl CudaBackend {
             .map_err(driver_error(&format!("copying ILU(0) {what} to the GPU")))
     }
 
-    fn upload_triangle(&self, t: &HostTriangle, levels: &Levels, what: &str) -> Result<Triangle> {
+    /// A level-ordered triangle with 32-bit indices (the caller checked that they fit).
+    fn upload_triangle(&self, t: &OrderedTriangle, what: &str) -> Result<Triangle> {
+        let i32s = |v: &[u32]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+        let ptr: Vec<i32> = t.ptr.iter().map(|&x| x as i32).collect();
         Ok(Triangle {
-            row: self.upload_i32(&t.row, what)?,
-            ptr: self.upload_i32(&t.ptr, what)?,
-            dep: self.upload_i32(&t.dep, what)?,
-            val: self.upload_f64(&t.val, what)?,
-            levels: levels.ptr.clone(),
+            row: self.upload_i32(&i32s(&t.rows), what)?,
+            ptr: self.upload_i32(&ptr, what)?,
+            dep: self.upload_i32(&i32s(&t.deps), what)?,
+            val: self.upload_f64(&t.vals, what)?,
+            levels: t.level_ptr.clone(),
         })
     }
 
@@ -224,18 +179,12 @@ impl CudaBackend {
                 ),
             });
         }
-        let lower = host_triangle(f, f.lower_levels(), true);
-        let upper = host_triangle(f, f.upper_levels(), false);
-        let diag: Vec<f64> = f
-            .upper_levels()
+        let lower = f.lower_ordered();
+        let upper = f.upper_ordered();
+        let src: Vec<i32> = upper
             .rows
             .iter()
-            .map(|&i| f.values()[f.diag()[i as usize]])
-            .collect();
-        let src: Vec<i32> = upper
-            .row
-            .iter()
-            .map(|&i| lower.position[i as usize])
+            .map(|&i| lower.position[i as usize] as i32)
             .collect();
         let sm_count = self
             .ctx
@@ -250,9 +199,9 @@ impl CudaBackend {
         Ok(CudaIlu {
             factors: Arc::clone(factors),
             n,
-            lower: self.upload_triangle(&lower, f.lower_levels(), "L")?,
-            upper: self.upload_triangle(&upper, f.upper_levels(), "U")?,
-            diag: self.upload_f64(&diag, "diagonal")?,
+            lower: self.upload_triangle(&lower, "L")?,
+            upper: self.upload_triangle(&upper, "U")?,
+            diag: self.upload_f64(&upper.diag, "diagonal")?,
             src: self.upload_i32(&src, "row map")?,
             wflag: self
                 .stream
