@@ -36,7 +36,6 @@
 //! single `vfmsub` (checked with objdump on `benches/dd_ops.rs`).
 
 use super::Precision;
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 pub use super::dd_fmt::ParseDdError;
@@ -339,37 +338,7 @@ impl From<f64> for Dd {
 }
 
 // Operators delegate to the named methods, so `a + b` is QuadAdd, never the sloppy add.
-macro_rules! dd_binop {
-    ($tr:ident, $f:ident, $atr:ident, $af:ident, $rhs:ty, $m:ident) => {
-        impl $tr<$rhs> for Dd {
-            type Output = Dd;
-            #[inline(always)]
-            fn $f(self, b: $rhs) -> Dd {
-                Dd::$m(self, b)
-            }
-        }
-        impl $atr<$rhs> for Dd {
-            #[inline(always)]
-            fn $af(&mut self, b: $rhs) {
-                *self = Dd::$m(*self, b);
-            }
-        }
-    };
-}
-dd_binop!(Add, add, AddAssign, add_assign, Dd, add);
-dd_binop!(Sub, sub, SubAssign, sub_assign, Dd, sub);
-dd_binop!(Mul, mul, MulAssign, mul_assign, Dd, mul);
-dd_binop!(Div, div, DivAssign, div_assign, Dd, div);
-dd_binop!(Add, add, AddAssign, add_assign, f64, add_f64);
-dd_binop!(Mul, mul, MulAssign, mul_assign, f64, mul_f64);
-
-impl Neg for Dd {
-    type Output = Dd;
-    #[inline(always)]
-    fn neg(self) -> Dd {
-        Dd::neg(self)
-    }
-}
+super::operators_from_methods!(Dd);
 
 impl Precision for Dd {
     const NAME: &'static str = "dd";

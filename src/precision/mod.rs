@@ -23,6 +23,43 @@ pub use td_impl::Td;
 use std::borrow::Cow;
 use std::fmt::Debug;
 
+/// `+ - * /` (and their `op=`) with the same type, `+` and `*` with an `f64`, and unary `-`, each
+/// delegating to the type's inherent method of that name (`add`, `sub`, `mul`, `div`, `add_f64`,
+/// `mul_f64`, `neg`), for a `Copy` multi-word type.
+macro_rules! operators_from_methods {
+    ($t:ident) => {
+        $crate::precision::operators_from_methods!(@bin $t, Add, add, AddAssign, add_assign, $t, add);
+        $crate::precision::operators_from_methods!(@bin $t, Sub, sub, SubAssign, sub_assign, $t, sub);
+        $crate::precision::operators_from_methods!(@bin $t, Mul, mul, MulAssign, mul_assign, $t, mul);
+        $crate::precision::operators_from_methods!(@bin $t, Div, div, DivAssign, div_assign, $t, div);
+        $crate::precision::operators_from_methods!(@bin $t, Add, add, AddAssign, add_assign, f64, add_f64);
+        $crate::precision::operators_from_methods!(@bin $t, Mul, mul, MulAssign, mul_assign, f64, mul_f64);
+        impl std::ops::Neg for $t {
+            type Output = $t;
+            #[inline(always)]
+            fn neg(self) -> $t {
+                $t::neg(self)
+            }
+        }
+    };
+    (@bin $t:ident, $tr:ident, $f:ident, $atr:ident, $af:ident, $rhs:ty, $m:ident) => {
+        impl std::ops::$tr<$rhs> for $t {
+            type Output = $t;
+            #[inline(always)]
+            fn $f(self, b: $rhs) -> $t {
+                $t::$m(self, b)
+            }
+        }
+        impl std::ops::$atr<$rhs> for $t {
+            #[inline(always)]
+            fn $af(&mut self, b: $rhs) {
+                *self = $t::$m(*self, b);
+            }
+        }
+    };
+}
+pub(crate) use operators_from_methods;
+
 /// Scalar arithmetic of one working precision.
 ///
 /// Every operation rounds as the type's own algorithm says (IEEE round-to-nearest for `f64`, the

@@ -79,7 +79,6 @@
 
 use super::dd::{quick_two_sum, two_prod, two_sum};
 use super::{Dd, Precision};
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// A quad-double number `x[0] + x[1] + x[2] + x[3]`, largest component first. `#[repr(C)]` with
 /// four consecutive doubles, so a slice of them is a `double4`-like array on the GPU.
@@ -589,37 +588,7 @@ impl From<Dd> for Qd {
 }
 
 // Operators delegate to the named methods, so `a + b` is the accurate addition, never a sloppy one.
-macro_rules! qd_binop {
-    ($tr:ident, $f:ident, $atr:ident, $af:ident, $rhs:ty, $m:ident) => {
-        impl $tr<$rhs> for Qd {
-            type Output = Qd;
-            #[inline(always)]
-            fn $f(self, b: $rhs) -> Qd {
-                Qd::$m(self, b)
-            }
-        }
-        impl $atr<$rhs> for Qd {
-            #[inline(always)]
-            fn $af(&mut self, b: $rhs) {
-                *self = Qd::$m(*self, b);
-            }
-        }
-    };
-}
-qd_binop!(Add, add, AddAssign, add_assign, Qd, add);
-qd_binop!(Sub, sub, SubAssign, sub_assign, Qd, sub);
-qd_binop!(Mul, mul, MulAssign, mul_assign, Qd, mul);
-qd_binop!(Div, div, DivAssign, div_assign, Qd, div);
-qd_binop!(Add, add, AddAssign, add_assign, f64, add_f64);
-qd_binop!(Mul, mul, MulAssign, mul_assign, f64, mul_f64);
-
-impl Neg for Qd {
-    type Output = Qd;
-    #[inline(always)]
-    fn neg(self) -> Qd {
-        Qd::neg(self)
-    }
-}
+super::operators_from_methods!(Qd);
 
 impl Precision for Qd {
     const NAME: &'static str = "qd";
