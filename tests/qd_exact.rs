@@ -23,13 +23,16 @@
 
 #[path = "common/exact.rs"]
 mod exact;
+#[path = "common/random_f64.rs"]
+mod random_f64;
 
 use exact::Dyadic;
 use precsolve::precision::td::{self, pack, unpack};
 use precsolve::precision::{fma_available, set_fma_fallback_for_tests};
 use precsolve::{Dd, Precision, Qd};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use random_f64::{exponent, nudge, pow2, rand_f64, seed_from_env};
 use std::cmp::Ordering;
 
 /// Empirical relative error bounds, in units of U = 2^-212: about 2-4 times the worst case seen
@@ -63,53 +66,12 @@ const DEFAULT_SEED: u64 = 0x0009_d5ee_d0fd_0b1e;
 const U_EXP: i64 = -212;
 
 fn seed() -> u64 {
-    std::env::var("QD_EXACT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_SEED)
+    seed_from_env("QD_EXACT_SEED", DEFAULT_SEED)
 }
 
-/// Independent stream per test, so adding cases to one test does not change the others.
+/// This test's stream of the seed.
 fn rng_for(test: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed());
-    rng.set_stream(test);
-    rng
-}
-
-fn exponent(x: f64) -> i32 {
-    ((x.to_bits() >> 52) & 0x7ff) as i32 - 1023
-}
-
-/// `2^k`, subnormal powers included.
-fn pow2(k: i32) -> f64 {
-    assert!((-1074..=1023).contains(&k), "2^{k} is not a double");
-    if k >= -1022 {
-        f64::from_bits(((k + 1023) as u64) << 52)
-    } else {
-        f64::from_bits(1u64 << (k + 1074))
-    }
-}
-
-/// A normal double with exponent in `[emin, emax]`, random sign, a mantissa mostly uniform but
-/// sometimes zero, all ones, short, or nearly all ones.
-fn rand_f64(rng: &mut ChaCha8Rng, emin: i32, emax: i32) -> f64 {
-    let e = rng.random_range(emin..=emax);
-    let frac_mask = (1u64 << 52) - 1;
-    let frac = match rng.random_range(0..16) {
-        0 => 0,
-        1 => frac_mask,
-        2 => (rng.random::<u64>() & frac_mask) & !((1u64 << rng.random_range(20..52)) - 1),
-        3 => frac_mask ^ (rng.random::<u64>() & 0xff),
-        _ => rng.random::<u64>() & frac_mask,
-    };
-    let x = f64::from_bits(((e + 1023) as u64) << 52 | frac);
-    if rng.random_bool(0.5) { -x } else { x }
-}
-
-/// `x != 0` moved by `k` units in the last place away from zero (toward zero for k < 0).
-fn nudge(x: f64, k: i64) -> f64 {
-    assert!(x != 0.0 && x.is_finite(), "nudge({x:e})");
-    f64::from_bits((x.to_bits() as i64 + k) as u64)
+    random_f64::rng_for(seed(), test)
 }
 
 /// A renormalised quad-double with leading component `x0`: each further component is below half
