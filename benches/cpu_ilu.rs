@@ -46,7 +46,7 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
         group.throughput(Throughput::Bytes(f.apply_bytes(8, 8) as u64));
         group.bench_function(label, |b| {
             b.iter(|| {
-                ilu.apply(black_box(&r64), &mut z);
+                ilu.apply::<f64>(black_box(&r64), &mut z);
                 black_box(&mut z);
             })
         });
@@ -57,7 +57,7 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
     group.throughput(Throughput::Bytes(f.apply_bytes(16, 16) as u64));
     group.bench_function("dd_auto", |b| {
         b.iter(|| {
-            ilu.apply(black_box(&rdd), &mut z);
+            ilu.apply::<Dd>(black_box(&rdd), &mut z);
             black_box(&mut z);
         })
     });
@@ -71,7 +71,9 @@ fn bench_pcg_one<P: Precision>(
 ) {
     let backend = CpuBackend::new();
     let am = backend.matrix(a).unwrap();
-    let b = vec![1.0; a.nrows()];
+    let b = backend
+        .vector_from_f64::<f64>(&vec![1.0; a.nrows()])
+        .unwrap();
     let mut group = c.benchmark_group("pcg_iteration");
     group
         .sample_size(10)
@@ -85,7 +87,7 @@ fn bench_pcg_one<P: Precision>(
                 ..Default::default()
             };
             let ilu = Ilu0::new(&backend, f).unwrap();
-            let mut x: Vec<P> = backend.zeros(a.nrows()).unwrap();
+            let mut x = backend.zeros::<P>(a.nrows()).unwrap();
             let t0 = Instant::now();
             let info = cg(&backend, &am, &b, &mut x, &ilu, &params, &mut NoMonitor).unwrap();
             if info.iterations < iters as usize {

@@ -1,5 +1,5 @@
 //! CPU kernel throughput on the 7-point Poisson matrix of a 100^3 grid (1,000,000 rows,
-//! ~6.94 M nonzeros), in double and double-double, plus the machine's copy bandwidth as the
+//! ~6.94 M nonzeros), in double, double-double and triple (td), plus the machine's copy bandwidth as the
 //! yardstick. Run with `cargo bench --bench cpu_kernels`; results are written up in
 //! `benches/results/cpu.md`.
 //!
@@ -22,7 +22,8 @@ use criterion::{
     BenchmarkGroup, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use precsolve::backend::Backend;
-use precsolve::backend::cpu::{CpuBackend, CpuMatrix};
+use precsolve::backend::cpu::{CpuBackend, CpuMatrix, CpuVector};
+use precsolve::precision::Td;
 use precsolve::precond::Identity;
 use precsolve::solver::{NoMonitor, Params, cg};
 use precsolve::{CsrMatrix, Dd, Precision};
@@ -41,7 +42,7 @@ struct Problem {
     a: CpuMatrix,
     n: usize,
     nnz: usize,
-    b: Vec<f64>,
+    b: CpuVector<f64>,
 }
 
 impl Problem {
@@ -55,7 +56,7 @@ impl Problem {
             a,
             n,
             nnz,
-            b: vec![1.0; n],
+            b: CpuVector::from(vec![1.0; n]),
         }
     }
 
@@ -65,12 +66,13 @@ impl Problem {
 }
 
 /// Deterministic values with a full double-double mantissa (`(i + 1) / 7` in `P`).
-fn test_vector<P: Precision>(n: usize, shift: f64) -> Vec<P> {
+fn test_vector<P: Precision>(n: usize, shift: f64) -> CpuVector<P> {
     let seven = P::from_f64(7.0);
-    (0..n)
+    let values: Vec<P> = (0..n)
         .into_par_iter()
         .map(|i| P::from_f64((i % 1000) as f64 + shift).div(&seven))
-        .collect()
+        .collect();
+    CpuVector::from(values)
 }
 
 fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {
@@ -105,8 +107,8 @@ fn spmv_bytes<P: Precision>(p: &Problem) -> u64 {
 }
 
 fn bench_spmv_one<P: Precision>(group: &mut BenchmarkGroup<'_, WallTime>, p: &Problem) {
-    let x: Vec<P> = test_vector(p.n, 1.0);
-    let mut y: Vec<P> = p.backend.zeros(p.n).unwrap();
+    let x: CpuVector<P> = test_vector(p.n, 1.0);
+    let mut y = p.backend.zeros::<P>(p.n).unwrap();
     group.throughput(Throughput::Bytes(spmv_bytes::<P>(p)));
     group.bench_function(P::NAME, |bench| {
         bench.iter(|| p.backend.spmv(&p.a, black_box(&x), &mut y).unwrap())
@@ -114,8 +116,8 @@ fn bench_spmv_one<P: Precision>(group: &mut BenchmarkGroup<'_, WallTime>, p: &Pr
 }
 
 fn bench_dot_one<P: Precision>(group: &mut BenchmarkGroup<'_, WallTime>, p: &Problem) {
-    let x: Vec<P> = test_vector(p.n, 1.0);
-    let y: Vec<P> = test_vector(p.n, 2.0);
+    let x: CpuVector<P> = test_vector(p.n, 1.0);
+    let y: CpuVector<P> = test_vector(p.n, 2.0);
     group.throughput(Throughput::Bytes((2 * p.n * P::BYTES) as u64));
     group.bench_function(P::NAME, |bench| {
         bench.iter(|| black_box(p.backend.dot(black_box(&x), black_box(&y)).unwrap()))
@@ -123,8 +125,8 @@ fn bench_dot_one<P: Precision>(group: &mut BenchmarkGroup<'_, WallTime>, p: &Pro
 }
 
 fn bench_axpy_one<P: Precision>(group: &mut BenchmarkGroup<'_, WallTime>, p: &Problem) {
-    let x: Vec<P> = test_vector(p.n, 1.0);
-    let mut y: Vec<P> = test_vector(p.n, 2.0);
+    let x: CpuVector<P> = test_vector(p.n, 1.0);
+    let mut y: CpuVector<P> = test_vector(p.n, 2.0);
     // |alpha| < 1 and alternating sign keep y bounded however often the kernel runs.
     let alpha = P::from_f64(-1.0).div(&P::from_f64(3.0));
     group.throughput(Throughput::Bytes((3 * p.n * P::BYTES) as u64));
@@ -150,7 +152,7 @@ fn bench_cg_one<P: Precision>(group: &mut BenchmarkGroup<'_, WallTime>, p: &Prob
                 max_iter: iters as usize,
                 ..params.clone()
             };
-            let mut x: Vec<P> = p.backend.zeros(p.n).unwrap();
+            let mut x = p.backend.zeros::<P>(p.n).unwrap();
             let t0 = Instant::now();
             let info = cg(
                 &p.backend,
@@ -181,24 +183,28 @@ fn bench_kernels(c: &mut Criterion) {
     configure(&mut group);
     bench_spmv_one::<f64>(&mut group, &p);
     bench_spmv_one::<Dd>(&mut group, &p);
+    bench_spmv_one::<Td>(&mut group, &p);
     group.finish();
 
     let mut group = c.benchmark_group("dot");
     configure(&mut group);
     bench_dot_one::<f64>(&mut group, &p);
     bench_dot_one::<Dd>(&mut group, &p);
+    bench_dot_one::<Td>(&mut group, &p);
     group.finish();
 
     let mut group = c.benchmark_group("axpy");
     configure(&mut group);
     bench_axpy_one::<f64>(&mut group, &p);
     bench_axpy_one::<Dd>(&mut group, &p);
+    bench_axpy_one::<Td>(&mut group, &p);
     group.finish();
 
     let mut group = c.benchmark_group("cg_iteration");
     configure(&mut group);
     bench_cg_one::<f64>(&mut group, &p);
     bench_cg_one::<Dd>(&mut group, &p);
+    bench_cg_one::<Td>(&mut group, &p);
     group.finish();
 }
 

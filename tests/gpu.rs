@@ -8,7 +8,7 @@
 #[cfg(feature = "cuda")]
 mod gpu_checks {
     use precsolve::backend::Backend;
-    use precsolve::backend::cpu::CpuBackend;
+    use precsolve::backend::cpu::{CpuBackend, CpuVector};
     use precsolve::backend::cuda::CudaBackend;
     use precsolve::backend::cuda::{IluConfig, IluSchedule};
     use precsolve::precision::Td;
@@ -150,19 +150,20 @@ mod gpu_checks {
             let gb = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
             let mut gy = gpu.zeros::<P>(n).map_err(err)?;
             let mut cy = cpu.zeros::<P>(n).map_err(err)?;
+            let (cx, cb) = (CpuVector::from(x.clone()), CpuVector::from(b.clone()));
             gpu.spmv(&ga, &gx, &mut gy).map_err(err)?;
-            cpu.spmv(&ca, &x, &mut cy).map_err(err)?;
+            cpu.spmv(&ca, &cx, &mut cy).map_err(err)?;
             same_bits(
                 &format!("spmv n={n} lanes={}", ca.lanes),
                 &gpu.to_host(&gy).map_err(err)?,
-                &cy,
+                &cy.to_values(),
             )?;
             gpu.residual(&ga, &gb, &gx, &mut gy).map_err(err)?;
-            cpu.residual(&ca, &b, &x, &mut cy).map_err(err)?;
+            cpu.residual(&ca, &cb, &cx, &mut cy).map_err(err)?;
             same_bits(
                 &format!("residual n={n}"),
                 &gpu.to_host(&gy).map_err(err)?,
-                &cy,
+                &cy.to_values(),
             )?;
         }
         Ok(())
@@ -194,7 +195,9 @@ mod gpu_checks {
             let (x, y): (Vec<P>, Vec<P>) = (random_vec(rng, n), random_vec(rng, n));
             let (gx, gy) = (upload(gpu, &x)?, upload(gpu, &y)?);
             let g = gpu.dot(&gx, &gy).map_err(err)?;
-            let c = cpu.dot(&x, &y).map_err(err)?;
+            let c = cpu
+                .dot(&CpuVector::from(x), &CpuVector::from(y))
+                .map_err(err)?;
             same_bits(&format!("dot n={n}"), &[g], &[c])?;
         }
         Ok(())
@@ -216,39 +219,52 @@ mod gpu_checks {
             let (alpha, beta) = (rng.of::<P>(), rng.of::<P>());
             let (gx, gy) = (upload(gpu, &x)?, upload(gpu, &y)?);
             let mut gz = upload(gpu, &z)?;
-            let mut cz = z.clone();
+            let (cx, cy) = (CpuVector::from(x), CpuVector::from(y));
+            let mut cz = CpuVector::from(z.clone());
             gpu.axpy(&alpha, &gx, &mut gz).map_err(err)?;
-            cpu.axpy(&alpha, &x, &mut cz).map_err(err)?;
-            same_bits("axpy", &gpu.to_host(&gz).map_err(err)?, &cz)?;
+            cpu.axpy(&alpha, &cx, &mut cz).map_err(err)?;
+            same_bits("axpy", &gpu.to_host(&gz).map_err(err)?, &cz.to_values())?;
             gpu.xpay(&gx, &beta, &mut gz).map_err(err)?;
-            cpu.xpay(&x, &beta, &mut cz).map_err(err)?;
-            same_bits("xpay", &gpu.to_host(&gz).map_err(err)?, &cz)?;
+            cpu.xpay(&cx, &beta, &mut cz).map_err(err)?;
+            same_bits("xpay", &gpu.to_host(&gz).map_err(err)?, &cz.to_values())?;
             gpu.axpyz(&alpha, &gx, &gy, &mut gz).map_err(err)?;
-            cpu.axpyz(&alpha, &x, &y, &mut cz).map_err(err)?;
-            same_bits("axpyz", &gpu.to_host(&gz).map_err(err)?, &cz)?;
+            cpu.axpyz(&alpha, &cx, &cy, &mut cz).map_err(err)?;
+            same_bits("axpyz", &gpu.to_host(&gz).map_err(err)?, &cz.to_values())?;
             let mut gp = upload(gpu, &z)?;
-            let mut cp = z.clone();
+            let mut cp = CpuVector::from(z);
             gpu.bicgstab_direction(&gx, &beta, &alpha, &gy, &mut gp)
                 .map_err(err)?;
-            cpu.bicgstab_direction(&x, &beta, &alpha, &y, &mut cp)
+            cpu.bicgstab_direction(&cx, &beta, &alpha, &cy, &mut cp)
                 .map_err(err)?;
-            same_bits("bicgstab_direction", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            same_bits(
+                "bicgstab_direction",
+                &gpu.to_host(&gp).map_err(err)?,
+                &cp.to_values(),
+            )?;
             // Fused updates with their norms: the same bits as the unfused CPU operations.
             let g = gpu.axpy_norm(&alpha, &gx, &mut gp).map_err(err)?;
-            cpu.axpy(&alpha, &x, &mut cp).map_err(err)?;
+            cpu.axpy(&alpha, &cx, &mut cp).map_err(err)?;
             let c = cpu.dot(&cp, &cp).map_err(err)?;
-            same_bits("axpy_norm", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            same_bits(
+                "axpy_norm",
+                &gpu.to_host(&gp).map_err(err)?,
+                &cp.to_values(),
+            )?;
             same_bits("axpy_norm's norm", &[g], &[c])?;
             let g = gpu.axpyz_norm(&beta, &gx, &gy, &mut gp).map_err(err)?;
-            cpu.axpyz(&beta, &x, &y, &mut cp).map_err(err)?;
+            cpu.axpyz(&beta, &cx, &cy, &mut cp).map_err(err)?;
             let c = cpu.dot(&cp, &cp).map_err(err)?;
-            same_bits("axpyz_norm", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            same_bits(
+                "axpyz_norm",
+                &gpu.to_host(&gp).map_err(err)?,
+                &cp.to_values(),
+            )?;
             same_bits("axpyz_norm's norm", &[g], &[c])?;
             gpu.x_update(&alpha, &gx, &beta, &gy, &mut gp)
                 .map_err(err)?;
-            cpu.axpy(&alpha, &x, &mut cp).map_err(err)?;
-            cpu.axpy(&beta, &y, &mut cp).map_err(err)?;
-            same_bits("x_update", &gpu.to_host(&gp).map_err(err)?, &cp)?;
+            cpu.axpy(&alpha, &cx, &mut cp).map_err(err)?;
+            cpu.axpy(&beta, &cy, &mut cp).map_err(err)?;
+            same_bits("x_update", &gpu.to_host(&gp).map_err(err)?, &cp.to_values())?;
         }
         Ok(())
     }
@@ -268,15 +284,24 @@ mod gpu_checks {
             let d: Vec<Dd> = random_vec(&mut rng, n);
             let gd = upload(gpu, &d)?;
             let mut gf = gpu.zeros::<f64>(n).map_err(err)?;
-            let mut cf = vec![0.0; n];
+            let mut cf = cpu.zeros::<f64>(n).map_err(err)?;
             gpu.convert(&gd, &mut gf).map_err(err)?;
-            cpu.convert(&d, &mut cf).map_err(err)?;
-            same_bits("convert dd->f64", &gpu.to_host(&gf).map_err(err)?, &cf)?;
+            cpu.convert(&CpuVector::from(d.clone()), &mut cf)
+                .map_err(err)?;
+            same_bits(
+                "convert dd->f64",
+                &gpu.to_host(&gf).map_err(err)?,
+                &cf.to_values(),
+            )?;
             let mut gd2 = gpu.zeros::<Dd>(n).map_err(err)?;
-            let mut cd2 = vec![Dd::ZERO; n];
+            let mut cd2 = cpu.zeros::<Dd>(n).map_err(err)?;
             gpu.convert(&gf, &mut gd2).map_err(err)?;
             cpu.convert(&cf, &mut cd2).map_err(err)?;
-            same_bits("convert f64->dd", &gpu.to_host(&gd2).map_err(err)?, &cd2)?;
+            same_bits(
+                "convert f64->dd",
+                &gpu.to_host(&gd2).map_err(err)?,
+                &cd2.to_values(),
+            )?;
             let mut gc = gpu.zeros::<Dd>(n).map_err(err)?;
             gpu.copy(&gd, &mut gc).map_err(err)?;
             same_bits("copy", &gpu.to_host(&gc).map_err(err)?, &d)?;
@@ -289,8 +314,8 @@ mod gpu_checks {
             convert_pair::<Qd, f64>(gpu, &q)?;
             convert_pair::<Qd, Dd>(gpu, &q)?;
             convert_pair::<Qd, Td>(gpu, &q)?;
-            convert_pair::<f64, Td>(gpu, &cf)?;
-            convert_pair::<f64, Qd>(gpu, &cf)?;
+            convert_pair::<f64, Td>(gpu, &cf.to_values())?;
+            convert_pair::<f64, Qd>(gpu, &cf.to_values())?;
             convert_pair::<Dd, Td>(gpu, &d)?;
             convert_pair::<Dd, Qd>(gpu, &d)?;
             let gq = upload(gpu, &q)?;
@@ -311,13 +336,14 @@ mod gpu_checks {
         let n = x.len();
         let gx = upload(gpu, x)?;
         let mut gy = gpu.zeros::<Q>(n).map_err(err)?;
-        let mut cy = vec![Q::zero(); n];
+        let mut cy = cpu.zeros::<Q>(n).map_err(err)?;
         gpu.convert(&gx, &mut gy).map_err(err)?;
-        cpu.convert(&x.to_vec(), &mut cy).map_err(err)?;
+        cpu.convert(&CpuVector::from(x.to_vec()), &mut cy)
+            .map_err(err)?;
         same_bits(
             &format!("convert {}->{}", P::NAME, Q::NAME),
             &gpu.to_host(&gy).map_err(err)?,
-            &cy,
+            &cy.to_values(),
         )
     }
 
@@ -521,16 +547,17 @@ mod gpu_checks {
         g.set_config(config);
         let mut c = cpu.ilu(factors).map_err(err)?;
         let mut gz = gpu.zeros::<P>(n).map_err(err)?;
-        let mut cz = vec![P::zero(); n];
+        let mut cz = cpu.zeros::<P>(n).map_err(err)?;
         for round in 0..3 {
             let r: Vec<P> = random_vec(rng, n);
             let gr = upload(gpu, &r)?;
             gpu.ilu_apply(&mut g, &gr, &mut gz).map_err(err)?;
-            cpu.ilu_apply(&mut c, &r, &mut cz).map_err(err)?;
+            cpu.ilu_apply(&mut c, &CpuVector::from(r.clone()), &mut cz)
+                .map_err(err)?;
             same_bits(
                 &format!("ilu_apply {label} {config:?} round {round}"),
                 &gpu.to_host(&gz).map_err(err)?,
-                &cz,
+                &cz.to_values(),
             )?;
         }
         Ok(())

@@ -33,12 +33,13 @@ fn dot_products_do_not_depend_on_thread_count() {
         .collect();
     let dots = |t| {
         in_pool(t, || {
-            let (xd, yd): (Vec<Dd>, Vec<Dd>) = (
-                backend.vector_from_f64(&x).unwrap(),
-                backend.vector_from_f64(&y).unwrap(),
+            let (xd, yd) = (
+                backend.vector_from_f64::<Dd>(&x).unwrap(),
+                backend.vector_from_f64::<Dd>(&y).unwrap(),
             );
+            let (xf, yf) = (backend.upload(&x).unwrap(), backend.upload(&y).unwrap());
             (
-                backend.dot(&x, &y).unwrap().to_bits(),
+                backend.dot(&xf, &yf).unwrap().to_bits(),
                 backend.dot(&xd, &yd).unwrap(),
             )
         })

@@ -11,8 +11,8 @@ mod common;
 
 use common::outcomes::solve_on_cpu;
 use precsolve::backend::Backend;
-use precsolve::backend::cpu::CpuBackend;
-use precsolve::precision::{Td, td};
+use precsolve::backend::cpu::{CpuBackend, CpuVector};
+use precsolve::precision::{Td, TdVector, td};
 use precsolve::precond::{Identity, Preconditioning};
 use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
 use precsolve::solver::{NoMonitor, Params, StopReason, cg};
@@ -70,7 +70,7 @@ fn every_stored_element_of_a_td_solve_is_a_d_plus_i_value() {
     assert_eq!(info.stop_reason, StopReason::ConvergedRtol);
     assert_eq!(info.precision, "td");
     let mut nonzero_lo = 0;
-    for v in &x {
+    for v in x.to_values() {
         let d = v.to_dd();
         assert!(is_d_plus_i(d), "{v:?}");
         nonzero_lo += usize::from(d.lo != 0.0);
@@ -83,9 +83,12 @@ fn every_stored_element_of_a_td_solve_is_a_d_plus_i_value() {
     cpu.axpy(&alpha, &x, &mut y).unwrap();
     let dot = cpu.dot(&x, &y).unwrap();
     assert!(is_d_plus_i(dot.to_dd()) && is_d_plus_i(alpha.to_dd()));
-    assert!(y.iter().all(|v| is_d_plus_i(v.to_dd())));
-    // 12 bytes per element, as the GPU's structure of arrays
-    assert_eq!(std::mem::size_of_val(&x[..]), 12 * x.len());
+    assert!(y.to_values().iter().all(|v| is_d_plus_i(v.to_dd())));
+    // The thesis's structure of arrays, as on the GPU: n doubles and n i32, 12 bytes per element
+    let TdVector { hi, lo } = &x.0;
+    assert_eq!((hi.len(), lo.len()), (x.len(), x.len()));
+    assert_eq!(size_of_val(&hi[..]) + size_of_val(&lo[..]), 12 * x.len());
+    assert_eq!(x.to_values()[7].parts(), (hi[7], lo[7]));
 }
 
 #[test]
@@ -153,42 +156,53 @@ fn td_vector_kernels_are_the_dd_kernels_on_widened_inputs_rounded_once() {
     let (alpha, beta, omega) = (rng.td(), rng.td(), rng.td());
     let (ad, bd, od) = (alpha.to_dd(), beta.to_dd(), omega.to_dd());
 
+    let (cx, cy, cv) = (host(&x), host(&y), host(&v));
+    let (cxd, cyd, cvd) = (host(&xd), host(&yd), host(&vd));
+
     // dot: lanes, tree and partials in DD, one rounding of the result
-    let dot = cpu.dot(&x, &y).unwrap();
-    let dot_dd = cpu.dot(&xd, &yd).unwrap();
+    let dot = cpu.dot(&cx, &cy).unwrap();
+    let dot_dd = cpu.dot(&cxd, &cyd).unwrap();
     assert_eq!(dot.parts(), Td::from_dd(dot_dd).parts(), "dot");
 
     // axpy, xpay, axpyz, bicgstab_direction: each element in DD, rounded once
-    let mut got = y.clone();
-    cpu.axpy(&alpha, &x, &mut got).unwrap();
-    let mut want = yd.clone();
-    cpu.axpy(&ad, &xd, &mut want).unwrap();
-    same_bits(&got, &rounded(&want), "axpy");
+    let mut got = cy.clone();
+    cpu.axpy(&alpha, &cx, &mut got).unwrap();
+    let mut want = cyd.clone();
+    cpu.axpy(&ad, &cxd, &mut want).unwrap();
+    same_bits(&got.to_values(), &rounded(&want.0), "axpy");
     let per_op: Vec<Td> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
     assert!(
-        differing(&got, &per_op) > n / 100,
+        differing(&got.to_values(), &per_op) > n / 100,
         "axpy vs rounding per operation"
     );
 
-    let mut got = y.clone();
-    cpu.xpay(&x, &beta, &mut got).unwrap();
-    let mut want = yd.clone();
-    cpu.xpay(&xd, &bd, &mut want).unwrap();
-    same_bits(&got, &rounded(&want), "xpay");
+    let mut got = cy.clone();
+    cpu.xpay(&cx, &beta, &mut got).unwrap();
+    let mut want = cyd.clone();
+    cpu.xpay(&cxd, &bd, &mut want).unwrap();
+    same_bits(&got.to_values(), &rounded(&want.0), "xpay");
 
-    let mut got = vec![Td::ZERO; n];
-    cpu.axpyz(&alpha, &x, &y, &mut got).unwrap();
-    let mut want = vec![Dd::ZERO; n];
-    cpu.axpyz(&ad, &xd, &yd, &mut want).unwrap();
-    same_bits(&got, &rounded(&want), "axpyz");
+    let mut got = cpu.zeros::<Td>(n).unwrap();
+    cpu.axpyz(&alpha, &cx, &cy, &mut got).unwrap();
+    let mut want = cpu.zeros::<Dd>(n).unwrap();
+    cpu.axpyz(&ad, &cxd, &cyd, &mut want).unwrap();
+    same_bits(&got.to_values(), &rounded(&want.0), "axpyz");
 
-    let mut got = y.clone();
-    cpu.bicgstab_direction(&x, &beta, &omega, &v, &mut got)
+    let mut got = cy.clone();
+    cpu.bicgstab_direction(&cx, &beta, &omega, &cv, &mut got)
         .unwrap();
-    let mut want = yd.clone();
-    cpu.bicgstab_direction(&xd, &bd, &od, &vd, &mut want)
+    let mut want = cyd.clone();
+    cpu.bicgstab_direction(&cxd, &bd, &od, &cvd, &mut want)
         .unwrap();
-    same_bits(&got, &rounded(&want), "bicgstab_direction");
+    same_bits(&got.to_values(), &rounded(&want.0), "bicgstab_direction");
+
+    // copy keeps the bits; convert rounds through DD
+    let mut got = cpu.zeros::<Td>(n).unwrap();
+    cpu.copy(&cx, &mut got).unwrap();
+    same_bits(&got.to_values(), &x, "copy");
+    let mut got = cpu.zeros::<Td>(n).unwrap();
+    cpu.convert(&cyd, &mut got).unwrap();
+    same_bits(&got.to_values(), &y, "convert dd -> td");
 
     // SpMV and residual: each row summed in DD (lanes and tree), rounded once when stored.
     // poisson3d (7 per row: one lane) and a band of 67 per row (several lanes and the tree).
@@ -198,19 +212,24 @@ fn td_vector_kernels_are_the_dd_kernels_on_widened_inputs_rounded_once() {
 
     // The fused CG step: the bits of dot, then axpy and axpy-then-dot, each as above.
     let rho = rng.td();
-    let p = rng.vec(n);
+    let p = host(&rng.vec(n));
     let pq = cpu.dot(&p, &p).unwrap();
-    let (mut xg, mut rg) = (x.clone(), y.clone());
+    let (mut xg, mut rg) = (cx.clone(), cy.clone());
     let (pq_got, rr_got) = cpu.cg_step(&rho, &p, &p, &mut xg, &mut rg).unwrap();
     assert_eq!(pq_got.parts(), pq.parts(), "cg_step <p, q>");
     let alpha = rho.div(&pq); // a scalar the loop keeps: td arithmetic, rounded
-    let mut xw = x.clone();
+    let mut xw = cx.clone();
     cpu.axpy(&alpha, &p, &mut xw).unwrap();
-    let mut rw = y.clone();
+    let mut rw = cy.clone();
     cpu.axpy(&alpha.neg(), &p, &mut rw).unwrap();
-    same_bits(&xg, &xw, "cg_step x");
-    same_bits(&rg, &rw, "cg_step r");
+    same_bits(&xg.to_values(), &xw.to_values(), "cg_step x");
+    same_bits(&rg.to_values(), &rw.to_values(), "cg_step r");
     assert_eq!(rr_got.parts(), cpu.dot(&rw, &rw).unwrap().parts());
+}
+
+/// A CPU vector holding these values (td: the two arrays).
+fn host<P: Precision>(values: &[P]) -> CpuVector<P> {
+    CpuVector::from(values.to_vec())
 }
 
 /// A banded matrix with `2 half + 1` random entries per row (fewer at the ends).
@@ -230,16 +249,17 @@ fn spmv_matches_dd(cpu: &CpuBackend, a: CsrMatrix, rng: &mut Rng) {
     let rows = a.nrows();
     let ma = cpu.matrix(&Arc::new(a)).unwrap();
     let x = rng.vec(rows);
-    let xd = widen(&x);
-    let mut got = vec![Td::ZERO; rows];
-    cpu.spmv(&ma, &x, &mut got).unwrap();
-    let mut want = vec![Dd::ZERO; rows];
-    cpu.spmv(&ma, &xd, &mut want).unwrap();
-    same_bits(&got, &rounded(&want), "spmv");
+    let (cx, cxd) = (host(&x), host(&widen(&x)));
+    let mut got = cpu.zeros::<Td>(rows).unwrap();
+    cpu.spmv(&ma, &cx, &mut got).unwrap();
+    let mut want = cpu.zeros::<Dd>(rows).unwrap();
+    cpu.spmv(&ma, &cxd, &mut want).unwrap();
+    same_bits(&got.to_values(), &rounded(&want.0), "spmv");
     let b: Vec<f64> = (0..rows).map(|_| rng.unit()).collect();
-    let mut got = vec![Td::ZERO; rows];
-    cpu.residual(&ma, &b, &x, &mut got).unwrap();
-    let mut want = vec![Dd::ZERO; rows];
-    cpu.residual(&ma, &b, &xd, &mut want).unwrap();
-    same_bits(&got, &rounded(&want), "residual");
+    let b = host(&b);
+    let mut got = cpu.zeros::<Td>(rows).unwrap();
+    cpu.residual(&ma, &b, &cx, &mut got).unwrap();
+    let mut want = cpu.zeros::<Dd>(rows).unwrap();
+    cpu.residual(&ma, &b, &cxd, &mut want).unwrap();
+    same_bits(&got.to_values(), &rounded(&want.0), "residual");
 }

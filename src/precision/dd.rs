@@ -341,6 +341,7 @@ impl From<f64> for Dd {
 super::operators_from_methods!(Dd);
 
 impl Precision for Dd {
+    type Vector = Vec<Dd>;
     const NAME: &'static str = "dd";
     const KERNEL_SUFFIX: &'static str = "dd";
     const EPSILON: f64 = f64::from_bits((1023 - 106) << 52); // u = 2^-106

@@ -3,6 +3,7 @@
 use super::{Dd, Precision};
 
 impl Precision for f64 {
+    type Vector = Vec<f64>;
     const NAME: &'static str = "f64";
     const KERNEL_SUFFIX: &'static str = "f64";
     const EPSILON: f64 = f64::EPSILON / 2.0;

@@ -7,6 +7,7 @@
 mod dd;
 mod dd_fmt;
 mod f64_impl;
+pub mod host_vector;
 pub mod mp;
 mod qd;
 pub mod td;
@@ -19,6 +20,15 @@ pub use dd::{
 pub use mp::Mp;
 pub use qd::Qd;
 pub use td_impl::Td;
+
+pub use host_vector::{HostSlice, HostSliceMut, HostVector, TdVector};
+
+/// A host (CPU backend) vector of `P`.
+pub type VectorOf<P> = <P as Precision>::Vector;
+/// A read view of (part of) a host vector of `P`.
+pub type SliceOf<'a, P> = <<P as Precision>::Vector as HostVector<P>>::Slice<'a>;
+/// A write view of (part of) a host vector of `P`.
+pub type SliceMutOf<'a, P> = <<P as Precision>::Vector as HostVector<P>>::SliceMut<'a>;
 
 use std::borrow::Cow;
 use std::fmt::Debug;
@@ -77,6 +87,10 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     const EPSILON: f64;
     /// Bytes one element occupies in a vector (memory-traffic accounting).
     const BYTES: usize;
+    /// How a vector of this precision is laid out in host memory (the CPU backend's vectors):
+    /// `Vec<Self>` for all but td, whose vectors are the thesis's structure of arrays
+    /// ([`TdVector`]).
+    type Vector: HostVector<Self>;
 
     /// The type vector kernels compute in: each kernel widens its inputs (vector elements and
     /// scalars) with [`to_acc`](Precision::to_acc), does all its arithmetic in `Acc` (the

@@ -190,6 +190,7 @@ mod with_mpfr {
     }
 
     impl Precision for Mp {
+        type Vector = Vec<Mp>;
         const NAME: &'static str = "mp";
         /// The CUDA backend has no kernels named so and refuses it (`dispatch` refuses `mp` on
         /// the GPU before any work).

@@ -591,6 +591,7 @@ impl From<Dd> for Qd {
 super::operators_from_methods!(Qd);
 
 impl Precision for Qd {
+    type Vector = Vec<Qd>;
     const NAME: &'static str = "qd";
     const KERNEL_SUFFIX: &'static str = "qd";
     /// QD's `qd_real::_eps` = 2^-209 (QD `src/qd_const.cpp`), 8 times the nominal 2^-212 of four

@@ -45,16 +45,16 @@
 //!
 //! # Layout
 //!
-//! `Td` is `#[repr(C, packed)]`: 12 bytes, `hi` then the `i32` of `lo`, so a CPU vector
-//! (`Vec<Td>`, array of structures) moves the same bytes per element as the GPU's structure of
-//! arrays (n doubles, then n `i32`). The layout changes no bit of any result. `PartialEq`
-//! compares the widened values (so `lo = -0.0` equals `lo = +0.0`, as for [`Dd`]).
+//! A `Td` scalar is a plain struct (`hi` and the `i32` of `lo`). Vectors are the thesis's
+//! structure of arrays on both backends: on the CPU [`TdVector`](super::TdVector) (`n` doubles
+//! and `n` `i32`), on the GPU one allocation of `n` doubles then `n` `i32`. The layout changes no
+//! bit of any result. `PartialEq` compares the widened values (so `lo = -0.0` equals `lo = +0.0`,
+//! as for [`Dd`]).
 
 use super::td::{BYTES, UNIT_ROUNDOFF, pack, unpack};
 use super::{Dd, Precision};
 
 /// A triple-precision (D+I) number: `hi` and the upper 32 bits of `lo`'s IEEE encoding.
-#[repr(C, packed)]
 #[derive(Clone, Copy)]
 pub struct Td {
     hi: f64,
@@ -118,6 +118,7 @@ fn round(x: Dd) -> Td {
 }
 
 impl Precision for Td {
+    type Vector = super::TdVector;
     const NAME: &'static str = "td";
     const KERNEL_SUFFIX: &'static str = "td";
     /// 2^-75, the rounding bound of D+I (see [`super::td`]).
@@ -206,7 +207,6 @@ mod tests {
 
     #[test]
     fn layout_and_constants() {
-        assert_eq!(std::mem::size_of::<Td>(), 12);
         assert_eq!(<Td as Precision>::BYTES, 12);
         assert_eq!(<Td as Precision>::EPSILON, 2f64.powi(-75));
     }

@@ -7,7 +7,9 @@
 //! again); the public functions here choose.
 
 use super::simd_dd;
-use crate::precision::{Precision, fma_available};
+use crate::precision::{
+    Dd, HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available,
+};
 use crate::sparse::CsrMatrix;
 
 /// Dot products follow the GPU's reduction (kernels/common/reduce.cuh), which is part of the
@@ -76,9 +78,32 @@ pub fn spmv_rows<P: Precision>(
     a: &CsrMatrix,
     lanes: usize,
     sell: Option<&simd_dd::Sell>,
-    x: &[P],
+    x: SliceOf<'_, P>,
     first: usize,
-    out: &mut [P],
+    out: SliceMutOf<'_, P>,
+    b: Option<&[f64]>,
+) {
+    if let Some(sell) = sell
+        && sell.built_for(a)
+        && simd_dd::supports_lanes(lanes)
+        && let Some(x_dd) = x.as_slice().and_then(simd_dd::as_dd)
+    {
+        let out = out.into_slice().ok().and_then(simd_dd::as_dd_mut);
+        spmv_rows_dd(a, lanes, sell, x_dd, first, out.expect("P is Dd"), b);
+        return;
+    }
+    spmv_rows_scalar::<P>(a, lanes, x, first, out, b);
+}
+
+/// [`spmv_rows`] for double-double vectors with the SIMD layout `sell` (built from `a`): whole
+/// groups of rows through the SIMD kernel, the rest through [`spmv_rows_scalar`].
+fn spmv_rows_dd(
+    a: &CsrMatrix,
+    lanes: usize,
+    sell: &simd_dd::Sell,
+    x: &[Dd],
+    first: usize,
+    out: &mut [Dd],
     b: Option<&[f64]>,
 ) {
     assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
@@ -90,36 +115,21 @@ pub fn spmv_rows<P: Precision>(
         assert_eq!(b.len(), out.len(), "spmv_rows: b length");
     }
     // Whole groups of rows for the SIMD kernel: `first + lo .. first + hi`.
-    let w = sell.map_or(1, simd_dd::Sell::rows_at_once);
+    let w = sell.rows_at_once();
     let lo = (first.next_multiple_of(w) - first).min(out.len());
     let hi = lo + (out.len() - lo) / w * w;
-    if let Some(sell) = sell
-        && hi > lo
-        && sell.built_for(a)
-        && simd_dd::supports_lanes(lanes)
-        && let Some(x_dd) = simd_dd::as_dd(x)
-    {
-        let (head, rest) = out.split_at_mut(lo);
-        let (middle, tail) = rest.split_at_mut(hi - lo);
-        spmv_rows_scalar(a, lanes, x, first, head, b.map(|b| &b[..lo]));
-        spmv_rows_scalar(a, lanes, x, first + hi, tail, b.map(|b| &b[hi..]));
-        let middle = simd_dd::as_dd_mut(middle).expect("P is Dd");
-        // SAFETY: the SIMD kernel is available and takes this lane count, `sell` was built
-        // from `a`, the rows are whole groups and the sizes were checked above.
+    let (head, rest) = out.split_at_mut(lo);
+    let (middle, tail) = rest.split_at_mut(hi - lo);
+    spmv_rows_scalar::<Dd>(a, lanes, x, first, head, b.map(|b| &b[..lo]));
+    spmv_rows_scalar::<Dd>(a, lanes, x, first + hi, tail, b.map(|b| &b[hi..]));
+    if hi > lo {
+        // SAFETY: the caller checked that `sell` was built from `a` and takes this lane count,
+        // and the SIMD kernels exist where `sell` was built; the rows are whole groups and the
+        // sizes were checked above.
         unsafe {
-            simd_dd::spmv_rows(
-                a,
-                sell,
-                lanes,
-                x_dd,
-                first + lo,
-                middle,
-                b.map(|b| &b[lo..hi]),
-            );
+            simd_dd::spmv_rows(a, sell, lanes, x, first + lo, middle, b.map(|b| &b[lo..hi]));
         }
-        return;
     }
-    spmv_rows_scalar(a, lanes, x, first, out, b);
 }
 
 fma_kernel! {
@@ -129,7 +139,7 @@ fma_kernel! {
     /// The lane counts [`spmv_lanes`](crate::backend::spmv_lanes) produces (powers of two up to
     /// 32) each get their own code, unrolled for that count; any other count takes the plain
     /// loop. All paths perform the same operations in the same order on every value.
-    fn spmv_rows_scalar<P>(a: &CsrMatrix, lanes: usize, x: &[P], first: usize, out: &mut [P], b: Option<&[f64]>) {
+    fn spmv_rows_scalar<P>(a: &CsrMatrix, lanes: usize, x: SliceOf<'_, P>, first: usize, out: SliceMutOf<'_, P>, b: Option<&[f64]>) {
         assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
         assert!(first + out.len() <= a.nrows(), "spmv_rows: rows out of range");
         assert!(lanes >= 1, "spmv_rows: no lanes");
@@ -143,7 +153,7 @@ fma_kernel! {
             8 => spmv_rows_lanes::<P, 8>(a, x, first, out, b),
             16 => spmv_rows_lanes::<P, 16>(a, x, first, out, b),
             32 => spmv_rows_lanes::<P, 32>(a, x, first, out, b),
-            _ => spmv_rows_any_lanes(a, lanes, x, first, out, b),
+            _ => spmv_rows_any_lanes::<P>(a, lanes, x, first, out, b),
         }
     }
 }
@@ -165,15 +175,15 @@ fn finish_row<P: Precision>(sum: P::Acc, b: Option<f64>) -> P {
 #[inline(always)]
 fn spmv_rows_lanes<P: Precision, const L: usize>(
     a: &CsrMatrix,
-    x: &[P],
+    x: SliceOf<'_, P>,
     first: usize,
-    out: &mut [P],
+    mut out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
 ) {
     let (row_ptr, cols, vals) = (a.row_ptr(), a.col_idx(), a.values());
     // `row_ptr[first..=first + out.len()]`: in bounds since `first + out.len() <= nrows`.
     let row_ptr = &row_ptr[first..first + out.len() + 1];
-    for (i, y) in out.iter_mut().enumerate() {
+    for i in 0..out.len() {
         // SAFETY (all unchecked accesses below): `i + 1 < row_ptr.len()`; by the invariants
         // `CsrMatrix` validates on construction and never lets change, row pointers are
         // non-decreasing and at most `nnz`, `col_idx` and `values` have `nnz` entries, and every
@@ -181,18 +191,18 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
         // `cols` and `vals`, and `cols[k]` indexes `x`.
         let (mut k, end) = unsafe { (*row_ptr.get_unchecked(i), *row_ptr.get_unchecked(i + 1)) };
         let mut s: [P::Acc; L] = std::array::from_fn(|_| P::Acc::zero());
-        // `(a_k, &x[col_k])` for `start <= k < end`.
+        // `(a_k, x[col_k] widened)` for `start <= k < end`.
         let entry = |k: usize| unsafe {
             (
                 *vals.get_unchecked(k),
-                x.get_unchecked(*cols.get_unchecked(k) as usize),
+                x.load_unchecked(*cols.get_unchecked(k) as usize),
             )
         };
         // Whole chunks of `L` entries, lane `l` taking entry `k + l`...
         while end - k >= L {
             for (l, lane) in s.iter_mut().enumerate() {
                 let (v, xk) = entry(k + l);
-                *lane = lane.add_mul_f64(v, &xk.to_acc());
+                *lane = lane.add_mul_f64(v, &xk);
             }
             k += L;
         }
@@ -200,7 +210,7 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
         for (l, lane) in s.iter_mut().enumerate() {
             if l < end - k {
                 let (v, xk) = entry(k + l);
-                *lane = lane.add_mul_f64(v, &xk.to_acc());
+                *lane = lane.add_mul_f64(v, &xk);
             }
         }
         // Shuffle-down tree: `s[l] += s[l + off]`, `off = L/2, ..., 1`.
@@ -212,7 +222,7 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
             off /= 2;
         }
         let sum = s.into_iter().next().expect("at least one lane");
-        *y = finish_row::<P>(sum, b.map(|b| b[i]));
+        out.set(i, finish_row::<P>(sum, b.map(|b| b[i])));
     }
 }
 
@@ -221,16 +231,16 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
 fn spmv_rows_any_lanes<P: Precision>(
     a: &CsrMatrix,
     lanes: usize,
-    x: &[P],
+    x: SliceOf<'_, P>,
     first: usize,
-    out: &mut [P],
+    mut out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
 ) {
     let row_ptr = a.row_ptr();
     let cols = a.col_idx();
     let vals = a.values();
     let mut lane_sums: Vec<P::Acc> = vec![P::Acc::zero(); lanes];
-    for (i, y) in out.iter_mut().enumerate() {
+    for i in 0..out.len() {
         let row = first + i;
         let (start, end) = (row_ptr[row], row_ptr[row + 1]);
         for s in lane_sums.iter_mut() {
@@ -240,8 +250,7 @@ fn spmv_rows_any_lanes<P: Precision>(
         while k < end {
             let stop = (k + lanes).min(end);
             for (lane, kk) in (k..stop).enumerate() {
-                lane_sums[lane] =
-                    lane_sums[lane].add_mul_f64(vals[kk], &x[cols[kk] as usize].to_acc());
+                lane_sums[lane] = lane_sums[lane].add_mul_f64(vals[kk], &x.load(cols[kk] as usize));
             }
             k = stop;
         }
@@ -252,7 +261,7 @@ fn spmv_rows_any_lanes<P: Precision>(
             }
             off /= 2;
         }
-        *y = finish_row::<P>(lane_sums[0].clone(), b.map(|b| b[i]));
+        out.set(i, finish_row::<P>(lane_sums[0].clone(), b.map(|b| b[i])));
     }
 }
 
@@ -260,27 +269,32 @@ fn spmv_rows_any_lanes<P: Precision>(
 /// [`DOT_THREADS`]), computed and returned in `P::Acc` (a partial of the reduction).
 /// Double-double chunks go through the SIMD kernel where the CPU has one; both paths give the
 /// same bits.
-pub fn dot_chunk<P: Precision>(x: &[P], y: &[P]) -> P::Acc {
+pub fn dot_chunk<P: Precision>(x: SliceOf<'_, P>, y: SliceOf<'_, P>) -> P::Acc {
     assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
     assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
-    if let (Some(xd), Some(yd)) = (simd_dd::as_dd(x), simd_dd::as_dd(y))
-        && simd_dd::available()
+    if let (Some(xd), Some(yd)) = (
+        x.as_slice().and_then(simd_dd::as_dd),
+        y.as_slice().and_then(simd_dd::as_dd),
+    ) && simd_dd::available()
     {
         // SAFETY: the SIMD kernels are available.
         let sum = unsafe { simd_dd::dot_chunk(xd, yd) };
         return P::Acc::from_dd(sum); // P is Dd, so P::Acc is Dd: exact
     }
-    dot_chunk_scalar(x, y)
+    dot_chunk_scalar::<P>(x, y)
 }
 
 fma_kernel! {
     /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order,
     /// in `P::Acc` (lanes, products and tree).
-    fn dot_chunk_scalar<P>(x: &[P], y: &[P]) -> P::Acc {
+    fn dot_chunk_scalar<P>(x: SliceOf<'_, P>, y: SliceOf<'_, P>) -> P::Acc {
+        assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
         let mut lanes: [P::Acc; DOT_THREADS] = std::array::from_fn(|_| P::Acc::zero());
-        for (x, y) in x.chunks(DOT_THREADS).zip(y.chunks(DOT_THREADS)) {
-            for ((lane, xi), yi) in lanes.iter_mut().zip(x).zip(y) {
-                *lane = lane.add(&xi.to_acc().mul(&yi.to_acc()));
+        for base in (0..x.len()).step_by(DOT_THREADS) {
+            let count = DOT_THREADS.min(x.len() - base);
+            for (t, lane) in lanes[..count].iter_mut().enumerate() {
+                let (xi, yi) = (x.load(base + t), y.load(base + t));
+                *lane = lane.add(&xi.mul(&yi));
             }
         }
         tree_reduce(&mut lanes)
@@ -300,69 +314,105 @@ pub fn sum_partials<A: Precision>(partials: &[A]) -> A {
 }
 
 /// `y <- alpha x + y`.
-pub fn axpy_chunk<P: Precision>(alpha: &P, x: &[P], y: &mut [P]) {
+pub fn axpy_chunk<P: Precision>(alpha: &P, x: SliceOf<'_, P>, y: SliceMutOf<'_, P>) {
     assert_eq!(x.len(), y.len(), "axpy: lengths");
-    let mut done = 0;
-    if let (Some(alpha), Some(xd)) = (simd_dd::as_dd_ref(alpha), simd_dd::as_dd(x))
-        && simd_dd::available()
+    if let (Some(alpha), Some(xd)) = (
+        simd_dd::as_dd_ref(alpha),
+        x.as_slice().and_then(simd_dd::as_dd),
+    ) && simd_dd::available()
     {
-        let yd = simd_dd::as_dd_mut(y).expect("P is Dd");
+        let yd = y.into_slice().ok().and_then(simd_dd::as_dd_mut);
+        let yd = yd.expect("P is Dd");
         // SAFETY: the SIMD kernels are available.
-        done = unsafe { simd_dd::axpy(alpha, xd, yd) };
+        let done = unsafe { simd_dd::axpy(alpha, xd, yd) };
+        return axpy_chunk_scalar::<Dd>(alpha, &xd[done..], &mut yd[done..]);
     }
-    axpy_chunk_scalar(alpha, &x[done..], &mut y[done..]);
+    axpy_chunk_scalar::<P>(alpha, x, y);
 }
 
 /// `y <- x + beta y`.
-pub fn xpay_chunk<P: Precision>(x: &[P], beta: &P, y: &mut [P]) {
+pub fn xpay_chunk<P: Precision>(x: SliceOf<'_, P>, beta: &P, y: SliceMutOf<'_, P>) {
     assert_eq!(x.len(), y.len(), "xpay: lengths");
-    let mut done = 0;
-    if let (Some(beta), Some(xd)) = (simd_dd::as_dd_ref(beta), simd_dd::as_dd(x))
-        && simd_dd::available()
+    if let (Some(beta), Some(xd)) = (
+        simd_dd::as_dd_ref(beta),
+        x.as_slice().and_then(simd_dd::as_dd),
+    ) && simd_dd::available()
     {
-        let yd = simd_dd::as_dd_mut(y).expect("P is Dd");
+        let yd = y.into_slice().ok().and_then(simd_dd::as_dd_mut);
+        let yd = yd.expect("P is Dd");
         // SAFETY: the SIMD kernels are available.
-        done = unsafe { simd_dd::xpay(xd, beta, yd) };
+        let done = unsafe { simd_dd::xpay(xd, beta, yd) };
+        return xpay_chunk_scalar::<Dd>(&xd[done..], beta, &mut yd[done..]);
     }
-    xpay_chunk_scalar(&x[done..], beta, &mut y[done..]);
+    xpay_chunk_scalar::<P>(x, beta, y);
 }
 
 /// `z <- alpha x + y`.
-pub fn axpyz_chunk<P: Precision>(alpha: &P, x: &[P], y: &[P], z: &mut [P]) {
+pub fn axpyz_chunk<P: Precision>(
+    alpha: &P,
+    x: SliceOf<'_, P>,
+    y: SliceOf<'_, P>,
+    z: SliceMutOf<'_, P>,
+) {
     assert!(x.len() == y.len() && y.len() == z.len(), "axpyz: lengths");
-    let mut done = 0;
     if let (Some(alpha), Some(xd), Some(yd)) = (
         simd_dd::as_dd_ref(alpha),
-        simd_dd::as_dd(x),
-        simd_dd::as_dd(y),
+        x.as_slice().and_then(simd_dd::as_dd),
+        y.as_slice().and_then(simd_dd::as_dd),
     ) && simd_dd::available()
     {
-        let zd = simd_dd::as_dd_mut(z).expect("P is Dd");
+        let zd = z.into_slice().ok().and_then(simd_dd::as_dd_mut);
+        let zd = zd.expect("P is Dd");
         // SAFETY: the SIMD kernels are available.
-        done = unsafe { simd_dd::axpyz(alpha, xd, yd, zd) };
+        let done = unsafe { simd_dd::axpyz(alpha, xd, yd, zd) };
+        return axpyz_chunk_scalar::<Dd>(alpha, &xd[done..], &yd[done..], &mut zd[done..]);
     }
-    axpyz_chunk_scalar(alpha, &x[done..], &y[done..], &mut z[done..]);
+    axpyz_chunk_scalar::<P>(alpha, x, y, z);
 }
 
 /// `p <- r + beta (p - omega v)`.
-pub fn bicgstab_direction_chunk<P: Precision>(r: &[P], beta: &P, omega: &P, v: &[P], p: &mut [P]) {
+pub fn bicgstab_direction_chunk<P: Precision>(
+    r: SliceOf<'_, P>,
+    beta: &P,
+    omega: &P,
+    v: SliceOf<'_, P>,
+    p: SliceMutOf<'_, P>,
+) {
     assert!(
         r.len() == v.len() && v.len() == p.len(),
         "bicgstab_direction: lengths"
     );
-    let mut done = 0;
     if let (Some(beta_d), Some(omega_d), Some(rd), Some(vd)) = (
         simd_dd::as_dd_ref(beta),
         simd_dd::as_dd_ref(omega),
-        simd_dd::as_dd(r),
-        simd_dd::as_dd(v),
+        r.as_slice().and_then(simd_dd::as_dd),
+        v.as_slice().and_then(simd_dd::as_dd),
     ) && simd_dd::available()
     {
-        let pd = simd_dd::as_dd_mut(p).expect("P is Dd");
+        let pd = p.into_slice().ok().and_then(simd_dd::as_dd_mut);
+        let pd = pd.expect("P is Dd");
         // SAFETY: the SIMD kernels are available.
-        done = unsafe { simd_dd::bicgstab_direction(rd, beta_d, omega_d, vd, pd) };
+        let done = unsafe { simd_dd::bicgstab_direction(rd, beta_d, omega_d, vd, pd) };
+        let (r, v, p) = (&rd[done..], &vd[done..], &mut pd[done..]);
+        return bicgstab_direction_chunk_scalar::<Dd>(r, beta_d, omega_d, v, p);
     }
-    bicgstab_direction_chunk_scalar(&r[done..], beta, omega, &v[done..], &mut p[done..]);
+    bicgstab_direction_chunk_scalar::<P>(r, beta, omega, v, p);
+}
+
+/// `y <- x` (the values as stored: no rounding).
+pub fn copy_chunk<P: Precision>(x: SliceOf<'_, P>, mut y: SliceMutOf<'_, P>) {
+    assert_eq!(x.len(), y.len(), "copy: lengths");
+    for i in 0..x.len() {
+        y.set(i, x.get(i).into_owned());
+    }
+}
+
+/// `y <- x` converted through double-double (`Q::from_dd(P::to_dd(x_i))`).
+pub fn convert_chunk<P: Precision, Q: Precision>(x: SliceOf<'_, P>, mut y: SliceMutOf<'_, Q>) {
+    assert_eq!(x.len(), y.len(), "convert: lengths");
+    for i in 0..x.len() {
+        y.set(i, Q::from_dd(x.get(i).to_dd()));
+    }
 }
 
 // The element-wise updates: each output element is computed in `P::Acc` from the widened
@@ -370,30 +420,35 @@ pub fn bicgstab_direction_chunk<P: Precision>(r: &[P], beta: &P, omega: &P, v: &
 
 fma_kernel! {
     /// `y <- alpha x + y`.
-    fn axpy_chunk_scalar<P>(alpha: &P, x: &[P], y: &mut [P]) {
-        let alpha = alpha.to_acc();
-        for (yi, xi) in y.iter_mut().zip(x) {
-            *yi = P::from_acc(alpha.mul(&xi.to_acc()).add(&yi.to_acc()));
+    fn axpy_chunk_scalar<P>(alpha: &P, x: SliceOf<'_, P>, y: SliceMutOf<'_, P>) {
+        assert_eq!(x.len(), y.len(), "axpy: lengths");
+        let (alpha, mut y) = (alpha.to_acc(), y);
+        for i in 0..x.len() {
+            let yi = alpha.mul(&x.load(i)).add(&y.load(i));
+            y.set(i, P::from_acc(yi));
         }
     }
 }
 
 fma_kernel! {
     /// `y <- x + beta y`.
-    fn xpay_chunk_scalar<P>(x: &[P], beta: &P, y: &mut [P]) {
-        let beta = beta.to_acc();
-        for (yi, xi) in y.iter_mut().zip(x) {
-            *yi = P::from_acc(xi.to_acc().add(&beta.mul(&yi.to_acc())));
+    fn xpay_chunk_scalar<P>(x: SliceOf<'_, P>, beta: &P, y: SliceMutOf<'_, P>) {
+        assert_eq!(x.len(), y.len(), "xpay: lengths");
+        let (beta, mut y) = (beta.to_acc(), y);
+        for i in 0..x.len() {
+            let yi = x.load(i).add(&beta.mul(&y.load(i)));
+            y.set(i, P::from_acc(yi));
         }
     }
 }
 
 fma_kernel! {
     /// `z <- alpha x + y`.
-    fn axpyz_chunk_scalar<P>(alpha: &P, x: &[P], y: &[P], z: &mut [P]) {
-        let alpha = alpha.to_acc();
-        for ((zi, xi), yi) in z.iter_mut().zip(x).zip(y) {
-            *zi = P::from_acc(alpha.mul(&xi.to_acc()).add(&yi.to_acc()));
+    fn axpyz_chunk_scalar<P>(alpha: &P, x: SliceOf<'_, P>, y: SliceOf<'_, P>, z: SliceMutOf<'_, P>) {
+        assert!(x.len() == y.len() && y.len() == z.len(), "axpyz: lengths");
+        let (alpha, mut z) = (alpha.to_acc(), z);
+        for i in 0..x.len() {
+            z.set(i, P::from_acc(alpha.mul(&x.load(i)).add(&y.load(i))));
         }
     }
 }
@@ -403,12 +458,13 @@ fma_kernel! {
     /// order of the unfused `axpy(-omega, v, p); xpay(r, beta, p)`, all in `P::Acc` with one
     /// rounding at the store. Where `Acc` is `P` that is the unfused bits; for td the fused
     /// kernel skips the rounding of `t` (both backends fuse it).
-    fn bicgstab_direction_chunk_scalar<P>(r: &[P], beta: &P, omega: &P, v: &[P], p: &mut [P]) {
+    fn bicgstab_direction_chunk_scalar<P>(r: SliceOf<'_, P>, beta: &P, omega: &P, v: SliceOf<'_, P>, p: SliceMutOf<'_, P>) {
+        assert!(r.len() == v.len() && v.len() == p.len(), "bicgstab_direction: lengths");
         let minus_omega = omega.to_acc().neg();
-        let beta = beta.to_acc();
-        for ((pi, ri), vi) in p.iter_mut().zip(r).zip(v) {
-            let t = minus_omega.mul(&vi.to_acc()).add(&pi.to_acc());
-            *pi = P::from_acc(ri.to_acc().add(&beta.mul(&t)));
+        let (beta, mut p) = (beta.to_acc(), p);
+        for i in 0..r.len() {
+            let t = minus_omega.mul(&v.load(i)).add(&p.load(i));
+            p.set(i, P::from_acc(r.load(i).add(&beta.mul(&t))));
         }
     }
 }

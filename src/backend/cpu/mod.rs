@@ -1,4 +1,5 @@
-//! CPU backend: vectors are `Vec<P>`, kernels run on rayon's thread pool.
+//! CPU backend: vectors are laid out as [`Precision::Vector`] says (`Vec<P>`, or td's structure
+//! of arrays), kernels run on rayon's thread pool.
 //!
 //! Reproducibility: SpMV rows are independent; dot products reduce fixed-size chunks (whose
 //! boundaries depend on the length alone) in the GPU kernels' order and then reduce the chunk
@@ -10,7 +11,7 @@ pub mod trisolve;
 
 use super::{Backend, spmv_lanes};
 use crate::error::Result;
-use crate::precision::Precision;
+use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceMutOf, SliceOf};
 use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
@@ -27,6 +28,38 @@ const VECTOR_CHUNK: usize = 1 << 14;
 
 #[derive(Clone, Debug, Default)]
 pub struct CpuBackend;
+
+/// A vector on the CPU backend: `P`'s host layout ([`Precision::Vector`]: an array of values,
+/// or for td the thesis's structure of arrays, a double array and an `i32` array).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuVector<P: Precision>(pub P::Vector);
+
+impl<P: Precision> CpuVector<P> {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// The values, in a new `Vec`.
+    pub fn to_values(&self) -> Vec<P> {
+        self.0.to_values()
+    }
+    /// Read view of the whole vector (what the kernels take).
+    pub fn slice(&self) -> SliceOf<'_, P> {
+        self.0.as_host_slice()
+    }
+    /// Write view of the whole vector.
+    pub fn slice_mut(&mut self) -> SliceMutOf<'_, P> {
+        self.0.as_host_slice_mut()
+    }
+}
+
+impl<P: Precision> From<Vec<P>> for CpuVector<P> {
+    fn from(values: Vec<P>) -> Self {
+        CpuVector(P::Vector::from_values(values))
+    }
+}
 
 /// The matrix as the CPU kernels see it: shared, plus the lane count of the row sums.
 #[derive(Clone, Debug)]
@@ -66,7 +99,7 @@ impl CpuBackend {
 }
 
 impl Backend for CpuBackend {
-    type Vector<P: Precision> = Vec<P>;
+    type Vector<P: Precision> = CpuVector<P>;
     type Matrix = CpuMatrix;
     type Ilu = CpuIlu;
 
@@ -82,139 +115,178 @@ impl Backend for CpuBackend {
         Ok(CpuIlu::new(Arc::clone(factors)))
     }
 
-    fn ilu_apply<P: Precision>(&self, ilu: &mut CpuIlu, r: &Vec<P>, z: &mut Vec<P>) -> Result<()> {
-        ilu.apply(r, z);
+    fn ilu_apply<P: Precision>(
+        &self,
+        ilu: &mut CpuIlu,
+        r: &CpuVector<P>,
+        z: &mut CpuVector<P>,
+    ) -> Result<()> {
+        ilu.apply::<P>(r.slice(), z.slice_mut());
         Ok(())
     }
 
-    fn zeros<P: Precision>(&self, n: usize) -> Result<Vec<P>> {
-        Ok(vec![P::zero(); n])
+    fn zeros<P: Precision>(&self, n: usize) -> Result<CpuVector<P>> {
+        Ok(CpuVector(P::Vector::filled(n, &P::zero())))
     }
 
-    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<Vec<P>> {
-        Ok(values.par_iter().map(|&v| P::from_f64(v)).collect())
+    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<CpuVector<P>> {
+        let values = values.par_iter().map(|&v| P::from_f64(v)).collect();
+        Ok(CpuVector(P::Vector::from_values(values)))
     }
 
-    fn upload<P: Precision>(&self, values: &[P]) -> Result<Vec<P>> {
-        Ok(values.to_vec())
+    fn upload<P: Precision>(&self, values: &[P]) -> Result<CpuVector<P>> {
+        Ok(CpuVector::from(values.to_vec()))
     }
 
-    fn to_host<P: Precision>(&self, x: &Vec<P>) -> Result<Vec<P>> {
-        Ok(x.clone())
+    fn to_host<P: Precision>(&self, x: &CpuVector<P>) -> Result<Vec<P>> {
+        Ok(x.to_values())
     }
 
-    fn len<P: Precision>(&self, x: &Vec<P>) -> usize {
+    fn len<P: Precision>(&self, x: &CpuVector<P>) -> usize {
         x.len()
     }
 
-    fn spmv<P: Precision>(&self, a: &CpuMatrix, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
+    fn spmv<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        x: &CpuVector<P>,
+        y: &mut CpuVector<P>,
+    ) -> Result<()> {
         let csr = &*a.csr;
         assert_eq!(x.len(), csr.ncols(), "spmv: x length");
         assert_eq!(y.len(), csr.nrows(), "spmv: y length");
         let sell = a.sell_for::<P>();
-        y.par_chunks_mut(SPMV_ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(task, out)| {
-                let first = task * SPMV_ROWS_PER_TASK;
-                kernels::spmv_rows(csr, a.lanes, sell, x, first, out, None)
-            });
+        let x = x.slice();
+        let rows = y.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
+        rows.into_par_iter().enumerate().for_each(|(task, out)| {
+            let first = task * SPMV_ROWS_PER_TASK;
+            kernels::spmv_rows::<P>(csr, a.lanes, sell, x, first, out, None)
+        });
         Ok(())
     }
 
     fn residual<P: Precision>(
         &self,
         a: &CpuMatrix,
-        b: &Vec<f64>,
-        x: &Vec<P>,
-        r: &mut Vec<P>,
+        b: &CpuVector<f64>,
+        x: &CpuVector<P>,
+        r: &mut CpuVector<P>,
     ) -> Result<()> {
         let csr = &*a.csr;
         assert_eq!(x.len(), csr.ncols(), "residual: x length");
         assert_eq!(b.len(), csr.nrows(), "residual: b length");
         assert_eq!(r.len(), csr.nrows(), "residual: r length");
         let sell = a.sell_for::<P>();
-        r.par_chunks_mut(SPMV_ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(task, out)| {
-                let first = task * SPMV_ROWS_PER_TASK;
-                let b = &b[first..first + out.len()];
-                kernels::spmv_rows(csr, a.lanes, sell, x, first, out, Some(b))
-            });
+        let x = x.slice();
+        let rows = r.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
+        rows.into_par_iter().enumerate().for_each(|(task, out)| {
+            let first = task * SPMV_ROWS_PER_TASK;
+            let b = &b.0[first..first + out.len()];
+            kernels::spmv_rows::<P>(csr, a.lanes, sell, x, first, out, Some(b))
+        });
         Ok(())
     }
 
-    fn dot<P: Precision>(&self, x: &Vec<P>, y: &Vec<P>) -> Result<P> {
+    fn dot<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {
         assert_eq!(x.len(), y.len(), "dot: lengths");
         // The partials and their sum stay in `P::Acc`; the result is rounded to `P` once.
-        let partials: Vec<P::Acc> = x
-            .par_chunks(DOT_CHUNK)
-            .zip(y.par_chunks(DOT_CHUNK))
-            .map(|(x, y)| kernels::dot_chunk(x, y))
+        let xs = x.slice().chunks(DOT_CHUNK);
+        let ys = y.slice().chunks(DOT_CHUNK);
+        let partials: Vec<P::Acc> = xs
+            .into_par_iter()
+            .zip(ys)
+            .map(|(x, y)| kernels::dot_chunk::<P>(x, y))
             .collect();
         Ok(P::from_acc(kernels::sum_partials(&partials)))
     }
 
-    fn axpy<P: Precision>(&self, alpha: &P, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
-        assert_eq!(x.len(), y.len(), "axpy: lengths");
-        y.par_chunks_mut(VECTOR_CHUNK)
-            .zip(x.par_chunks(VECTOR_CHUNK))
-            .for_each(|(y, x)| kernels::axpy_chunk(alpha, x, y));
+    fn axpy<P: Precision>(&self, alpha: &P, x: &CpuVector<P>, y: &mut CpuVector<P>) -> Result<()> {
+        same_lengths(&[x.len(), y.len()], "axpy");
+        write::<P>(y)
+            .into_par_iter()
+            .zip(read::<P>(x))
+            .for_each(|(y, x)| kernels::axpy_chunk::<P>(alpha, x, y));
         Ok(())
     }
 
-    fn xpay<P: Precision>(&self, x: &Vec<P>, beta: &P, y: &mut Vec<P>) -> Result<()> {
-        assert_eq!(x.len(), y.len(), "xpay: lengths");
-        y.par_chunks_mut(VECTOR_CHUNK)
-            .zip(x.par_chunks(VECTOR_CHUNK))
-            .for_each(|(y, x)| kernels::xpay_chunk(x, beta, y));
+    fn xpay<P: Precision>(&self, x: &CpuVector<P>, beta: &P, y: &mut CpuVector<P>) -> Result<()> {
+        same_lengths(&[x.len(), y.len()], "xpay");
+        write::<P>(y)
+            .into_par_iter()
+            .zip(read::<P>(x))
+            .for_each(|(y, x)| kernels::xpay_chunk::<P>(x, beta, y));
         Ok(())
     }
 
-    fn axpyz<P: Precision>(&self, alpha: &P, x: &Vec<P>, y: &Vec<P>, z: &mut Vec<P>) -> Result<()> {
-        assert!(x.len() == y.len() && y.len() == z.len(), "axpyz: lengths");
-        z.par_chunks_mut(VECTOR_CHUNK)
-            .zip(x.par_chunks(VECTOR_CHUNK).zip(y.par_chunks(VECTOR_CHUNK)))
-            .for_each(|(z, (x, y))| kernels::axpyz_chunk(alpha, x, y, z));
+    fn axpyz<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CpuVector<P>,
+        y: &CpuVector<P>,
+        z: &mut CpuVector<P>,
+    ) -> Result<()> {
+        same_lengths(&[x.len(), y.len(), z.len()], "axpyz");
+        write::<P>(z)
+            .into_par_iter()
+            .zip(read::<P>(x).into_par_iter().zip(read::<P>(y)))
+            .for_each(|(z, (x, y))| kernels::axpyz_chunk::<P>(alpha, x, y, z));
         Ok(())
     }
 
-    fn copy<P: Precision>(&self, x: &Vec<P>, y: &mut Vec<P>) -> Result<()> {
-        assert_eq!(x.len(), y.len(), "copy: lengths");
-        y.par_chunks_mut(VECTOR_CHUNK)
-            .zip(x.par_chunks(VECTOR_CHUNK))
-            .for_each(|(y, x)| y.clone_from_slice(x));
+    fn copy<P: Precision>(&self, x: &CpuVector<P>, y: &mut CpuVector<P>) -> Result<()> {
+        same_lengths(&[x.len(), y.len()], "copy");
+        write::<P>(y)
+            .into_par_iter()
+            .zip(read::<P>(x))
+            .for_each(|(y, x)| kernels::copy_chunk::<P>(x, y));
         Ok(())
     }
 
-    fn convert<P: Precision, Q: Precision>(&self, x: &Vec<P>, y: &mut Vec<Q>) -> Result<()> {
-        assert_eq!(x.len(), y.len(), "convert: lengths");
-        y.par_chunks_mut(VECTOR_CHUNK)
-            .zip(x.par_chunks(VECTOR_CHUNK))
-            .for_each(|(y, x)| {
-                for (yi, xi) in y.iter_mut().zip(x) {
-                    *yi = Q::from_dd(xi.to_dd());
-                }
-            });
+    fn convert<P: Precision, Q: Precision>(
+        &self,
+        x: &CpuVector<P>,
+        y: &mut CpuVector<Q>,
+    ) -> Result<()> {
+        same_lengths(&[x.len(), y.len()], "convert");
+        write::<Q>(y)
+            .into_par_iter()
+            .zip(read::<P>(x))
+            .for_each(|(y, x)| kernels::convert_chunk::<P, Q>(x, y));
         Ok(())
     }
 
     fn bicgstab_direction<P: Precision>(
         &self,
-        r: &Vec<P>,
+        r: &CpuVector<P>,
         beta: &P,
         omega: &P,
-        v: &Vec<P>,
-        p: &mut Vec<P>,
+        v: &CpuVector<P>,
+        p: &mut CpuVector<P>,
     ) -> Result<()> {
-        assert!(
-            r.len() == v.len() && v.len() == p.len(),
-            "bicgstab_direction: lengths"
-        );
-        p.par_chunks_mut(VECTOR_CHUNK)
-            .zip(r.par_chunks(VECTOR_CHUNK).zip(v.par_chunks(VECTOR_CHUNK)))
-            .for_each(|(p, (r, v))| kernels::bicgstab_direction_chunk(r, beta, omega, v, p));
+        same_lengths(&[r.len(), v.len(), p.len()], "bicgstab_direction");
+        write::<P>(p)
+            .into_par_iter()
+            .zip(read::<P>(r).into_par_iter().zip(read::<P>(v)))
+            .for_each(|(p, (r, v))| kernels::bicgstab_direction_chunk::<P>(r, beta, omega, v, p));
         Ok(())
     }
+}
+
+/// `x` in pieces of `VECTOR_CHUNK` elements for the thread pool.
+fn read<P: Precision>(x: &CpuVector<P>) -> Vec<SliceOf<'_, P>> {
+    x.slice().chunks(VECTOR_CHUNK)
+}
+
+/// `y` in pieces of `VECTOR_CHUNK` elements for the thread pool.
+fn write<P: Precision>(y: &mut CpuVector<P>) -> Vec<SliceMutOf<'_, P>> {
+    y.slice_mut().chunks_mut(VECTOR_CHUNK)
+}
+
+fn same_lengths(lengths: &[usize], what: &str) {
+    assert!(
+        lengths.windows(2).all(|w| w[0] == w[1]),
+        "{what}: lengths {lengths:?}"
+    );
 }
 
 #[cfg(test)]

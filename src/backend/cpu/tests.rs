@@ -1,7 +1,7 @@
 //! The optimised kernels against straightforward reference loops of the same operation order:
 //! every result must be the same bits (that is the contract with the GPU twin).
 
-use super::{CpuBackend, CpuMatrix, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
+use super::{CpuBackend, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
 use crate::backend::Backend;
 use crate::precision::{Dd, Precision};
 use crate::sparse::{CsrMatrix, Symmetry};
@@ -141,7 +141,7 @@ fn reference_dot<P: Precision>(x: &[P], y: &[P]) -> P {
     reference_tree(s)
 }
 
-fn check_spmv<P: Precision<Acc = P>>(seed: u64) {
+fn check_spmv<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     let shapes = [(1, 1, 10), (37, 70, 10), (300, 90, 2), (5000, 4000, 10)];
@@ -155,11 +155,12 @@ fn check_spmv<P: Precision<Acc = P>>(seed: u64) {
                 ..CpuMatrix::new(Arc::clone(&csr))
             };
             let what = format!("{} spmv {nrows}x{ncols} lanes {lanes}", P::NAME);
-            let mut y = vec![P::zero(); nrows];
-            backend.spmv(&a, &x, &mut y).unwrap();
-            assert_same_bits(&y, &reference_spmv(&csr, lanes, &x, None), &what);
-            backend.residual(&a, &b, &x, &mut y).unwrap();
-            assert_same_bits(&y, &reference_spmv(&csr, lanes, &x, Some(&b)), &what);
+            let (xv, bv) = (CpuVector::from(x.clone()), CpuVector::from(b.clone()));
+            let mut y = backend.zeros::<P>(nrows).unwrap();
+            backend.spmv(&a, &xv, &mut y).unwrap();
+            assert_same_bits(&y.0, &reference_spmv(&csr, lanes, &x, None), &what);
+            backend.residual(&a, &bv, &xv, &mut y).unwrap();
+            assert_same_bits(&y.0, &reference_spmv(&csr, lanes, &x, Some(&b)), &what);
             // Row ranges that start and end anywhere (the lockstep rows and their remainder).
             let want = reference_spmv(&csr, lanes, &x, Some(&b));
             for first in [0, 1, nrows / 3] {
@@ -167,10 +168,10 @@ fn check_spmv<P: Precision<Acc = P>>(seed: u64) {
                     let len = len.min(nrows - first);
                     let mut out = vec![P::zero(); len];
                     let b = &b[first..first + len];
-                    kernels::spmv_rows(&csr, lanes, None, &x, first, &mut out, Some(b));
+                    kernels::spmv_rows::<P>(&csr, lanes, None, &x, first, &mut out, Some(b));
                     assert_same_bits(&out, &want[first..first + len], &what);
                     let sell = a.sell_for::<P>();
-                    kernels::spmv_rows(&csr, lanes, sell, &x, first, &mut out, Some(b));
+                    kernels::spmv_rows::<P>(&csr, lanes, sell, &x, first, &mut out, Some(b));
                     assert_same_bits(&out, &want[first..first + len], &what);
                 }
             }
@@ -208,7 +209,7 @@ fn dot_lengths() -> Vec<usize> {
     ]
 }
 
-fn check_dot<P: Precision<Acc = P>>(seed: u64) {
+fn check_dot<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     for n in dot_lengths() {
@@ -220,7 +221,8 @@ fn check_dot<P: Precision<Acc = P>>(seed: u64) {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            let got = pool.install(|| backend.dot(&x, &y)).unwrap();
+            let (xv, yv) = (CpuVector::from(x.clone()), CpuVector::from(y.clone()));
+            let got = pool.install(|| backend.dot(&xv, &yv)).unwrap();
             assert_eq!(
                 bits(&got),
                 bits(&want),
@@ -241,7 +243,7 @@ fn dot_matches_reference_on_any_thread_count_dd() {
     check_dot::<Dd>(4);
 }
 
-fn check_vector_updates<P: Precision<Acc = P>>(seed: u64) {
+fn check_vector_updates<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     for n in [0, 1, 17, 40_000] {
@@ -250,31 +252,36 @@ fn check_vector_updates<P: Precision<Acc = P>>(seed: u64) {
         let v: Vec<P> = random_vector(&mut rng, n);
         let alpha: P = random_value(&mut rng);
         let beta: P = random_value(&mut rng);
+        let (xv, yv, vv) = (
+            CpuVector::from(x.clone()),
+            CpuVector::from(y.clone()),
+            CpuVector::from(v),
+        );
 
-        let mut got = y.clone();
-        backend.axpy(&alpha, &x, &mut got).unwrap();
+        let mut got = yv.clone();
+        backend.axpy(&alpha, &xv, &mut got).unwrap();
         let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
-        assert_same_bits(&got, &want, "axpy");
+        assert_same_bits(&got.0, &want, "axpy");
 
-        let mut got = y.clone();
-        backend.xpay(&x, &beta, &mut got).unwrap();
+        let mut got = yv.clone();
+        backend.xpay(&xv, &beta, &mut got).unwrap();
         let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| x.add(&beta.mul(y))).collect();
-        assert_same_bits(&got, &want, "xpay");
+        assert_same_bits(&got.0, &want, "xpay");
 
-        let mut got = vec![P::zero(); n];
-        backend.axpyz(&alpha, &x, &y, &mut got).unwrap();
+        let mut got = backend.zeros::<P>(n).unwrap();
+        backend.axpyz(&alpha, &xv, &yv, &mut got).unwrap();
         let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
-        assert_same_bits(&got, &want, "axpyz");
+        assert_same_bits(&got.0, &want, "axpyz");
 
         // The fused BiCGStab update against its unfused definition.
-        let mut got = y.clone();
+        let mut got = yv.clone();
         backend
-            .bicgstab_direction(&x, &alpha, &beta, &v, &mut got)
+            .bicgstab_direction(&xv, &alpha, &beta, &vv, &mut got)
             .unwrap();
-        let mut want = y.clone();
-        backend.axpy(&beta.neg(), &v, &mut want).unwrap();
-        backend.xpay(&x, &alpha, &mut want).unwrap();
-        assert_same_bits(&got, &want, "bicgstab_direction");
+        let mut want = yv.clone();
+        backend.axpy(&beta.neg(), &vv, &mut want).unwrap();
+        backend.xpay(&xv, &alpha, &mut want).unwrap();
+        assert_same_bits(&got.0, &want.0, "bicgstab_direction");
     }
 }
 
@@ -290,7 +297,7 @@ fn vector_updates_match_reference_dd() {
 
 /// The scalar kernels directly: on a CPU with AVX2 the backend sends double-doubles to the
 /// SIMD kernels, so these would otherwise go untested there.
-fn check_scalar_kernels<P: Precision<Acc = P>>(seed: u64) {
+fn check_scalar_kernels<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for n in dot_lengths() {
         let x: Vec<P> = random_vector(&mut rng, n);
@@ -298,7 +305,7 @@ fn check_scalar_kernels<P: Precision<Acc = P>>(seed: u64) {
         let got: Vec<P> = x
             .chunks(DOT_CHUNK)
             .zip(y.chunks(DOT_CHUNK))
-            .map(|(x, y)| kernels::dot_chunk_scalar(x, y))
+            .map(|(x, y)| kernels::dot_chunk_scalar::<P>(x, y))
             .collect();
         let want: Vec<P> = x
             .chunks(DOT_CHUNK)
@@ -315,19 +322,19 @@ fn check_scalar_kernels<P: Precision<Acc = P>>(seed: u64) {
     );
     let (alpha, beta): (P, P) = (random_value(&mut rng), random_value(&mut rng));
     let mut got = y.clone();
-    kernels::axpy_chunk_scalar(&alpha, &x, &mut got);
+    kernels::axpy_chunk_scalar::<P>(&alpha, &x, &mut got);
     let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
     assert_same_bits(&got, &want, "axpy_chunk_scalar");
     let mut got = y.clone();
-    kernels::xpay_chunk_scalar(&x, &beta, &mut got);
+    kernels::xpay_chunk_scalar::<P>(&x, &beta, &mut got);
     let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| x.add(&beta.mul(y))).collect();
     assert_same_bits(&got, &want, "xpay_chunk_scalar");
     let mut got = vec![P::zero(); n];
-    kernels::axpyz_chunk_scalar(&alpha, &x, &y, &mut got);
+    kernels::axpyz_chunk_scalar::<P>(&alpha, &x, &y, &mut got);
     let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
     assert_same_bits(&got, &want, "axpyz_chunk_scalar");
     let mut got = y.clone();
-    kernels::bicgstab_direction_chunk_scalar(&x, &alpha, &beta, &v, &mut got);
+    kernels::bicgstab_direction_chunk_scalar::<P>(&x, &alpha, &beta, &v, &mut got);
     let want: Vec<P> = x
         .iter()
         .zip(&y)

@@ -15,7 +15,7 @@
 //! application runs faster than `Sequential` (on this project's 2-core machine it does not for
 //! poisson3d:100: see benches/results/cpu.md).
 
-use crate::precision::Precision;
+use crate::precision::{HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf};
 use crate::precond::ilu0::{Ilu0Factors, OrderedTriangle};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -76,7 +76,7 @@ impl CpuIlu {
         (0..2)
             .map(|_| {
                 let t0 = std::time::Instant::now();
-                self.apply(&r, &mut z);
+                self.apply::<f64>(&r, &mut z);
                 t0.elapsed().as_secs_f64()
             })
             .fold(f64::INFINITY, f64::min)
@@ -98,36 +98,37 @@ impl CpuIlu {
     }
 
     /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `P`.
-    pub fn apply<P: Precision>(&mut self, r: &[P], z: &mut [P]) {
+    pub fn apply<P: Precision>(&mut self, r: SliceOf<'_, P>, z: SliceMutOf<'_, P>) {
         let f = &*self.factors;
         assert!(r.len() == f.n() && z.len() == f.n(), "ilu_apply: lengths");
         match self.ordered.as_mut() {
-            Some(ordered) => ordered.apply(r, z),
+            Some(ordered) => ordered.apply::<P>(r, z),
             None => {
-                sequential(f, r, &mut self.work);
-                widen(&self.work, z);
+                sequential::<P>(f, r, &mut self.work);
+                widen::<P>(&self.work, z);
             }
         }
     }
 }
 
 /// `z_i = w_i` in `P`, in parallel.
-fn widen<P: Precision>(w: &[f64], z: &mut [P]) {
-    z.par_chunks_mut(ROWS_PER_TASK)
+fn widen<P: Precision>(w: &[f64], z: SliceMutOf<'_, P>) {
+    z.chunks_mut(ROWS_PER_TASK)
+        .into_par_iter()
         .zip(w.par_chunks(ROWS_PER_TASK))
-        .for_each(|(z, w)| {
-            for (zi, &wi) in z.iter_mut().zip(w) {
-                *zi = P::from_f64(wi);
+        .for_each(|(mut z, w)| {
+            for (i, &wi) in w.iter().enumerate() {
+                z.set(i, P::from_f64(wi));
             }
         });
 }
 
 /// Both solves in natural order on the factors as stored; the result in `w`.
-fn sequential<P: Precision>(f: &Ilu0Factors, r: &[P], w: &mut [f64]) {
+fn sequential<P: Precision>(f: &Ilu0Factors, r: SliceOf<'_, P>, w: &mut [f64]) {
     let (row_ptr, cols, vals, diag) = (f.row_ptr(), f.col_idx(), f.values(), f.diag());
     // forward: y_i = r_i - sum_{j < i} l_ij y_j, increasing column order, unfused
     for i in 0..w.len() {
-        let mut acc = r[i].to_f64();
+        let mut acc = r.get(i).to_f64();
         for k in row_ptr[i]..diag[i] {
             let product = vals[k] * w[cols[k] as usize];
             acc -= product;
@@ -219,8 +220,8 @@ impl LevelOrdered {
         }
     }
 
-    fn apply<P: Precision>(&mut self, r: &[P], z: &mut [P]) {
-        let rhs = |i: usize| r[i].to_f64();
+    fn apply<P: Precision>(&mut self, r: SliceOf<'_, P>, z: SliceMutOf<'_, P>) {
+        let rhs = |i: usize| r.get(i).to_f64();
         self.lower.solve(&mut self.y, Some(&rhs));
         let y = &self.y;
         self.x
@@ -233,11 +234,12 @@ impl LevelOrdered {
             });
         self.upper.solve(&mut self.x, None);
         let x = &self.x;
-        z.par_chunks_mut(ROWS_PER_TASK)
+        z.chunks_mut(ROWS_PER_TASK)
+            .into_par_iter()
             .zip(self.upper.position.par_chunks(ROWS_PER_TASK))
-            .for_each(|(z, from)| {
-                for (zi, &q) in z.iter_mut().zip(from) {
-                    *zi = P::from_f64(x[q as usize]);
+            .for_each(|(mut z, from)| {
+                for (i, &q) in from.iter().enumerate() {
+                    z.set(i, P::from_f64(x[q as usize]));
                 }
             });
     }

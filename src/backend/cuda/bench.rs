@@ -382,15 +382,17 @@ pub fn run_ilu0(
     let rh = test_vector(n, 3);
     let cpu = crate::backend::cpu::CpuBackend::new();
     let mut cpu_ilu = cpu.ilu(&factors)?;
-    let mut z_cpu = vec![0.0f64; n];
-    cpu.ilu_apply(&mut cpu_ilu, &rh, &mut z_cpu)?;
+    let mut z_cpu = cpu.zeros::<f64>(n)?;
+    cpu.ilu_apply(&mut cpu_ilu, &cpu.upload(&rh)?, &mut z_cpu)?;
+    let z_cpu = z_cpu.to_values();
     let rh_dd: Vec<Dd> = rh
         .iter()
         .enumerate()
         .map(|(i, &v)| Dd::new(v, v * 1e-17 * ((i % 7) as f64 - 3.0)))
         .collect();
-    let mut z_cpu_dd = vec![Dd::ZERO; n];
-    cpu.ilu_apply(&mut cpu_ilu, &rh_dd, &mut z_cpu_dd)?;
+    let mut z_cpu_dd = cpu.zeros::<Dd>(n)?;
+    cpu.ilu_apply(&mut cpu_ilu, &cpu.upload(&rh_dd)?, &mut z_cpu_dd)?;
+    let z_cpu_dd = z_cpu_dd.to_values();
     drop(cpu_ilu);
 
     let r64 = gpu.vector_from_f64::<f64>(&rh)?;
