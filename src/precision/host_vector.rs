@@ -44,6 +44,10 @@ pub trait HostSlice<'a, P: Precision>: Copy + Send + Sync + 'a {
     unsafe fn get_unchecked(self, i: usize) -> Cow<'a, P>;
     /// The elements as one contiguous `&[P]`, where the layout stores them so.
     fn as_slice(self) -> Option<&'a [P]>;
+    /// The elements as td's two arrays, where the layout is that (so `P` is td).
+    fn as_td(self) -> Option<TdSlice<'a>> {
+        None
+    }
 
     fn is_empty(self) -> bool {
         self.len() == 0
@@ -85,6 +89,10 @@ pub trait HostSliceMut<'a, P: Precision>: Send + Sized + 'a {
     fn set(&mut self, i: usize, value: P);
     /// The elements as one contiguous `&mut [P]` where the layout stores them so, else `self`.
     fn into_slice(self) -> Result<&'a mut [P], Self>;
+    /// The elements as td's two arrays where the layout is that (so `P` is td), else `self`.
+    fn into_td(self) -> Result<TdSliceMut<'a>, Self> {
+        Err(self)
+    }
 
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -279,6 +287,10 @@ impl<'a> HostSlice<'a, Td> for TdSlice<'a> {
     fn as_slice(self) -> Option<&'a [Td]> {
         None
     }
+    #[inline(always)]
+    fn as_td(self) -> Option<TdSlice<'a>> {
+        Some(self)
+    }
 }
 
 impl<'a> HostSliceMut<'a, Td> for TdSliceMut<'a> {
@@ -303,6 +315,10 @@ impl<'a> HostSliceMut<'a, Td> for TdSliceMut<'a> {
     #[inline(always)]
     fn into_slice(self) -> Result<&'a mut [Td], Self> {
         Err(self)
+    }
+    #[inline(always)]
+    fn into_td(self) -> Result<TdSliceMut<'a>, Self> {
+        Ok(self)
     }
 }
 

@@ -21,7 +21,7 @@ pub use mp::Mp;
 pub use qd::Qd;
 pub use td_impl::Td;
 
-pub use host_vector::{HostSlice, HostSliceMut, HostVector, TdVector};
+pub use host_vector::{HostSlice, HostSliceMut, HostVector, TdSlice, TdSliceMut, TdVector};
 
 /// A host (CPU backend) vector of `P`.
 pub type VectorOf<P> = <P as Precision>::Vector;

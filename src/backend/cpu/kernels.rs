@@ -7,9 +7,7 @@
 //! again); the public functions here choose.
 
 use super::simd_dd;
-use crate::precision::{
-    Dd, HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available,
-};
+use crate::precision::{HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available};
 use crate::sparse::CsrMatrix;
 
 /// Dot products follow the GPU's reduction (kernels/common/reduce.cuh), which is part of the
@@ -86,24 +84,23 @@ pub fn spmv_rows<P: Precision>(
     if let Some(sell) = sell
         && sell.built_for(a)
         && simd_dd::supports_lanes(lanes)
-        && let Some(x_dd) = x.as_slice().and_then(simd_dd::as_dd)
+        && simd_dd::has_kernels::<P>()
     {
-        let out = out.into_slice().ok().and_then(simd_dd::as_dd_mut);
-        spmv_rows_dd(a, lanes, sell, x_dd, first, out.expect("P is Dd"), b);
+        spmv_rows_grouped::<P>(a, lanes, sell, x, first, out, b);
         return;
     }
     spmv_rows_scalar::<P>(a, lanes, x, first, out, b);
 }
 
-/// [`spmv_rows`] for double-double vectors with the SIMD layout `sell` (built from `a`): whole
-/// groups of rows through the SIMD kernel, the rest through [`spmv_rows_scalar`].
-fn spmv_rows_dd(
+/// [`spmv_rows`] for double-double and td vectors with the SIMD layout `sell` (built from `a`):
+/// whole groups of rows through the SIMD kernel, the rest through [`spmv_rows_scalar`].
+fn spmv_rows_grouped<P: Precision>(
     a: &CsrMatrix,
     lanes: usize,
     sell: &simd_dd::Sell,
-    x: &[Dd],
+    x: SliceOf<'_, P>,
     first: usize,
-    out: &mut [Dd],
+    out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
 ) {
     assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
@@ -120,16 +117,44 @@ fn spmv_rows_dd(
     let hi = lo + (out.len() - lo) / w * w;
     let (head, rest) = out.split_at_mut(lo);
     let (middle, tail) = rest.split_at_mut(hi - lo);
-    spmv_rows_scalar::<Dd>(a, lanes, x, first, head, b.map(|b| &b[..lo]));
-    spmv_rows_scalar::<Dd>(a, lanes, x, first + hi, tail, b.map(|b| &b[hi..]));
+    spmv_rows_scalar::<P>(a, lanes, x, first, head, b.map(|b| &b[..lo]));
+    spmv_rows_scalar::<P>(a, lanes, x, first + hi, tail, b.map(|b| &b[hi..]));
     if hi > lo {
-        // SAFETY: the caller checked that `sell` was built from `a` and takes this lane count,
-        // and the SIMD kernels exist where `sell` was built; the rows are whole groups and the
-        // sizes were checked above.
+        let (x, middle) = (simd_in::<P>(x), simd_out::<P>(middle));
+        // SAFETY: the caller checked that `sell` was built from `a` (so the SIMD kernels exist)
+        // and takes this lane count; the rows are whole groups and the sizes were checked above.
         unsafe {
             simd_dd::spmv_rows(a, sell, lanes, x, first + lo, middle, b.map(|b| &b[lo..hi]));
         }
     }
+}
+
+/// How many leading elements of a vector of `n` the SIMD element-wise kernels take: whole
+/// registers, where `P` has SIMD kernels and the CPU runs them; none otherwise.
+fn simd_prefix<P: Precision>(n: usize) -> usize {
+    match simd_dd::level() {
+        Some(level) if simd_dd::has_kernels::<P>() => n / level.width() * level.width(),
+        _ => 0,
+    }
+}
+
+/// `x` as the SIMD kernels read it (`P` has SIMD kernels: double-double or td).
+fn simd_in<P: Precision>(x: SliceOf<'_, P>) -> simd_dd::SimdIn<'_> {
+    if let Some(td) = x.as_td() {
+        return simd_dd::SimdIn::Td(td);
+    }
+    let dd = x.as_slice().and_then(simd_dd::as_dd);
+    simd_dd::SimdIn::Dd(dd.expect("SIMD kernels take double-double or td vectors"))
+}
+
+/// `y` as the SIMD kernels write it (`P` has SIMD kernels: double-double or td).
+fn simd_out<P: Precision>(y: SliceMutOf<'_, P>) -> simd_dd::SimdOut<'_> {
+    let y = match y.into_td() {
+        Ok(td) => return simd_dd::SimdOut::Td(td),
+        Err(y) => y,
+    };
+    let dd = y.into_slice().ok().and_then(simd_dd::as_dd_mut);
+    simd_dd::SimdOut::Dd(dd.expect("SIMD kernels take double-double or td vectors"))
 }
 
 fma_kernel! {
@@ -272,14 +297,10 @@ fn spmv_rows_any_lanes<P: Precision>(
 pub fn dot_chunk<P: Precision>(x: SliceOf<'_, P>, y: SliceOf<'_, P>) -> P::Acc {
     assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
     assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
-    if let (Some(xd), Some(yd)) = (
-        x.as_slice().and_then(simd_dd::as_dd),
-        y.as_slice().and_then(simd_dd::as_dd),
-    ) && simd_dd::available()
-    {
+    if simd_dd::available() && simd_dd::has_kernels::<P>() {
         // SAFETY: the SIMD kernels are available.
-        let sum = unsafe { simd_dd::dot_chunk(xd, yd) };
-        return P::Acc::from_dd(sum); // P is Dd, so P::Acc is Dd: exact
+        let sum = unsafe { simd_dd::dot_chunk(simd_in::<P>(x), simd_in::<P>(y)) };
+        return P::Acc::from_dd(sum); // P is Dd or Td, so P::Acc is Dd: exact
     }
     dot_chunk_scalar::<P>(x, y)
 }
@@ -313,19 +334,19 @@ pub fn sum_partials<A: Precision>(partials: &[A]) -> A {
     tree_reduce(&mut lanes)
 }
 
+// The element-wise updates: whole SIMD registers of double-double and td vectors through the
+// SIMD kernels (scalars widened with `to_dd`, exact for both), the rest through the scalar
+// bodies below; both give the same bits.
+
 /// `y <- alpha x + y`.
 pub fn axpy_chunk<P: Precision>(alpha: &P, x: SliceOf<'_, P>, y: SliceMutOf<'_, P>) {
     assert_eq!(x.len(), y.len(), "axpy: lengths");
-    if let (Some(alpha), Some(xd)) = (
-        simd_dd::as_dd_ref(alpha),
-        x.as_slice().and_then(simd_dd::as_dd),
-    ) && simd_dd::available()
-    {
-        let yd = y.into_slice().ok().and_then(simd_dd::as_dd_mut);
-        let yd = yd.expect("P is Dd");
-        // SAFETY: the SIMD kernels are available.
-        let done = unsafe { simd_dd::axpy(alpha, xd, yd) };
-        return axpy_chunk_scalar::<Dd>(alpha, &xd[done..], &mut yd[done..]);
+    let at = simd_prefix::<P>(x.len());
+    let ((xs, x), (ys, y)) = (x.split_at(at), y.split_at_mut(at));
+    if at > 0 {
+        let (xs, ys) = (simd_in::<P>(xs), simd_out::<P>(ys));
+        // SAFETY: `simd_prefix` found the SIMD kernels available.
+        unsafe { simd_dd::axpy(&alpha.to_dd(), xs, ys) };
     }
     axpy_chunk_scalar::<P>(alpha, x, y);
 }
@@ -333,16 +354,12 @@ pub fn axpy_chunk<P: Precision>(alpha: &P, x: SliceOf<'_, P>, y: SliceMutOf<'_, 
 /// `y <- x + beta y`.
 pub fn xpay_chunk<P: Precision>(x: SliceOf<'_, P>, beta: &P, y: SliceMutOf<'_, P>) {
     assert_eq!(x.len(), y.len(), "xpay: lengths");
-    if let (Some(beta), Some(xd)) = (
-        simd_dd::as_dd_ref(beta),
-        x.as_slice().and_then(simd_dd::as_dd),
-    ) && simd_dd::available()
-    {
-        let yd = y.into_slice().ok().and_then(simd_dd::as_dd_mut);
-        let yd = yd.expect("P is Dd");
-        // SAFETY: the SIMD kernels are available.
-        let done = unsafe { simd_dd::xpay(xd, beta, yd) };
-        return xpay_chunk_scalar::<Dd>(&xd[done..], beta, &mut yd[done..]);
+    let at = simd_prefix::<P>(x.len());
+    let ((xs, x), (ys, y)) = (x.split_at(at), y.split_at_mut(at));
+    if at > 0 {
+        let (xs, ys) = (simd_in::<P>(xs), simd_out::<P>(ys));
+        // SAFETY: `simd_prefix` found the SIMD kernels available.
+        unsafe { simd_dd::xpay(xs, &beta.to_dd(), ys) };
     }
     xpay_chunk_scalar::<P>(x, beta, y);
 }
@@ -355,17 +372,12 @@ pub fn axpyz_chunk<P: Precision>(
     z: SliceMutOf<'_, P>,
 ) {
     assert!(x.len() == y.len() && y.len() == z.len(), "axpyz: lengths");
-    if let (Some(alpha), Some(xd), Some(yd)) = (
-        simd_dd::as_dd_ref(alpha),
-        x.as_slice().and_then(simd_dd::as_dd),
-        y.as_slice().and_then(simd_dd::as_dd),
-    ) && simd_dd::available()
-    {
-        let zd = z.into_slice().ok().and_then(simd_dd::as_dd_mut);
-        let zd = zd.expect("P is Dd");
-        // SAFETY: the SIMD kernels are available.
-        let done = unsafe { simd_dd::axpyz(alpha, xd, yd, zd) };
-        return axpyz_chunk_scalar::<Dd>(alpha, &xd[done..], &yd[done..], &mut zd[done..]);
+    let at = simd_prefix::<P>(x.len());
+    let ((xs, x), (ys, y), (zs, z)) = (x.split_at(at), y.split_at(at), z.split_at_mut(at));
+    if at > 0 {
+        let (xs, ys, zs) = (simd_in::<P>(xs), simd_in::<P>(ys), simd_out::<P>(zs));
+        // SAFETY: `simd_prefix` found the SIMD kernels available.
+        unsafe { simd_dd::axpyz(&alpha.to_dd(), xs, ys, zs) };
     }
     axpyz_chunk_scalar::<P>(alpha, x, y, z);
 }
@@ -382,19 +394,13 @@ pub fn bicgstab_direction_chunk<P: Precision>(
         r.len() == v.len() && v.len() == p.len(),
         "bicgstab_direction: lengths"
     );
-    if let (Some(beta_d), Some(omega_d), Some(rd), Some(vd)) = (
-        simd_dd::as_dd_ref(beta),
-        simd_dd::as_dd_ref(omega),
-        r.as_slice().and_then(simd_dd::as_dd),
-        v.as_slice().and_then(simd_dd::as_dd),
-    ) && simd_dd::available()
-    {
-        let pd = p.into_slice().ok().and_then(simd_dd::as_dd_mut);
-        let pd = pd.expect("P is Dd");
-        // SAFETY: the SIMD kernels are available.
-        let done = unsafe { simd_dd::bicgstab_direction(rd, beta_d, omega_d, vd, pd) };
-        let (r, v, p) = (&rd[done..], &vd[done..], &mut pd[done..]);
-        return bicgstab_direction_chunk_scalar::<Dd>(r, beta_d, omega_d, v, p);
+    let at = simd_prefix::<P>(r.len());
+    let ((rs, r), (vs, v), (ps, p)) = (r.split_at(at), v.split_at(at), p.split_at_mut(at));
+    if at > 0 {
+        let (rs, vs, ps) = (simd_in::<P>(rs), simd_in::<P>(vs), simd_out::<P>(ps));
+        let (beta_d, omega_d) = (beta.to_dd(), omega.to_dd());
+        // SAFETY: `simd_prefix` found the SIMD kernels available.
+        unsafe { simd_dd::bicgstab_direction(rs, &beta_d, &omega_d, vs, ps) };
     }
     bicgstab_direction_chunk_scalar::<P>(r, beta, omega, v, p);
 }
@@ -415,8 +421,8 @@ pub fn convert_chunk<P: Precision, Q: Precision>(x: SliceOf<'_, P>, mut y: Slice
     }
 }
 
-// The element-wise updates: each output element is computed in `P::Acc` from the widened
-// inputs and scalars and rounded to `P` once, when it is stored.
+// The scalar bodies of the element-wise updates: each output element is computed in `P::Acc`
+// from the widened inputs and scalars and rounded to `P` once, when it is stored.
 
 fma_kernel! {
     /// `y <- alpha x + y`.

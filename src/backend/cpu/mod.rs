@@ -83,8 +83,7 @@ impl CpuMatrix {
 
     /// The layout of the SIMD double-double SpMV when `P` is `Dd` and the CPU can run it.
     fn sell_for<P: Precision>(&self) -> Option<&simd_dd::Sell> {
-        let dd = simd_dd::as_dd::<P>(&[]).is_some();
-        let level = simd_dd::level().filter(|_| dd)?;
+        let level = simd_dd::level().filter(|_| simd_dd::has_kernels::<P>())?;
         let sell = self
             .sell
             .get_or_init(|| simd_dd::Sell::new(&self.csr, level.width()));

@@ -1,5 +1,8 @@
 //! Double-double kernels `W` values at a time (AVX-512: `W = 8`; AVX2: `W = 4`), bitwise equal
-//! to the scalar kernels.
+//! to the scalar kernels. They also run td vectors (the two arrays of D+I): elements are widened
+//! to double-double exactly when loaded and rounded once when stored ([`pack_lanes`], the
+//! branch-free `td::pack`), as the td definition in `precision/td_impl.rs` says; [`SimdIn`] and
+//! [`SimdOut`] carry either layout, and each kernel body is compiled once per layout.
 //!
 //! Scalar double-double code runs at the limit of a core's two floating-point add ports: a
 //! QuadAdd is 20 adds and subtractions, and the SpMV of a 7-point stencil performs 14 QuadAdds
@@ -25,7 +28,7 @@
 //! AVX2 for the SpMV and 10-16% less for the dot product and axpy.
 
 use super::kernels::{DOT_CHUNK, DOT_THREADS};
-use crate::precision::{Dd, Precision};
+use crate::precision::{Dd, Precision, TdSlice, TdSliceMut, td};
 use crate::sparse::CsrMatrix;
 use std::any::TypeId;
 use std::sync::Arc;
@@ -91,9 +94,10 @@ pub fn as_dd_mut<P: Precision>(x: &mut [P]) -> Option<&mut [Dd]> {
     })
 }
 
-/// `x` as a double-double when `P` is [`Dd`].
-pub fn as_dd_ref<P: Precision>(x: &P) -> Option<&Dd> {
-    as_dd(std::slice::from_ref(x)).map(|x| &x[0])
+/// Whether `P` has kernels here: double-double, and td (read widened to DD, rounded on store).
+pub fn has_kernels<P: Precision>() -> bool {
+    let p = TypeId::of::<P>();
+    p == TypeId::of::<Dd>() || p == TypeId::of::<crate::precision::Td>()
 }
 
 /// `pub unsafe fn $name(args) -> ret` running `$imp::<8>` compiled for AVX-512 or `$imp::<4>`
@@ -339,6 +343,220 @@ impl<const W: usize> DdX<W> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Vector layouts: what the kernels read and write.
+
+/// A vector the SIMD kernels read, as double-doubles: `Dd` values, or td's two arrays (each
+/// element widened exactly, as `Td::to_dd`).
+#[derive(Clone, Copy, Debug)]
+pub enum SimdIn<'a> {
+    Dd(&'a [Dd]),
+    Td(TdSlice<'a>),
+}
+
+/// A vector the SIMD kernels write (and may read): `Dd` values, or td's two arrays (each element
+/// rounded once when stored, as `Td::from_dd`).
+#[derive(Debug)]
+pub enum SimdOut<'a> {
+    Dd(&'a mut [Dd]),
+    Td(TdSliceMut<'a>),
+}
+
+/// Read access for the kernels' generic bodies.
+trait Source: Copy {
+    fn len(self) -> usize;
+    /// Element `i` as `(hi, lo)`.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    unsafe fn get(self, i: usize) -> (f64, f64);
+}
+
+/// Write access (with reads of the current value) for the kernels' generic bodies.
+trait Sink {
+    fn len(&self) -> usize;
+    /// # Safety
+    /// `i < self.len()`.
+    unsafe fn get(&self, i: usize) -> (f64, f64);
+    /// Store `hi + lo` (a double-double as the arithmetic returned it) at `i`.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    unsafe fn put(&mut self, i: usize, hi: f64, lo: f64);
+    /// [`put`](Sink::put) for elements `at..at + W`.
+    ///
+    /// # Safety
+    /// `at + W <= self.len()`.
+    #[inline(always)]
+    unsafe fn put_lanes<const W: usize>(&mut self, at: usize, hi: F<W>, lo: F<W>) {
+        for r in 0..W {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.put(at + r, hi[r], lo[r]) };
+        }
+    }
+}
+
+impl Source for &[Dd] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[Dd]>::len(self)
+    }
+    #[inline(always)]
+    unsafe fn get(self, i: usize) -> (f64, f64) {
+        // SAFETY: forwarded from the caller.
+        let d = unsafe { *self.get_unchecked(i) };
+        (d.hi, d.lo)
+    }
+}
+
+impl Source for TdSlice<'_> {
+    #[inline(always)]
+    fn len(self) -> usize {
+        self.hi.len()
+    }
+    #[inline(always)]
+    unsafe fn get(self, i: usize) -> (f64, f64) {
+        // SAFETY: forwarded from the caller; both arrays have `len` elements.
+        let (hi, lo) = unsafe { (*self.hi.get_unchecked(i), *self.lo.get_unchecked(i)) };
+        let d = td::unpack(hi, lo);
+        (d.hi, d.lo)
+    }
+}
+
+impl Sink for &mut [Dd] {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        <[Dd]>::len(self)
+    }
+    #[inline(always)]
+    unsafe fn get(&self, i: usize) -> (f64, f64) {
+        // SAFETY: forwarded from the caller.
+        let d = unsafe { *self.get_unchecked(i) };
+        (d.hi, d.lo)
+    }
+    #[inline(always)]
+    unsafe fn put(&mut self, i: usize, hi: f64, lo: f64) {
+        // SAFETY: forwarded from the caller.
+        unsafe { *self.get_unchecked_mut(i) = Dd::new(hi, lo) };
+    }
+}
+
+impl Sink for TdSliceMut<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.hi.len()
+    }
+    #[inline(always)]
+    unsafe fn get(&self, i: usize) -> (f64, f64) {
+        // SAFETY: forwarded from the caller; both arrays have `len` elements.
+        let (hi, lo) = unsafe { (*self.hi.get_unchecked(i), *self.lo.get_unchecked(i)) };
+        let d = td::unpack(hi, lo);
+        (d.hi, d.lo)
+    }
+    #[inline(always)]
+    unsafe fn put(&mut self, i: usize, hi: f64, lo: f64) {
+        let (hi, lo) = td::pack(Dd::from_parts(hi, lo));
+        // SAFETY: forwarded from the caller; both arrays have `len` elements.
+        unsafe {
+            *self.hi.get_unchecked_mut(i) = hi;
+            *self.lo.get_unchecked_mut(i) = lo;
+        }
+    }
+    #[inline(always)]
+    unsafe fn put_lanes<const W: usize>(&mut self, at: usize, hi: F<W>, lo: F<W>) {
+        let (hi, lo) = pack_lanes(hi, lo);
+        for r in 0..W {
+            // SAFETY: forwarded from the caller; both arrays have `len` elements.
+            unsafe {
+                *self.hi.get_unchecked_mut(at + r) = hi[r];
+                *self.lo.get_unchecked_mut(at + r) = lo[r];
+            }
+        }
+    }
+}
+
+/// `td::pack` on `W` values, lane by lane and without branches (so that it vectorises, where
+/// the scalar `pack` per element took 40% of a td axpy): the same steps, the same bits.
+#[inline(always)]
+fn pack_lanes<const W: usize>(hi: F<W>, lo: F<W>) -> (F<W>, [i32; W]) {
+    const LOW: u64 = 0xffff_ffff;
+    const BORDER: u64 = 0x8000_0000;
+    let finite: [bool; W] = std::array::from_fn(|r| hi[r].is_finite() & lo[r].is_finite());
+    // Listing 2.1: the upper 32 bits of `lo`, rounded to nearest even on the lower 32 (finite
+    // lanes; the others are replaced below).
+    let rounded: [u64; W] = std::array::from_fn(|r| {
+        let bits = lo[r].to_bits();
+        let (upper, lower) = (bits >> 32, bits & LOW);
+        let up = (lower > BORDER) | ((lower == BORDER) & (upper & 1 == 1));
+        (upper + u64::from(up)) & LOW
+    });
+    let (h, l) = quick_two_sum(hi, lanes(|r| f64::from_bits(rounded[r] << 32)));
+    let out_hi = lanes(|r| match (finite[r], h[r].is_finite()) {
+        (false, _) => hi[r] + lo[r],
+        (true, true) => h[r],
+        (true, false) => hi[r],
+    });
+    let out_lo = std::array::from_fn(|r| match (finite[r], h[r].is_finite()) {
+        (false, _) => 0,
+        (true, true) => (l[r].to_bits() >> 32) as u32 as i32,
+        (true, false) => rounded[r] as u32 as i32,
+    });
+    (out_hi, out_lo)
+}
+
+impl<const W: usize> DdX<W> {
+    /// Elements `at..at + W` of `x`.
+    ///
+    /// # Safety
+    /// `at + W <= x.len()`.
+    #[inline(always)]
+    unsafe fn read(x: impl Source, at: usize) -> DdX<W> {
+        // SAFETY: forwarded from the caller.
+        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { x.get(at + r) });
+        DdX {
+            hi: lanes(|r| v[r].0),
+            lo: lanes(|r| v[r].1),
+        }
+    }
+
+    /// Elements `at..at + W` of `y` as stored now.
+    ///
+    /// # Safety
+    /// `at + W <= y.len()`.
+    #[inline(always)]
+    unsafe fn read_out(y: &impl Sink, at: usize) -> DdX<W> {
+        // SAFETY: forwarded from the caller.
+        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { y.get(at + r) });
+        DdX {
+            hi: lanes(|r| v[r].0),
+            lo: lanes(|r| v[r].1),
+        }
+    }
+
+    /// `y[at..at + W] <- self`.
+    ///
+    /// # Safety
+    /// `at + W <= y.len()`.
+    #[inline(always)]
+    unsafe fn write(self, y: &mut impl Sink, at: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { y.put_lanes::<W>(at, self.hi, self.lo) };
+    }
+}
+
+/// Run `$body` with `$x`, `$y`, ... bound to the same layout's views of every `SimdIn` and
+/// `SimdOut` given (each body is compiled once per layout).
+macro_rules! with_layout {
+    (in: [$($i:ident),*], out: [$($o:ident),*], $body:expr) => {
+        match ($($i,)* $($o,)*) {
+            ($(SimdIn::Dd($i),)* $(SimdOut::Dd($o),)*) => $body,
+            ($(SimdIn::Td($i),)* $(SimdOut::Td($o),)*) => $body,
+            #[allow(unreachable_patterns)]
+            _ => panic!("SIMD kernel: vectors of different layouts"),
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------------
 // SpMV: `W` rows at a time, one per lane.
 
 /// The CSR entries regrouped for [`spmv_rows`] ("SELL-W", sliced ELLPACK): for each group of `w`
@@ -424,9 +642,9 @@ simd_entry! {
         a: &CsrMatrix,
         sell: &Sell,
         lanes: usize,
-        x: &[Dd],
+        x: SimdIn<'_>,
         first: usize,
-        out: &mut [Dd],
+        out: SimdOut<'_>,
         b: Option<&[f64]>,
     ) => spmv_rows_impl
 }
@@ -440,9 +658,29 @@ unsafe fn spmv_rows_impl<const W: usize>(
     a: &CsrMatrix,
     sell: &Sell,
     lanes: usize,
-    x: &[Dd],
+    x: SimdIn<'_>,
     first: usize,
-    out: &mut [Dd],
+    out: SimdOut<'_>,
+    b: Option<&[f64]>,
+) {
+    // SAFETY: forwarded from the caller.
+    with_layout!(in: [x], out: [out], unsafe {
+        spmv_rows_layout::<W>(a, sell, lanes, x, first, out, b)
+    })
+}
+
+/// [`spmv_rows_impl`] on one layout.
+///
+/// # Safety
+/// As [`spmv_rows`].
+#[inline(always)]
+unsafe fn spmv_rows_layout<const W: usize>(
+    a: &CsrMatrix,
+    sell: &Sell,
+    lanes: usize,
+    x: impl Source,
+    first: usize,
+    mut out: impl Sink,
     b: Option<&[f64]>,
 ) {
     assert!(
@@ -461,6 +699,7 @@ unsafe fn spmv_rows_impl<const W: usize>(
     if let Some(b) = b {
         assert_eq!(b.len(), out.len(), "spmv_rows: b length");
     }
+    let out = &mut out;
     // SAFETY: forwarded from the caller and checked above.
     unsafe {
         match lanes {
@@ -483,12 +722,12 @@ unsafe fn spmv_rows_impl<const W: usize>(
 unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
     a: &CsrMatrix,
     sell: &Sell,
-    x: &[Dd],
+    x: impl Source,
     first: usize,
-    out: &mut [Dd],
+    out: &mut impl Sink,
     b: Option<&[f64]>,
 ) {
-    for (j, out) in out.chunks_exact_mut(W).enumerate() {
+    for j in 0..out.len() / W {
         // SAFETY: group `first / W + j` lies in `first..first + out.len()`, rows of `a`; the
         // other preconditions are the caller's.
         let sum = unsafe { group_sum::<W, L>(a, sell, x, first / W + j) };
@@ -496,7 +735,8 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
             Some(b) => DdX::from_f64(lanes(|r| b[W * j + r])).sub(sum),
             None => sum,
         };
-        y.store(out);
+        // SAFETY: `W j + W <= out.len()`.
+        unsafe { y.write(out, W * j) };
     }
 }
 
@@ -510,7 +750,7 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
 unsafe fn group_sum<const W: usize, const L: usize>(
     a: &CsrMatrix,
     sell: &Sell,
-    x: &[Dd],
+    x: impl Source,
     group: usize,
 ) -> DdX<W> {
     let row_ptr = a.row_ptr();
@@ -541,9 +781,10 @@ unsafe fn group_sum<const W: usize, const L: usize>(
                 let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
                 let col: [usize; W] =
                     std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
+                let xk: [(f64, f64); W] = std::array::from_fn(|r| unsafe { x.get(col[r]) });
                 let xk = DdX {
-                    hi: lanes(|r| unsafe { x.get_unchecked(col[r]) }.hi),
-                    lo: lanes(|r| unsafe { x.get_unchecked(col[r]) }.lo),
+                    hi: lanes(|r| xk[r].0),
+                    lo: lanes(|r| xk[r].1),
                 };
                 s[l] = select(m, s[l].add_mul_f64(v, xk), s[l]);
             });
@@ -573,11 +814,16 @@ simd_entry! {
     ///
     /// # Safety
     /// [`available()`] is true.
-    fn dot_chunk / dot_chunk_at(x: &[Dd], y: &[Dd]) -> Dd => dot_chunk_impl
+    fn dot_chunk / dot_chunk_at(x: SimdIn<'_>, y: SimdIn<'_>) -> Dd => dot_chunk_impl
 }
 
 #[inline(always)]
-fn dot_chunk_impl<const W: usize>(x: &[Dd], y: &[Dd]) -> Dd {
+fn dot_chunk_impl<const W: usize>(x: SimdIn<'_>, y: SimdIn<'_>) -> Dd {
+    with_layout!(in: [x, y], out: [], dot_chunk_layout::<W>(x, y))
+}
+
+#[inline(always)]
+fn dot_chunk_layout<const W: usize>(x: impl Source, y: impl Source) -> Dd {
     const T: usize = DOT_THREADS;
     assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
     assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
@@ -591,12 +837,10 @@ fn dot_chunk_impl<const W: usize>(x: &[Dd], y: &[Dd]) -> Dd {
         let mut s = [DdX::<W>::ZERO; DOT_REGS];
         for i in 0..full_rows {
             let at = i * T + block;
-            let (x, y) = (&x[at..at + DOT_REGS * W], &y[at..at + DOT_REGS * W]);
             unroll!(DOT_REGS, |g| {
-                let (xi, yi) = (
-                    DdX::<W>::load(&x[W * g..W * g + W]),
-                    DdX::<W>::load(&y[W * g..W * g + W]),
-                );
+                // SAFETY: `at + W g + W <= (i + 1) T <= n`.
+                let (xi, yi) =
+                    unsafe { (DdX::<W>::read(x, at + W * g), DdX::<W>::read(y, at + W * g)) };
                 s[g] = s[g].add(xi.mul(yi));
             });
         }
@@ -607,16 +851,20 @@ fn dot_chunk_impl<const W: usize>(x: &[Dd], y: &[Dd]) -> Dd {
                 let t0 = block + W * g;
                 if t0 < rem {
                     let m: [bool; W] = std::array::from_fn(|r| t0 + r < rem);
-                    let get = |v: &[Dd], r: usize| {
-                        if m[r] { v[at + t0 + r] } else { Dd::default() }
+                    // SAFETY: element `at + t0 + r` exists where `t0 + r < rem`.
+                    let get = |v: &dyn Fn(usize) -> (f64, f64), r: usize| {
+                        if m[r] { v(at + t0 + r) } else { (0.0, 0.0) }
                     };
+                    let (xg, yg) = (|i| unsafe { x.get(i) }, |i| unsafe { y.get(i) });
+                    let xv: [(f64, f64); W] = std::array::from_fn(|r| get(&xg, r));
+                    let yv: [(f64, f64); W] = std::array::from_fn(|r| get(&yg, r));
                     let xi = DdX::<W> {
-                        hi: lanes(|r| get(x, r).hi),
-                        lo: lanes(|r| get(x, r).lo),
+                        hi: lanes(|r| xv[r].0),
+                        lo: lanes(|r| xv[r].1),
                     };
                     let yi = DdX::<W> {
-                        hi: lanes(|r| get(y, r).hi),
-                        lo: lanes(|r| get(y, r).lo),
+                        hi: lanes(|r| yv[r].0),
+                        lo: lanes(|r| yv[r].1),
                     };
                     s[g] = select(m, s[g].add(xi.mul(yi)), s[g]);
                 }
@@ -655,18 +903,18 @@ simd_entry! {
     ///
     /// # Safety
     /// [`available()`] is true.
-    fn axpy / axpy_at(alpha: &Dd, x: &[Dd], y: &mut [Dd]) -> usize => axpy_impl
+    fn axpy / axpy_at(alpha: &Dd, x: SimdIn<'_>, y: SimdOut<'_>) -> usize => axpy_impl
 }
 
 #[inline(always)]
-fn axpy_impl<const W: usize>(alpha: &Dd, x: &[Dd], y: &mut [Dd]) -> usize {
+fn axpy_impl<const W: usize>(alpha: &Dd, x: SimdIn<'_>, y: SimdOut<'_>) -> usize {
     let alpha = DdX::<W>::splat(alpha);
-    let mut done = 0;
-    for (y, x) in y.chunks_exact_mut(W).zip(x.chunks_exact(W)) {
-        alpha.mul(DdX::load(x)).add(DdX::load(y)).store(y);
-        done += W;
-    }
-    done
+    with_layout!(in: [x], out: [y], {
+        let mut y = y;
+        elementwise::<W, _>(&[x.len()], &mut y, |at, y| unsafe {
+            alpha.mul(DdX::read(x, at)).add(DdX::read_out(y, at))
+        })
+    })
 }
 
 simd_entry! {
@@ -674,18 +922,18 @@ simd_entry! {
     ///
     /// # Safety
     /// [`available()`] is true.
-    fn xpay / xpay_at(x: &[Dd], beta: &Dd, y: &mut [Dd]) -> usize => xpay_impl
+    fn xpay / xpay_at(x: SimdIn<'_>, beta: &Dd, y: SimdOut<'_>) -> usize => xpay_impl
 }
 
 #[inline(always)]
-fn xpay_impl<const W: usize>(x: &[Dd], beta: &Dd, y: &mut [Dd]) -> usize {
+fn xpay_impl<const W: usize>(x: SimdIn<'_>, beta: &Dd, y: SimdOut<'_>) -> usize {
     let beta = DdX::<W>::splat(beta);
-    let mut done = 0;
-    for (y, x) in y.chunks_exact_mut(W).zip(x.chunks_exact(W)) {
-        DdX::load(x).add(beta.mul(DdX::load(y))).store(y);
-        done += W;
-    }
-    done
+    with_layout!(in: [x], out: [y], {
+        let mut y = y;
+        elementwise::<W, _>(&[x.len()], &mut y, |at, y| unsafe {
+            DdX::read(x, at).add(beta.mul(DdX::read_out(y, at)))
+        })
+    })
 }
 
 simd_entry! {
@@ -693,22 +941,18 @@ simd_entry! {
     ///
     /// # Safety
     /// [`available()`] is true.
-    fn axpyz / axpyz_at(alpha: &Dd, x: &[Dd], y: &[Dd], z: &mut [Dd]) -> usize => axpyz_impl
+    fn axpyz / axpyz_at(alpha: &Dd, x: SimdIn<'_>, y: SimdIn<'_>, z: SimdOut<'_>) -> usize => axpyz_impl
 }
 
 #[inline(always)]
-fn axpyz_impl<const W: usize>(alpha: &Dd, x: &[Dd], y: &[Dd], z: &mut [Dd]) -> usize {
+fn axpyz_impl<const W: usize>(alpha: &Dd, x: SimdIn<'_>, y: SimdIn<'_>, z: SimdOut<'_>) -> usize {
     let alpha = DdX::<W>::splat(alpha);
-    let mut done = 0;
-    for ((z, x), y) in z
-        .chunks_exact_mut(W)
-        .zip(x.chunks_exact(W))
-        .zip(y.chunks_exact(W))
-    {
-        alpha.mul(DdX::load(x)).add(DdX::load(y)).store(z);
-        done += W;
-    }
-    done
+    with_layout!(in: [x, y], out: [z], {
+        let mut z = z;
+        elementwise::<W, _>(&[x.len(), y.len()], &mut z, |at, _| unsafe {
+            alpha.mul(DdX::read(x, at)).add(DdX::read(y, at))
+        })
+    })
 }
 
 simd_entry! {
@@ -716,28 +960,101 @@ simd_entry! {
     ///
     /// # Safety
     /// [`available()`] is true.
-    fn bicgstab_direction / bicgstab_direction_at(r: &[Dd], beta: &Dd, omega: &Dd, v: &[Dd], p: &mut [Dd]) -> usize
+    fn bicgstab_direction / bicgstab_direction_at(r: SimdIn<'_>, beta: &Dd, omega: &Dd, v: SimdIn<'_>, p: SimdOut<'_>) -> usize
         => bicgstab_direction_impl
 }
 
 #[inline(always)]
 fn bicgstab_direction_impl<const W: usize>(
-    r: &[Dd],
+    r: SimdIn<'_>,
     beta: &Dd,
     omega: &Dd,
-    v: &[Dd],
-    p: &mut [Dd],
+    v: SimdIn<'_>,
+    p: SimdOut<'_>,
 ) -> usize {
     let (beta, minus_omega) = (DdX::<W>::splat(beta), DdX::<W>::splat(omega).neg());
-    let mut done = 0;
-    for ((p, r), v) in p
-        .chunks_exact_mut(W)
-        .zip(r.chunks_exact(W))
-        .zip(v.chunks_exact(W))
-    {
-        let t = minus_omega.mul(DdX::load(v)).add(DdX::load(p));
-        DdX::load(r).add(beta.mul(t)).store(p);
-        done += W;
+    with_layout!(in: [r, v], out: [p], {
+        let mut p = p;
+        elementwise::<W, _>(&[r.len(), v.len()], &mut p, |at, p| unsafe {
+            let t = minus_omega.mul(DdX::read(v, at)).add(DdX::read_out(p, at));
+            DdX::read(r, at).add(beta.mul(t))
+        })
+    })
+}
+
+/// `out[at..at + W] <- value(at, out)` for the whole groups of `W` elements, returning how many
+/// elements that was (the caller does the rest). `value` may read elements `at..at + W` of
+/// `out` and of inputs whose lengths are in `inputs`.
+#[inline(always)]
+fn elementwise<const W: usize, S: Sink>(
+    inputs: &[usize],
+    out: &mut S,
+    value: impl Fn(usize, &S) -> DdX<W>,
+) -> usize {
+    let n = out.len();
+    assert!(inputs.iter().all(|&len| len == n), "SIMD kernel: lengths");
+    let done = n / W * W;
+    for at in (0..done).step_by(W) {
+        let v = value(at, out);
+        // SAFETY: `at + W <= done <= n`.
+        unsafe { v.write(out, at) };
     }
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pack_lanes` is `td::pack` bit for bit, on the cases where `pack` branches.
+    #[test]
+    fn pack_lanes_is_td_pack() {
+        let p = |e: i32| 2f64.powi(e);
+        let mut cases: Vec<(f64, f64)> = vec![
+            (0.0, 0.0),
+            (-0.0, -0.0),
+            (1.0, p(-60) * 1.5),
+            (1.0, p(-60) * (1.0 + p(-21))),
+            (1.0, p(-60) * (1.0 + p(-20) + p(-21))),
+            (-3.0, -p(-60) * (1.0 + p(-20) + p(-21))),
+            // lo rounds up to ulp(hi)/2 with hi odd: renormalised
+            (1.0 + p(-52), p(-53) * (1.0 - p(-30))),
+            // ... and that renormalisation would overflow: stored as rounded
+            (f64::MAX, p(970) * (1.0 - p(-30))),
+            (f64::INFINITY, 0.0),
+            (f64::NEG_INFINITY, 1.0),
+            (f64::NAN, 0.0),
+            (1.0, f64::NAN),
+            (f64::MIN_POSITIVE, f64::MIN_POSITIVE * p(-60)),
+            (p(-1030), 0.0),
+            (p(-960), p(-1020) * 1.75),
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..4000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let hi = f64::from_bits(state >> 2) * if state & 1 == 0 { 1.0 } else { -1.0 };
+            let d = Dd::new(
+                hi,
+                hi * p(-54) * (((state >> 20) & 0xffff) as f64 / 65536.0),
+            );
+            cases.push((d.hi, d.lo));
+        }
+        for chunk in cases.chunks(8) {
+            let hi: F<8> = lanes(|r| chunk.get(r).map_or(0.0, |c| c.0));
+            let lo: F<8> = lanes(|r| chunk.get(r).map_or(0.0, |c| c.1));
+            let (h, l) = pack_lanes(hi, lo);
+            for r in 0..chunk.len() {
+                let (wh, wl) = td::pack(Dd::from_parts(hi[r], lo[r]));
+                assert_eq!(
+                    (h[r].to_bits(), l[r]),
+                    (wh.to_bits(), wl),
+                    "pack({:e}, {:e})",
+                    hi[r],
+                    lo[r]
+                );
+            }
+        }
+    }
 }

@@ -1,9 +1,10 @@
 //! The optimised kernels against straightforward reference loops of the same operation order:
 //! every result must be the same bits (that is the contract with the GPU twin).
 
+use super::simd_dd::{SimdIn, SimdOut};
 use super::{CpuBackend, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
 use crate::backend::Backend;
-use crate::precision::{Dd, Precision};
+use crate::precision::{Dd, Precision, Td};
 use crate::sparse::{CsrMatrix, Symmetry};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -402,7 +403,7 @@ fn simd_kernels_of_every_width_match_reference() {
             let x: Vec<Dd> = random_vector(&mut rng, n);
             let y: Vec<Dd> = random_vector(&mut rng, n);
             // SAFETY: `simd_levels` detected the level.
-            let got = unsafe { simd_dd::dot_chunk_at(level, &x, &y) };
+            let got = unsafe { simd_dd::dot_chunk_at(level, SimdIn::Dd(&x), SimdIn::Dd(&y)) };
             let want = reference_dot_chunk(&x, &y);
             assert_eq!(bits(&got), bits(&want), "{} n = {n}", what("dot_chunk"));
         }
@@ -418,7 +419,7 @@ fn simd_kernels_of_every_width_match_reference() {
         let mut got = y.clone();
         // SAFETY: as above.
         assert_eq!(
-            unsafe { simd_dd::axpy_at(level, &alpha, &x, &mut got) },
+            unsafe { simd_dd::axpy_at(level, &alpha, SimdIn::Dd(&x), SimdOut::Dd(&mut got)) },
             done
         );
         let want = ref_axpy(&alpha, &x, &y);
@@ -426,7 +427,7 @@ fn simd_kernels_of_every_width_match_reference() {
         let mut got = y.clone();
         // SAFETY: as above.
         assert_eq!(
-            unsafe { simd_dd::xpay_at(level, &x, &beta, &mut got) },
+            unsafe { simd_dd::xpay_at(level, SimdIn::Dd(&x), &beta, SimdOut::Dd(&mut got)) },
             done
         );
         let want = ref_xpay(&x, &beta, &y);
@@ -434,14 +435,23 @@ fn simd_kernels_of_every_width_match_reference() {
         let mut got = vec![Dd::default(); n];
         // SAFETY: as above.
         assert_eq!(
-            unsafe { simd_dd::axpyz_at(level, &alpha, &x, &y, &mut got) },
+            unsafe {
+                simd_dd::axpyz_at(
+                    level,
+                    &alpha,
+                    SimdIn::Dd(&x),
+                    SimdIn::Dd(&y),
+                    SimdOut::Dd(&mut got),
+                )
+            },
             done
         );
         let want = ref_axpy(&alpha, &x, &y);
         assert_same_bits(&got[..done], &want[..done], &what("axpyz"));
         let mut got = y.clone();
         // SAFETY: as above.
-        let d = unsafe { simd_dd::bicgstab_direction_at(level, &x, &alpha, &beta, &v, &mut got) };
+        let (xs, vs, out) = (SimdIn::Dd(&x), SimdIn::Dd(&v), SimdOut::Dd(&mut got));
+        let d = unsafe { simd_dd::bicgstab_direction_at(level, xs, &alpha, &beta, vs, out) };
         assert_eq!(d, done);
         let want = ref_bicgstab_direction(&x, &alpha, &beta, &v, &y);
         assert_same_bits(&got[..done], &want[..done], &what("bicgstab_direction"));
@@ -457,13 +467,124 @@ fn simd_kernels_of_every_width_match_reference() {
             let mut got = vec![Dd::default(); rows];
             // SAFETY: as above; the sizes are those of `csr`, the rows whole groups.
             unsafe {
-                simd_dd::spmv_rows_at(level, &csr, &sell, lanes, &x, 0, &mut got, Some(&b[..rows]))
+                let (xs, out) = (SimdIn::Dd(&x), SimdOut::Dd(&mut got));
+                simd_dd::spmv_rows_at(level, &csr, &sell, lanes, xs, 0, out, Some(&b[..rows]))
             };
             assert_same_bits(
                 &got,
                 &want[..rows],
                 &format!("{} lanes {lanes}", what("spmv")),
             );
+        }
+    }
+}
+
+/// td's SIMD kernels (two arrays in, DD arithmetic, one rounding per stored element) at every
+/// width against the scalar td kernels, which the td tests check against DD rounded once.
+#[test]
+fn simd_td_kernels_of_every_width_match_the_scalar_td_kernels() {
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    let td_vector = |rng: &mut ChaCha8Rng, n: usize| -> CpuVector<Td> {
+        let dd: Vec<Dd> = random_vector(rng, n);
+        CpuVector::from(dd.into_iter().map(Td::from_dd).collect::<Vec<_>>())
+    };
+    let same = |got: &CpuVector<Td>, want: &CpuVector<Td>, what: &str| {
+        let (got, want) = (got.to_values(), want.to_values());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.parts(), w.parts(), "{what}: element {i}");
+        }
+    };
+    for level in simd_levels() {
+        let w = level.width();
+        let what = |op: &str| format!("td {level:?} {op}");
+        for n in dot_lengths() {
+            let n = n.min(DOT_CHUNK);
+            let (x, y) = (td_vector(&mut rng, n), td_vector(&mut rng, n));
+            // SAFETY: `simd_levels` detected the level.
+            let got = unsafe {
+                simd_dd::dot_chunk_at(level, SimdIn::Td(x.slice()), SimdIn::Td(y.slice()))
+            };
+            let want = kernels::dot_chunk_scalar::<Td>(x.slice(), y.slice());
+            assert_eq!(bits(&got), bits(&want), "{} n = {n}", what("dot_chunk"));
+        }
+        let n = 1003 / w * w;
+        let (x, y, v) = (
+            td_vector(&mut rng, n),
+            td_vector(&mut rng, n),
+            td_vector(&mut rng, n),
+        );
+        let (alpha, beta) = (
+            Td::from_dd(random_value(&mut rng)),
+            Td::from_dd(random_value(&mut rng)),
+        );
+        let (ad, bd) = (alpha.to_dd(), beta.to_dd());
+        let (mut got, mut want) = (y.clone(), y.clone());
+        // SAFETY: as above.
+        unsafe {
+            simd_dd::axpy_at(
+                level,
+                &ad,
+                SimdIn::Td(x.slice()),
+                SimdOut::Td(got.slice_mut()),
+            )
+        };
+        kernels::axpy_chunk_scalar::<Td>(&alpha, x.slice(), want.slice_mut());
+        same(&got, &want, &what("axpy"));
+        let (mut got, mut want) = (y.clone(), y.clone());
+        // SAFETY: as above.
+        unsafe {
+            simd_dd::xpay_at(
+                level,
+                SimdIn::Td(x.slice()),
+                &bd,
+                SimdOut::Td(got.slice_mut()),
+            )
+        };
+        kernels::xpay_chunk_scalar::<Td>(x.slice(), &beta, want.slice_mut());
+        same(&got, &want, &what("xpay"));
+        let (mut got, mut want) = (v.clone(), v.clone());
+        let (xs, ys) = (SimdIn::Td(x.slice()), SimdIn::Td(y.slice()));
+        // SAFETY: as above.
+        unsafe { simd_dd::axpyz_at(level, &ad, xs, ys, SimdOut::Td(got.slice_mut())) };
+        kernels::axpyz_chunk_scalar::<Td>(&alpha, x.slice(), y.slice(), want.slice_mut());
+        same(&got, &want, &what("axpyz"));
+        let (mut got, mut want) = (y.clone(), y.clone());
+        let (xs, vs) = (SimdIn::Td(x.slice()), SimdIn::Td(v.slice()));
+        // SAFETY: as above.
+        unsafe {
+            simd_dd::bicgstab_direction_at(level, xs, &ad, &bd, vs, SimdOut::Td(got.slice_mut()))
+        };
+        kernels::bicgstab_direction_chunk_scalar::<Td>(
+            x.slice(),
+            &alpha,
+            &beta,
+            v.slice(),
+            want.slice_mut(),
+        );
+        same(&got, &want, &what("bicgstab_direction"));
+        // SpMV and residual over whole groups of rows, every lane count.
+        let (nrows, ncols) = (203, 150);
+        let csr = Arc::new(awkward_matrix(&mut rng, nrows, ncols, 4));
+        let x = td_vector(&mut rng, ncols);
+        let b: Vec<f64> = random_vector(&mut rng, nrows);
+        let sell = simd_dd::Sell::new(&csr, w);
+        let rows = nrows / w * w;
+        for lanes in [1, 2, 4, 8, 16, 32] {
+            for b in [None, Some(&b[..rows])] {
+                let mut got = CpuVector::from(vec![Td::ZERO; rows]);
+                let mut want = got.clone();
+                // SAFETY: as above; the sizes are those of `csr`, the rows whole groups.
+                unsafe {
+                    let (xs, out) = (SimdIn::Td(x.slice()), SimdOut::Td(got.slice_mut()));
+                    simd_dd::spmv_rows_at(level, &csr, &sell, lanes, xs, 0, out, b)
+                };
+                kernels::spmv_rows_scalar::<Td>(&csr, lanes, x.slice(), 0, want.slice_mut(), b);
+                same(
+                    &got,
+                    &want,
+                    &format!("{} lanes {lanes} b {}", what("spmv"), b.is_some()),
+                );
+            }
         }
     }
 }
