@@ -709,3 +709,59 @@ fn store_cuts_a_partial_last_line_and_keeps_every_complete_one() {
     assert_eq!(records.len(), 2);
     assert_eq!(std::fs::read(&path).unwrap(), bytes[..middle]);
 }
+
+/// Every precision of a study gets a line in the summary: runs, solved, and medians over the
+/// matrices every precision solved. graded_spd_400 at 1e-10: td, dd and qd solve it, f64's true
+/// residual misses (1.03e-10); poisson2d:8 every precision solves, so the medians are its runs.
+#[test]
+fn summary_has_a_line_per_precision() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices/graded_spd_400.mtx");
+    std::fs::write(
+        tmp.path().join("list.txt"),
+        format!("{}\npoisson2d:8\n", sample.display()),
+    )
+    .unwrap();
+    let args = [
+        "batch",
+        "list.txt",
+        "--precision",
+        "f64,td,dd,qd",
+        "--tol",
+        "1e-10",
+        "--backend",
+        "cpu",
+        "--out",
+        "s",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let iterations = |precision: &str| -> u64 {
+        records(&tmp.path().join("s"))
+            .iter()
+            .find(|r| r["name"] == "poisson2d:8" && r["key"]["precision"] == precision)
+            .and_then(|r| r["result"]["iterations"].as_u64())
+            .expect("poisson2d:8 run")
+    };
+    let md = std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap();
+    assert!(
+        md.contains("Per precision (medians over the 1 matrix every precision solved)"),
+        "{md}"
+    );
+    for (precision, solved) in [("f64", 1), ("td", 2), ("dd", 2), ("qd", 2)] {
+        let line = format!("| {precision} | 2 | {solved} | {} |", iterations(precision));
+        assert!(md.contains(&line), "no `{line}` in\n{md}");
+    }
+    assert!(
+        md.contains("| f64 | 2 | 1 | ") && md.contains(" | 1.00 |"),
+        "{md}"
+    );
+    assert!(text(&out).contains("median time / f64"), "{}", text(&out));
+    let html = std::fs::read_to_string(tmp.path().join("s/index.html")).unwrap();
+    assert!(
+        html.contains("<td class=\"t\">qd</td><td>2</td><td>2</td>"),
+        "{html}"
+    );
+}

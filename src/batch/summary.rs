@@ -2,10 +2,10 @@
 //! each condition (tolerance, preconditioner, method, limits), every matrix's f64 and dd runs
 //! side by side and the outcome they fall in. Data only: `report::study` formats it.
 //!
-//! Limitation: the categories, flags and ratios compare f64 and dd only. A study that also runs
-//! qd keeps those runs in [`MatrixRow::qd`] and in the per-run records ([`Summary::runs`], the
-//! runs CSV), but no category or ratio involves them yet; `mp:<bits>` runs are in the per-run
-//! records only.
+//! The categories, flags and ratios compare f64 and dd, as the thesis does. Every precision of
+//! the study (td, qd, `mp:<bits>` too) gets a line of [`PrecisionStats`] per condition: how many
+//! matrices it solved, and its median iterations and time over the matrices every precision
+//! solved, against the first precision's: what each extra word of precision bought.
 
 use super::grid::Condition;
 use super::store::RunRecord;
@@ -101,6 +101,26 @@ impl MatrixRow {
 pub struct ConditionSummary {
     pub condition: Condition,
     pub rows: Vec<MatrixRow>,
+    /// One line per precision of the study, in the order the study lists them.
+    pub precisions: Vec<PrecisionStats>,
+    /// How many matrices every precision solved (where the medians of `precisions` are taken).
+    pub solved_by_all: usize,
+}
+
+/// One precision's runs under one condition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrecisionStats {
+    pub precision: WorkingPrecision,
+    /// Runs with an outcome (errors and runs not made yet excluded).
+    pub runs: usize,
+    /// Runs that solved their matrix (converged, true residual <= tol).
+    pub solved: usize,
+    /// Over the matrices every precision solved: median iterations, median iteration-loop time
+    /// [s], and the median over those matrices of this precision's time over the first
+    /// precision's (1 for the first). `None` where no matrix was solved by all.
+    pub median_iterations: Option<f64>,
+    pub median_time: Option<f64>,
+    pub median_time_ratio: Option<f64>,
 }
 
 impl ConditionSummary {
@@ -179,7 +199,13 @@ impl Summary {
                         &b.matrix,
                     ))
                 });
-                ConditionSummary { condition, rows }
+                let (precisions, solved_by_all) = precision_stats(&condition, &records);
+                ConditionSummary {
+                    condition,
+                    rows,
+                    precisions,
+                    solved_by_all,
+                }
             })
             .collect();
         conditions.sort_by(|a, b| {
@@ -229,6 +255,75 @@ fn classify(mut row: MatrixRow) -> MatrixRow {
         row.dd_faster = row.category == Category::SolvedByBoth && d.time() < f.time();
     }
     row
+}
+
+/// [`PrecisionStats`] for every precision with a record under `condition`, in the order they
+/// first appear in `records` (the study's order), and the number of matrices all of them solved.
+fn precision_stats(condition: &Condition, records: &[RunRecord]) -> (Vec<PrecisionStats>, usize) {
+    let id = condition.id();
+    let here: Vec<&RunRecord> = records
+        .iter()
+        .filter(|r| r.key.condition().id() == id)
+        .collect();
+    let mut order: Vec<WorkingPrecision> = Vec::new();
+    for r in &here {
+        if !order.contains(&r.key.precision) {
+            order.push(r.key.precision);
+        }
+    }
+    // matrix -> the solved run of each precision (by position in `order`)
+    let mut solved: HashMap<&str, Vec<Option<&RunRecord>>> = HashMap::new();
+    for r in here.iter().filter(|r| r.solved) {
+        let slot = order
+            .iter()
+            .position(|p| *p == r.key.precision)
+            .expect("listed");
+        solved
+            .entry(r.key.matrix.as_str())
+            .or_insert_with(|| vec![None; order.len()])[slot] = Some(r);
+    }
+    let common: Vec<Vec<&RunRecord>> = solved
+        .into_values()
+        .filter_map(|runs| runs.into_iter().collect::<Option<Vec<_>>>())
+        .collect();
+    let time = |r: &RunRecord| r.result.as_ref().map_or(f64::NAN, |x| x.time());
+    let stats = order
+        .iter()
+        .enumerate()
+        .map(|(slot, &precision)| {
+            let mine = here.iter().filter(|r| r.key.precision == precision);
+            let iterations = common.iter().map(|runs| {
+                runs[slot]
+                    .result
+                    .as_ref()
+                    .map_or(f64::NAN, |x| x.iterations as f64)
+            });
+            let ratios = common
+                .iter()
+                .map(|runs| ratio(time(runs[slot]), time(runs[0])));
+            PrecisionStats {
+                precision,
+                runs: mine.clone().filter(|r| r.result.is_some()).count(),
+                solved: mine.filter(|r| r.solved).count(),
+                median_iterations: median(iterations.collect()),
+                median_time: median(common.iter().map(|runs| time(runs[slot])).collect()),
+                median_time_ratio: median(ratios.collect()),
+            }
+        })
+        .collect();
+    (stats, common.len())
+}
+
+/// The median (mean of the middle two for an even count), ignoring NaN; `None` when empty.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|v| !v.is_nan());
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

@@ -235,6 +235,35 @@ fn comparison_table<'a>(
     t
 }
 
+/// The per-precision lines of a condition and their title: what each precision solved, and
+/// its medians over the matrices every precision solved, against the first precision.
+fn precision_table(cs: &ConditionSummary) -> (String, Table) {
+    let first = cs.precisions.first().map_or("f64", |p| p.precision.name());
+    let mut t = Table::new(&[
+        "precision",
+        "runs",
+        "solved",
+        "median iterations",
+        "median time [s]",
+        &format!("median time / {first}"),
+    ]);
+    let cell = |v: Option<f64>, f: fn(f64) -> String| v.map_or("-".into(), f);
+    for p in &cs.precisions {
+        t.rows.push(vec![
+            p.precision.name().to_string(),
+            p.runs.to_string(),
+            p.solved.to_string(),
+            cell(p.median_iterations, |v| format!("{v:.0}")),
+            cell(p.median_time, sci),
+            cell(p.median_time_ratio, fixed2),
+        ]);
+    }
+    let n = cs.solved_by_all;
+    let matrices = if n == 1 { "matrix" } else { "matrices" };
+    let title = format!("Per precision (medians over the {n} {matrices} every precision solved)");
+    (title, t)
+}
+
 fn run_cells(run: Option<&RunRecord>) -> [String; 5] {
     match run {
         Some(RunRecord {
@@ -319,6 +348,9 @@ pub fn text(summary: &Summary) -> String {
             let _ = writeln!(out, "{}:", label.trim());
             out.push_str(&wrap(&names.join(", "), 96, "    "));
         }
+        let (title, table) = precision_table(cs);
+        let _ = writeln!(out, "\n{title}");
+        out.push_str(&table.text());
         for (title, rows) in detail_sections(cs) {
             if rows.is_empty() {
                 continue;
@@ -377,6 +409,9 @@ pub fn markdown(summary: &Summary) -> String {
                 .push(vec![label, rows.len().to_string(), names.join(", ")]);
         }
         out.push_str(&t.markdown());
+        let (title, table) = precision_table(cs);
+        let _ = writeln!(out, "\n### {title}\n");
+        out.push_str(&table.markdown());
         for (title, rows) in detail_sections(cs) {
             if !rows.is_empty() {
                 let _ = writeln!(out, "\n### {title}\n");

@@ -2,7 +2,7 @@
 
 use super::{
     DEFINITIONS, Table, category_label, comparison_table, count_rows, detail_sections, escape,
-    has_plot, plot_file,
+    has_plot, plot_file, precision_table,
 };
 use crate::batch::{MatrixRow, Summary};
 use std::fmt::Write as _;
@@ -60,6 +60,9 @@ pub fn html(summary: &Summary) -> String {
                 .push(vec![label, rows.len().to_string(), names.join(", ")]);
         }
         out.push_str(&t.html("counts"));
+        let (title, table) = precision_table(cs);
+        let _ = writeln!(out, "<h3>{}</h3>", escape(&title));
+        out.push_str(&table.html("runs"));
         for (title, rows) in detail_sections(cs) {
             if !rows.is_empty() {
                 let _ = writeln!(out, "<h3>{}</h3>", escape(&title));
