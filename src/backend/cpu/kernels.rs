@@ -3,8 +3,9 @@
 //! Each body is compiled twice by [`fma_kernel!`]: once inside a `#[target_feature(enable = "fma")]`
 //! function (so the double-double TwoProd's `mul_add` becomes one instruction) and once plain;
 //! the FMA flavour runs when the CPU has FMA. Both give the same bits (see `precision::dd`).
-//! Double-double data goes to the SIMD kernels of [`simd_dd`] where the CPU runs them (same bits
-//! again); the public functions here choose.
+//! Double-double and td data go to the SIMD kernels of [`simd_dd`] where the CPU runs them (same
+//! bits again); the public functions here choose. Kernels read and write vectors through the
+//! views of `precision::host_vector` (`SliceOf`, `SliceMutOf`), so one body serves every layout.
 
 use super::simd_dd;
 use crate::precision::{HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available};
