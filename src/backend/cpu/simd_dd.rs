@@ -504,6 +504,16 @@ fn pack_lanes<const W: usize>(hi: F<W>, lo: F<W>) -> (F<W>, [i32; W]) {
 }
 
 impl<const W: usize> DdX<W> {
+    /// Lane `r` from `element(r)`, a `(hi, lo)` pair.
+    #[inline(always)]
+    fn gather(element: impl FnMut(usize) -> (f64, f64)) -> DdX<W> {
+        let v: [(f64, f64); W] = std::array::from_fn(element);
+        DdX {
+            hi: lanes(|r| v[r].0),
+            lo: lanes(|r| v[r].1),
+        }
+    }
+
     /// Elements `at..at + W` of `x`.
     ///
     /// # Safety
@@ -511,11 +521,23 @@ impl<const W: usize> DdX<W> {
     #[inline(always)]
     unsafe fn read(x: impl Source, at: usize) -> DdX<W> {
         // SAFETY: forwarded from the caller.
-        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { x.get(at + r) });
-        DdX {
-            hi: lanes(|r| v[r].0),
-            lo: lanes(|r| v[r].1),
-        }
+        DdX::gather(|r| unsafe { x.get(at + r) })
+    }
+
+    /// Element `at + r` of `x` in lane `r` where `mask[r]`, zero elsewhere.
+    ///
+    /// # Safety
+    /// `at + r < x.len()` wherever `mask[r]`.
+    #[inline(always)]
+    unsafe fn read_masked(x: impl Source, at: usize, mask: [bool; W]) -> DdX<W> {
+        // SAFETY: forwarded from the caller.
+        DdX::gather(|r| {
+            if mask[r] {
+                unsafe { x.get(at + r) }
+            } else {
+                (0.0, 0.0)
+            }
+        })
     }
 
     /// Elements `at..at + W` of `y` as stored now.
@@ -525,11 +547,7 @@ impl<const W: usize> DdX<W> {
     #[inline(always)]
     unsafe fn read_out(y: &impl Sink, at: usize) -> DdX<W> {
         // SAFETY: forwarded from the caller.
-        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { y.get(at + r) });
-        DdX {
-            hi: lanes(|r| v[r].0),
-            lo: lanes(|r| v[r].1),
-        }
+        DdX::gather(|r| unsafe { y.get(at + r) })
     }
 
     /// `y[at..at + W] <- self`.
@@ -781,11 +799,7 @@ unsafe fn group_sum<const W: usize, const L: usize>(
                 let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
                 let col: [usize; W] =
                     std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
-                let xk: [(f64, f64); W] = std::array::from_fn(|r| unsafe { x.get(col[r]) });
-                let xk = DdX {
-                    hi: lanes(|r| xk[r].0),
-                    lo: lanes(|r| xk[r].1),
-                };
+                let xk = DdX::gather(|r| unsafe { x.get(col[r]) });
                 s[l] = select(m, s[l].add_mul_f64(v, xk), s[l]);
             });
         }
@@ -852,19 +866,11 @@ fn dot_chunk_layout<const W: usize>(x: impl Source, y: impl Source) -> Dd {
                 if t0 < rem {
                     let m: [bool; W] = std::array::from_fn(|r| t0 + r < rem);
                     // SAFETY: element `at + t0 + r` exists where `t0 + r < rem`.
-                    let get = |v: &dyn Fn(usize) -> (f64, f64), r: usize| {
-                        if m[r] { v(at + t0 + r) } else { (0.0, 0.0) }
-                    };
-                    let (xg, yg) = (|i| unsafe { x.get(i) }, |i| unsafe { y.get(i) });
-                    let xv: [(f64, f64); W] = std::array::from_fn(|r| get(&xg, r));
-                    let yv: [(f64, f64); W] = std::array::from_fn(|r| get(&yg, r));
-                    let xi = DdX::<W> {
-                        hi: lanes(|r| xv[r].0),
-                        lo: lanes(|r| xv[r].1),
-                    };
-                    let yi = DdX::<W> {
-                        hi: lanes(|r| yv[r].0),
-                        lo: lanes(|r| yv[r].1),
+                    let (xi, yi) = unsafe {
+                        (
+                            DdX::<W>::read_masked(x, at + t0, m),
+                            DdX::<W>::read_masked(y, at + t0, m),
+                        )
                     };
                     s[g] = select(m, s[g].add(xi.mul(yi)), s[g]);
                 }
