@@ -191,39 +191,18 @@ pub fn run(
     )?);
 
     // Whole iterations through the real solver loops (host clock, as the solver reports them).
+    type IterationRow =
+        fn(&CudaBackend, &CudaMatrix, &CsrMatrix, bool, usize, f64) -> Result<BenchRow>;
+    let precisions: [IterationRow; 4] = [
+        iteration_row::<f64>,
+        iteration_row::<Dd>,
+        iteration_row::<Td>,
+        iteration_row::<Qd>,
+    ];
     for use_cg in [true, false] {
-        rows.push(iteration_row::<f64>(
-            gpu,
-            &ga,
-            a,
-            use_cg,
-            solve_iterations,
-            copy_gbs,
-        )?);
-        rows.push(iteration_row::<Dd>(
-            gpu,
-            &ga,
-            a,
-            use_cg,
-            solve_iterations,
-            copy_gbs,
-        )?);
-        rows.push(iteration_row::<Td>(
-            gpu,
-            &ga,
-            a,
-            use_cg,
-            solve_iterations,
-            copy_gbs,
-        )?);
-        rows.push(iteration_row::<Qd>(
-            gpu,
-            &ga,
-            a,
-            use_cg,
-            solve_iterations,
-            copy_gbs,
-        )?);
+        for row in precisions {
+            rows.push(row(gpu, &ga, a, use_cg, solve_iterations, copy_gbs)?);
+        }
     }
     Ok(BenchReport {
         matrix: MatrixSummary::new(name, a),
