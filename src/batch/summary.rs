@@ -153,16 +153,19 @@ impl Summary {
     /// `records` must already hold one record per key (see `store::latest_by_key`).
     pub fn new(records: Vec<RunRecord>) -> Summary {
         let names = unique_names(&records);
-        let mut conditions: Vec<(Condition, HashMap<String, MatrixRow>)> = Vec::new();
+        // Per condition: its rows by matrix, and its records (in recording order).
+        type Group<'a> = (Condition, HashMap<String, MatrixRow>, Vec<&'a RunRecord>);
+        let mut conditions: Vec<Group> = Vec::new();
         for r in &records {
             let cond = r.key.condition();
-            let slot = match conditions.iter().position(|(c, _)| c.id() == cond.id()) {
+            let slot = match conditions.iter().position(|(c, ..)| c.id() == cond.id()) {
                 Some(i) => i,
                 None => {
-                    conditions.push((cond, HashMap::new()));
+                    conditions.push((cond, HashMap::new(), Vec::new()));
                     conditions.len() - 1
                 }
             };
+            conditions[slot].2.push(r);
             let row = conditions[slot]
                 .1
                 .entry(r.key.matrix.clone())
@@ -189,7 +192,7 @@ impl Summary {
         }
         let mut conditions: Vec<ConditionSummary> = conditions
             .into_iter()
-            .map(|(condition, rows)| {
+            .map(|(condition, rows, here)| {
                 let mut rows: Vec<MatrixRow> = rows.into_values().map(classify).collect();
                 // Case-insensitive, as people look names up (Pd among the p's).
                 rows.sort_by(|a, b| {
@@ -199,7 +202,7 @@ impl Summary {
                         &b.matrix,
                     ))
                 });
-                let (precisions, solved_by_all) = precision_stats(&condition, &records);
+                let (precisions, solved_by_all) = precision_stats(&here);
                 ConditionSummary {
                     condition,
                     rows,
@@ -257,16 +260,12 @@ fn classify(mut row: MatrixRow) -> MatrixRow {
     row
 }
 
-/// [`PrecisionStats`] for every precision with a record under `condition`, in the order they
-/// first appear in `records` (the study's order), and the number of matrices all of them solved.
-fn precision_stats(condition: &Condition, records: &[RunRecord]) -> (Vec<PrecisionStats>, usize) {
-    let id = condition.id();
-    let here: Vec<&RunRecord> = records
-        .iter()
-        .filter(|r| r.key.condition().id() == id)
-        .collect();
+/// [`PrecisionStats`] for every precision with a record in `here` (one condition's records), in
+/// the order they first appear (the study's order), and the number of matrices all of them
+/// solved.
+fn precision_stats(here: &[&RunRecord]) -> (Vec<PrecisionStats>, usize) {
     let mut order: Vec<WorkingPrecision> = Vec::new();
-    for r in &here {
+    for r in here {
         if !order.contains(&r.key.precision) {
             order.push(r.key.precision);
         }
