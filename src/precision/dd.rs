@@ -346,28 +346,8 @@ impl Precision for Dd {
     const KERNEL_SUFFIX: &'static str = "dd";
     const EPSILON: f64 = f64::from_bits((1023 - 106) << 52); // u = 2^-106
     const BYTES: usize = 16;
-    type Acc = Self;
-    #[inline(always)]
-    fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
-        std::borrow::Cow::Borrowed(self)
-    }
-    #[inline(always)]
-    fn from_acc(a: Self) -> Self {
-        a
-    }
+    super::precision_from_methods!(Dd);
 
-    #[inline(always)]
-    fn zero() -> Self {
-        Dd::ZERO
-    }
-    #[inline(always)]
-    fn from_f64(x: f64) -> Self {
-        Dd::from_f64(x)
-    }
-    #[inline(always)]
-    fn to_f64(&self) -> f64 {
-        Dd::to_f64(*self)
-    }
     #[inline(always)]
     fn to_dd(&self) -> Dd {
         *self
@@ -375,46 +355,6 @@ impl Precision for Dd {
     #[inline(always)]
     fn from_dd(x: Dd) -> Self {
         x
-    }
-    #[inline(always)]
-    fn add(&self, b: &Self) -> Self {
-        Dd::add(*self, *b)
-    }
-    #[inline(always)]
-    fn sub(&self, b: &Self) -> Self {
-        Dd::sub(*self, *b)
-    }
-    #[inline(always)]
-    fn mul(&self, b: &Self) -> Self {
-        Dd::mul(*self, *b)
-    }
-    #[inline(always)]
-    fn div(&self, b: &Self) -> Self {
-        Dd::div(*self, *b)
-    }
-    #[inline(always)]
-    fn neg(&self) -> Self {
-        Dd::neg(*self)
-    }
-    #[inline(always)]
-    fn sqrt(&self) -> Self {
-        Dd::sqrt(*self)
-    }
-    #[inline(always)]
-    fn abs(&self) -> Self {
-        Dd::abs(*self)
-    }
-    #[inline(always)]
-    fn mul_f64(&self, b: f64) -> Self {
-        Dd::mul_f64(*self, b)
-    }
-    #[inline(always)]
-    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
-        Dd::add(*self, Dd::mul_f64(*b, a))
-    }
-    #[inline(always)]
-    fn is_finite(&self) -> bool {
-        Dd::is_finite(*self)
     }
 }
 

@@ -70,6 +70,77 @@ macro_rules! operators_from_methods {
 }
 pub(crate) use operators_from_methods;
 
+/// Inside `impl Precision for $t`: `Acc = Self` and the arithmetic of the trait delegated to the
+/// `Copy` type's inherent methods of the same names (`ZERO`, `from_f64`, `to_f64`, `add`, `sub`,
+/// `mul`, `div`, `neg`, `sqrt`, `abs`, `mul_f64`, `is_finite`); `add_mul_f64(a, b)` is
+/// `self + b.mul_f64(a)`. For the multi-word types, whose kernels are their own operations.
+macro_rules! precision_from_methods {
+    ($t:ident) => {
+        type Acc = Self;
+        #[inline(always)]
+        fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
+            std::borrow::Cow::Borrowed(self)
+        }
+        #[inline(always)]
+        fn from_acc(a: Self) -> Self {
+            a
+        }
+        #[inline(always)]
+        fn zero() -> Self {
+            $t::ZERO
+        }
+        #[inline(always)]
+        fn from_f64(x: f64) -> Self {
+            $t::from_f64(x)
+        }
+        #[inline(always)]
+        fn to_f64(&self) -> f64 {
+            $t::to_f64(*self)
+        }
+        #[inline(always)]
+        fn add(&self, b: &Self) -> Self {
+            $t::add(*self, *b)
+        }
+        #[inline(always)]
+        fn sub(&self, b: &Self) -> Self {
+            $t::sub(*self, *b)
+        }
+        #[inline(always)]
+        fn mul(&self, b: &Self) -> Self {
+            $t::mul(*self, *b)
+        }
+        #[inline(always)]
+        fn div(&self, b: &Self) -> Self {
+            $t::div(*self, *b)
+        }
+        #[inline(always)]
+        fn neg(&self) -> Self {
+            $t::neg(*self)
+        }
+        #[inline(always)]
+        fn sqrt(&self) -> Self {
+            $t::sqrt(*self)
+        }
+        #[inline(always)]
+        fn abs(&self) -> Self {
+            $t::abs(*self)
+        }
+        #[inline(always)]
+        fn mul_f64(&self, b: f64) -> Self {
+            $t::mul_f64(*self, b)
+        }
+        #[inline(always)]
+        fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
+            $t::add(*self, $t::mul_f64(*b, a))
+        }
+        #[inline(always)]
+        fn is_finite(&self) -> bool {
+            $t::is_finite(*self)
+        }
+    };
+}
+pub(crate) use precision_from_methods;
+
 /// Scalar arithmetic of one working precision.
 ///
 /// Every operation rounds as the type's own algorithm says (IEEE round-to-nearest for `f64`, the

@@ -599,28 +599,8 @@ impl Precision for Qd {
     /// is 2^-104): this is QD's own, more conservative constant.
     const EPSILON: f64 = f64::from_bits((1023 - 209) << 52);
     const BYTES: usize = 32;
-    type Acc = Self;
-    #[inline(always)]
-    fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
-        std::borrow::Cow::Borrowed(self)
-    }
-    #[inline(always)]
-    fn from_acc(a: Self) -> Self {
-        a
-    }
+    super::precision_from_methods!(Qd);
 
-    #[inline(always)]
-    fn zero() -> Self {
-        Qd::ZERO
-    }
-    #[inline(always)]
-    fn from_f64(x: f64) -> Self {
-        Qd::from_f64(x)
-    }
-    #[inline(always)]
-    fn to_f64(&self) -> f64 {
-        Qd::to_f64(*self)
-    }
     #[inline(always)]
     fn to_dd(&self) -> Dd {
         Qd::to_dd(*self)
@@ -628,46 +608,6 @@ impl Precision for Qd {
     #[inline(always)]
     fn from_dd(x: Dd) -> Self {
         Qd::from_dd(x)
-    }
-    #[inline(always)]
-    fn add(&self, b: &Self) -> Self {
-        Qd::add(*self, *b)
-    }
-    #[inline(always)]
-    fn sub(&self, b: &Self) -> Self {
-        Qd::sub(*self, *b)
-    }
-    #[inline(always)]
-    fn mul(&self, b: &Self) -> Self {
-        Qd::mul(*self, *b)
-    }
-    #[inline(always)]
-    fn div(&self, b: &Self) -> Self {
-        Qd::div(*self, *b)
-    }
-    #[inline(always)]
-    fn neg(&self) -> Self {
-        Qd::neg(*self)
-    }
-    #[inline(always)]
-    fn sqrt(&self) -> Self {
-        Qd::sqrt(*self)
-    }
-    #[inline(always)]
-    fn abs(&self) -> Self {
-        Qd::abs(*self)
-    }
-    #[inline(always)]
-    fn mul_f64(&self, b: f64) -> Self {
-        Qd::mul_f64(*self, b)
-    }
-    #[inline(always)]
-    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
-        Qd::add(*self, Qd::mul_f64(*b, a))
-    }
-    #[inline(always)]
-    fn is_finite(&self) -> bool {
-        Qd::is_finite(*self)
     }
 }
 
