@@ -237,6 +237,16 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
                 let mut z = vec![0.0; n];
                 CpuIlu::new(f.clone()).apply::<f64>(&r, &mut z);
                 assert!(bits_equal(&z, &want), "n={n}, {threads} threads, auto");
+                // the GPU's partitioned order, walked level by level
+                for (parts, hop) in [(1, 8), (7, 1), (132, 8)] {
+                    let mut z = vec![0.0; n];
+                    CpuIlu::with_schedule(f.clone(), Schedule::Partitioned { parts, hop })
+                        .apply::<f64>(&r, &mut z);
+                    assert!(
+                        bits_equal(&z, &want),
+                        "n={n}, {threads} threads, {parts} parts"
+                    );
+                }
             });
         }
         let r_dd: Vec<Dd> = r

@@ -31,6 +31,13 @@ const ROWS_PER_TASK: usize = 1024;
 pub enum Schedule {
     Sequential,
     Levels,
+    /// As `Levels`, on the partitioned order the GPU's `Partitioned` schedule walks
+    /// (`Ilu0Factors::lower_partitioned`) with these parts and hop weight: never chosen on the
+    /// CPU, it checks that order's bits (tests).
+    Partitioned {
+        parts: usize,
+        hop: u32,
+    },
 }
 
 /// ILU(0) factors on the CPU, with the work space of an application.
@@ -84,7 +91,19 @@ impl CpuIlu {
 
     /// With a given schedule (benchmarks and tests).
     pub fn with_schedule(factors: Arc<Ilu0Factors>, schedule: Schedule) -> Self {
-        let ordered = (schedule == Schedule::Levels).then(|| LevelOrdered::new(&factors));
+        let ordered = match schedule {
+            Schedule::Sequential => None,
+            Schedule::Levels => Some(LevelOrdered::new(
+                &factors,
+                factors.lower_ordered(),
+                factors.upper_ordered(),
+            )),
+            Schedule::Partitioned { parts, hop } => Some(LevelOrdered::new(
+                &factors,
+                factors.lower_partitioned(parts, hop),
+                factors.upper_partitioned(parts, hop),
+            )),
+        };
         CpuIlu {
             work: vec![0.0; factors.n()],
             factors,
@@ -191,7 +210,7 @@ impl OrderedTriangle {
     }
 }
 
-/// Both triangles in level order, with the maps between the orders.
+/// Both triangles in level order (or partitioned), with the maps between the orders.
 struct LevelOrdered {
     lower: OrderedTriangle,
     upper: OrderedTriangle,
@@ -202,10 +221,8 @@ struct LevelOrdered {
 }
 
 impl LevelOrdered {
-    fn new(f: &Ilu0Factors) -> Self {
+    fn new(f: &Ilu0Factors, lower: OrderedTriangle, upper: OrderedTriangle) -> Self {
         let n = f.n();
-        let lower = f.lower_ordered();
-        let upper = f.upper_ordered();
         let lower_of_upper = upper
             .rows
             .iter()
