@@ -563,9 +563,15 @@ mod gpu_checks {
         Ok(())
     }
 
+    /// Parts of ~4500 rows with one part per SM (132 on the H200): levels wider than the
+    /// partitioned kernel's shared window of 4096 results, and dependencies inside a part but
+    /// behind the window (read from L2). Only the partitioned schedule runs on it.
+    const BIG_CASE: &str = "random n=600000 mean=3";
+
     fn ilu_apply(gpu: &CudaBackend) -> Result<(), String> {
         let mut rng = Rng(0x5eed_0005);
-        let mut cases: Vec<(String, CsrMatrix)> = vec![];
+        let mut cases: Vec<(String, CsrMatrix)> =
+            vec![(BIG_CASE.into(), dominant_matrix(&mut rng, 600_000, 3.0))];
         for (n, mean) in [
             (1000, 0.5),
             (4099, 3.0),
@@ -599,9 +605,22 @@ mod gpu_checks {
                 block,
                 threads_per_sm,
                 sleep_ns,
+                ..IluConfig::default()
+            };
+            // Partitioned: one part per block, 132 to 1056 parts on the H200.
+            let parts = |block, threads_per_sm, hop| IluConfig {
+                schedule: IluSchedule::Partitioned,
+                block,
+                threads_per_sm,
+                hop,
+                ..IluConfig::default()
             };
             let runs = [
                 IluConfig::default(),
+                parts(128, 256, 8),
+                parts(32, 32, 1),
+                parts(512, 512, 8),
+                parts(64, 512, 3),
                 sync_free(32, 2048, 0),
                 sync_free(1024, 2048, 0),
                 sync_free(64, 64, 0),
@@ -618,7 +637,7 @@ mod gpu_checks {
                     schedule: IluSchedule::SyncFreeWarps,
                     block: 64,
                     threads_per_sm: 64,
-                    sleep_ns: 0,
+                    ..IluConfig::default()
                 },
                 IluConfig {
                     schedule: IluSchedule::Levels,
@@ -626,7 +645,13 @@ mod gpu_checks {
                     ..IluConfig::default()
                 },
             ];
-            for config in runs {
+            let big = [parts(512, 512, 8), parts(32, 32, 1)];
+            let runs = if label == BIG_CASE {
+                &big[..]
+            } else {
+                &runs[..]
+            };
+            for &config in runs {
                 ilu_apply_for::<f64>(gpu, &mut rng, label, &f, config)?;
                 ilu_apply_for::<Dd>(gpu, &mut rng, label, &f, config)?;
                 ilu_apply_for::<Td>(gpu, &mut rng, label, &f, config)?;

@@ -14,12 +14,14 @@ const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/launch.cuh"),
     include_str!("../../../kernels/common/td.cuh"),
     include_str!("../../../kernels/common/qd.cuh"),
+    include_str!("../../../kernels/common/ilu.cuh"),
 ];
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
     ("blas1", include_str!("../../../kernels/blas1.cu")),
     ("bicgstab", include_str!("../../../kernels/bicgstab.cu")),
     ("ilu0", include_str!("../../../kernels/ilu0.cu")),
+    ("ilu0_parts", include_str!("../../../kernels/ilu0_parts.cu")),
     ("xprec", include_str!("../../../kernels/xprec.cu")),
 ];
 
@@ -84,7 +86,9 @@ impl KernelStore {
         if let Some(f) = self.functions.lock().expect("kernel cache lock").get(name) {
             return Ok(f.clone());
         }
-        let source = if name.starts_with("ilu0_") {
+        let source = if name.starts_with("ilu0p_") {
+            "ilu0_parts"
+        } else if name.starts_with("ilu0_") {
             "ilu0"
         } else if name.contains("_td") || name.contains("_qd") {
             // every other td and qd kernel, conversions included (kernels/xprec.cu)

@@ -18,9 +18,15 @@ use std::sync::Arc;
 /// How the rows of a triangle are scheduled on the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IluSchedule {
-    /// One launch per triangle; a row polls each dependency's {value, generation} pair (the
-    /// default: 2.35 ms against 4.6 ms for `SyncFreeWarps` and 6.2 ms for `Levels` on
-    /// poisson3d:200, benches/results/ilu0-h200.md).
+    /// One launch per triangle on the partitioned order (kernels/ilu0_parts.cu): one part of
+    /// consecutive rows per block (`SMs * threads_per_sm / block` parts and blocks), solved
+    /// level by level with barriers; only dependencies on earlier parts are polled. The
+    /// default: 1.95 ms on poisson3d:200 against 2.35 ms for `SyncFree`, 4.6 ms for
+    /// `SyncFreeWarps` and 6.2 ms for `Levels` (benches/results/ilu0-h200.md). Blocks of at
+    /// most 512 threads.
+    Partitioned,
+    /// One launch per triangle over the level order; a row polls each dependency's
+    /// {value, generation} pair.
     SyncFree,
     /// One launch per triangle; a row waits on a ready flag per group of 32 rows (a warp's),
     /// or on the row's own pair within its warp: fewer polls, but a hop costs a fence and one
@@ -33,37 +39,59 @@ pub enum IluSchedule {
     Levels,
 }
 
-/// Threads per block of the synchronization-free solve (a block's rows wait together).
-pub const DEFAULT_BLOCK: u32 = 128;
-/// Resident threads per SM of the synchronization-free solve (fewer poll less, more look
-/// further ahead; measured on poisson3d:200, benches/results/ilu0-h200.md).
+/// Threads per block of the default (partitioned) solve: 384 rows of a level at once, about
+/// the widest level of a part of poisson3d:200 (measured with 256 to 512, and 128 for the
+/// sync-free solve, benches/results/ilu0-h200.md).
+pub const DEFAULT_BLOCK: u32 = 384;
+/// Threads per SM the grid is sized for: one block, so one part, per SM. (Sync-free: resident
+/// threads per SM; fewer poll less, more look further ahead; its best was 128 x 3 per SM.)
 pub const DEFAULT_THREADS_PER_SM: u32 = 384;
 
 /// How the triangular solves are launched; every choice gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IluConfig {
     pub schedule: IluSchedule,
-    /// Threads per block: rows per chunk (sync-free) or per block (levels).
+    /// Threads per block: rows per chunk (sync-free), per level step (partitioned) or per
+    /// block (levels).
     pub block: u32,
     /// Sync-free: resident threads per SM the grid is sized for (it limits how far ahead of
     /// the finished rows the solve runs, hence how many threads poll).
     pub threads_per_sm: u32,
     /// Sync-free: nanoseconds a warp that made no progress sleeps before polling again.
     pub sleep_ns: i32,
+    /// Partitioned: a dependency on another block's part counts as this many of a block's
+    /// level steps when the parts are ordered (`Ilu0Factors::lower_partitioned`).
+    pub hop: u32,
+}
+
+/// The default `IluConfig::hop` (2 and 8 measured the same with one part per SM; with more
+/// parts 2 was faster).
+pub const DEFAULT_HOP: u32 = 2;
+
+impl IluConfig {
+    /// The parts of the partitioned order this setting solves on (one per resident block), or
+    /// `None` for the level order.
+    fn parts(&self, sm_count: u32) -> Option<(usize, u32)> {
+        (self.schedule == IluSchedule::Partitioned).then(|| {
+            let threads = sm_count as usize * self.threads_per_sm as usize;
+            ((threads / self.block as usize).max(1), self.hop)
+        })
+    }
 }
 
 impl Default for IluConfig {
     fn default() -> Self {
         IluConfig {
-            schedule: IluSchedule::SyncFree,
+            schedule: IluSchedule::Partitioned,
             block: DEFAULT_BLOCK,
             threads_per_sm: DEFAULT_THREADS_PER_SM,
             sleep_ns: 0,
+            hop: DEFAULT_HOP,
         }
     }
 }
 
-/// One triangle in level order on the device.
+/// One triangle in level order (or partitioned) on the device.
 struct Triangle {
     row: CudaSlice<i32>,
     ptr: CudaSlice<i32>,
@@ -71,22 +99,46 @@ struct Triangle {
     val: CudaSlice<f64>,
     /// Level boundaries in positions (host), for the level-scheduled launches.
     levels: Vec<usize>,
+    /// The same on the device, and each part's first level (partitioned kernels).
+    seg_ptr: CudaSlice<i32>,
+    part_seg: CudaSlice<i32>,
+    parts: usize,
+    /// Partitioned: each position's first `HEAD` entries (dependency -1 past the row's end).
+    hdep: CudaSlice<i32>,
+    hval: CudaSlice<f64>,
 }
 
-/// ILU(0) factors on the GPU with the work space and synchronization state of an application.
-pub struct CudaIlu {
-    factors: Arc<Ilu0Factors>,
-    n: usize,
+/// Entries per position in `Triangle::hdep`/`hval` (kernels/common/ilu.cuh, `ILU_CHUNK`).
+const HEAD: usize = 4;
+
+/// Both triangles in one order on the device, with the maps between them.
+struct DeviceOrder {
+    /// `None`: level order; `Some((q, hop))`: partitioned into `q` parts with that hop weight.
+    parts: Option<(usize, u32)>,
     lower: Triangle,
     upper: Triangle,
     /// `u_ii` by backward position.
     diag: CudaSlice<f64>,
     /// Forward position of each backward position's row.
     src: CudaSlice<i32>,
+    /// Backward position of each forward position's row (the inverse of `src`).
+    up: CudaSlice<i32>,
+}
+
+/// ILU(0) factors on the GPU with the work space and synchronization state of an application.
+pub struct CudaIlu {
+    factors: Arc<Ilu0Factors>,
+    n: usize,
+    /// The order the last solve used (uploaded again when the schedule wants another).
+    order: DeviceOrder,
     /// Forward results by forward position, backward results by backward position, each a
     /// pair {value, generation that wrote it} (2 n doubles).
     y: CudaSlice<f64>,
     x: CudaSlice<f64>,
+    /// Partitioned: the forward right-hand side by forward position and the backward one by
+    /// backward position (n doubles each), so a row's loads are in the order of the rows.
+    rp: CudaSlice<f64>,
+    yu: CudaSlice<f64>,
     /// Ready flags of groups of 32 positions (ceil(n / 32) words), shared by both triangles.
     wflag: CudaSlice<u64>,
     /// The next forward solve publishes `generation`, its backward solve `generation + 1`.
@@ -108,9 +160,14 @@ impl CudaIlu {
     /// Choose how the solves are launched (benchmarks and tests; every choice gives the same
     /// bits).
     pub fn set_config(&mut self, config: IluConfig) {
+        let most = if config.schedule == IluSchedule::Partitioned {
+            512
+        } else {
+            1024
+        };
         assert!(
-            (32..=1024).contains(&config.block) && config.block.is_multiple_of(32),
-            "block size must be a multiple of 32 up to 1024"
+            (32..=most).contains(&config.block) && config.block.is_multiple_of(32),
+            "block size must be a multiple of 32 up to {most}"
         );
         self.config = config;
     }
@@ -155,15 +212,54 @@ impl CudaBackend {
     }
 
     /// A level-ordered triangle with 32-bit indices (the caller checked that they fit).
-    fn upload_triangle(&self, t: &OrderedTriangle, what: &str) -> Result<Triangle> {
+    fn upload_triangle(&self, t: &OrderedTriangle, heads: bool, what: &str) -> Result<Triangle> {
         let i32s = |v: &[u32]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
-        let ptr: Vec<i32> = t.ptr.iter().map(|&x| x as i32).collect();
+        let usizes = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+        let n = if heads { t.rows.len() } else { 0 };
+        let (mut hdep, mut hval) = (vec![-1i32; HEAD * n], vec![0.0f64; HEAD * n]);
+        for p in 0..n {
+            for (c, k) in (t.ptr[p]..t.ptr[p + 1]).take(HEAD).enumerate() {
+                hdep[HEAD * p + c] = t.deps[k] as i32;
+                hval[HEAD * p + c] = t.vals[k];
+            }
+        }
         Ok(Triangle {
+            hdep: self.upload_i32(&hdep, what)?,
+            hval: self.upload_f64(&hval, what)?,
             row: self.upload_i32(&i32s(&t.rows), what)?,
-            ptr: self.upload_i32(&ptr, what)?,
+            ptr: self.upload_i32(&usizes(&t.ptr), what)?,
             dep: self.upload_i32(&i32s(&t.deps), what)?,
             val: self.upload_f64(&t.vals, what)?,
             levels: t.level_ptr.clone(),
+            seg_ptr: self.upload_i32(&usizes(&t.level_ptr), what)?,
+            part_seg: self.upload_i32(&usizes(&t.part_ptr), what)?,
+            parts: t.part_ptr.len() - 1,
+        })
+    }
+
+    /// Both triangles in level order (`parts` = `None`) or partitioned.
+    fn upload_order(&self, f: &Ilu0Factors, parts: Option<(usize, u32)>) -> Result<DeviceOrder> {
+        let (lower, upper) = match parts {
+            None => (f.lower_ordered(), f.upper_ordered()),
+            Some((q, hop)) => (f.lower_partitioned(q, hop), f.upper_partitioned(q, hop)),
+        };
+        let src: Vec<i32> = upper
+            .rows
+            .iter()
+            .map(|&i| lower.position[i as usize] as i32)
+            .collect();
+        let up: Vec<i32> = lower
+            .rows
+            .iter()
+            .map(|&i| upper.position[i as usize] as i32)
+            .collect();
+        Ok(DeviceOrder {
+            up: self.upload_i32(&up, "row map")?,
+            parts,
+            lower: self.upload_triangle(&lower, parts.is_some(), "L")?,
+            upper: self.upload_triangle(&upper, parts.is_some(), "U")?,
+            diag: self.upload_f64(&upper.diag, "diagonal")?,
+            src: self.upload_i32(&src, "row map")?,
         })
     }
 
@@ -179,13 +275,6 @@ impl CudaBackend {
                 ),
             });
         }
-        let lower = f.lower_ordered();
-        let upper = f.upper_ordered();
-        let src: Vec<i32> = upper
-            .rows
-            .iter()
-            .map(|&i| lower.position[i as usize] as i32)
-            .collect();
         let sm_count = self
             .ctx
             .attribute(
@@ -196,24 +285,25 @@ impl CudaBackend {
             .stream
             .alloc_zeros::<u64>(1)
             .map_err(driver_error("allocating ILU(0) ticket counter"))?;
+        let sm_count = sm_count.max(1);
+        let config = self.ilu_config();
         Ok(CudaIlu {
             factors: Arc::clone(factors),
             n,
-            lower: self.upload_triangle(&lower, "L")?,
-            upper: self.upload_triangle(&upper, "U")?,
-            diag: self.upload_f64(&upper.diag, "diagonal")?,
-            src: self.upload_i32(&src, "row map")?,
+            order: self.upload_order(f, config.parts(sm_count))?,
             wflag: self
                 .stream
                 .alloc_zeros::<u64>(n.div_ceil(32).max(1))
                 .map_err(driver_error("allocating ILU(0) flags"))?,
             y: alloc_words(&self.stream, 2 * n)?,
             x: alloc_words(&self.stream, 2 * n)?,
+            rp: alloc_words(&self.stream, n)?,
+            yu: alloc_words(&self.stream, n)?,
             generation: 1,
             ticket,
             tickets: 0,
-            sm_count: sm_count.max(1),
-            config: self.ilu_config(),
+            sm_count,
+            config,
         })
     }
 
@@ -234,6 +324,112 @@ impl CudaBackend {
         if ilu.n == 0 {
             return Ok(());
         }
+        let parts = ilu.config.parts(ilu.sm_count);
+        if ilu.order.parts != parts {
+            ilu.order = self.upload_order(&ilu.factors, parts)?;
+        }
+        if parts.is_some() {
+            self.ilu_solve_parts(ilu, r, z)
+        } else {
+            self.ilu_solve_levels(ilu, r, z)
+        }
+    }
+
+    /// The partitioned schedule: a gather of `r` into the forward order, then one launch per
+    /// triangle, a block per part.
+    fn ilu_solve_parts<P: Precision>(
+        &self,
+        ilu: &mut CudaIlu,
+        r: &CudaVector<P>,
+        z: &mut CudaVector<P>,
+    ) -> Result<()> {
+        let suffix = Self::suffix::<P>()?;
+        let gather_name = format!("ilu0p_gather_{suffix}");
+        let upper_name = format!("ilu0p_upper_{suffix}");
+        let gather_f = self.kernels.function(&gather_name)?;
+        let lower_f = self.kernels.function("ilu0p_lower")?;
+        let upper_f = self.kernels.function(&upper_name)?;
+        let (gen_lower, gen_upper) = (ilu.generation, ilu.generation + 1);
+        ilu.generation += 2;
+        let order = &ilu.order;
+        let n = ilu.n as i32;
+        let mut args = self.stream.launch_builder(&gather_f);
+        args.arg(&n).arg(&order.lower.row).vec(r).arg(&mut ilu.rp);
+        // SAFETY: ilu0p_gather_{p}(int n, const int* row, const T* r, double* rp) in
+        // kernels/ilu0_parts.cu: row holds n rows < n, r n elements of T, rp n doubles.
+        unsafe { args.launch(LaunchConfig::for_num_elems(n as u32)) }
+            .map_err(driver_error(&gather_name))?;
+        let launch = |parts: usize| LaunchConfig {
+            grid_dim: (parts as u32, 1, 1),
+            block_dim: (ilu.config.block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let t = &order.lower;
+        let nparts = t.parts as i32;
+        let base = ilu.tickets;
+        let mut args = self.stream.launch_builder(&lower_f);
+        args.arg(&nparts)
+            .arg(&t.part_seg)
+            .arg(&t.seg_ptr)
+            .arg(&t.ptr)
+            .arg(&t.dep)
+            .arg(&t.val)
+            .arg(&t.hdep)
+            .arg(&t.hval)
+            .arg(&ilu.rp)
+            .arg(&mut ilu.y)
+            .arg(&mut ilu.yu)
+            .arg(&order.up)
+            .arg(&gen_lower)
+            .arg(&mut ilu.ticket)
+            .arg(&base);
+        // SAFETY: ilu0p_lower(int nparts, const int* part_seg, const int* seg_ptr,
+        // const int* ptr, const int* dep, const double* val, const int4* hdep,
+        // const double2* hval, const double* rp, double* y,
+        // double* yu, const int* up, unsigned long long gen, unsigned long long* ticket,
+        // unsigned long long ticket_base) in kernels/ilu0_parts.cu: part_seg has nparts + 1
+        // entries indexing seg_ptr, whose entries are positions <= n; ptr/dep/val describe n
+        // rows (dep entries are positions < n), hdep/hval 4 n entries (positions < n or -1),
+        // rp and yu hold n doubles, y 2 n, up n
+        // positions < n. The blocks take tickets base.. (nparts + blocks of them) and a part
+        // waits only on parts taken before it, by blocks that are running.
+        unsafe { args.launch(launch(t.parts)) }.map_err(driver_error("ilu0p_lower"))?;
+        ilu.tickets += 2 * t.parts as u64;
+        let t = &order.upper;
+        let nparts = t.parts as i32;
+        let base = ilu.tickets;
+        let mut args = self.stream.launch_builder(&upper_f);
+        args.arg(&nparts)
+            .arg(&t.part_seg)
+            .arg(&t.seg_ptr)
+            .arg(&t.row)
+            .arg(&t.ptr)
+            .arg(&t.dep)
+            .arg(&t.val)
+            .arg(&t.hdep)
+            .arg(&t.hval)
+            .arg(&order.diag)
+            .arg(&ilu.yu)
+            .arg(&mut ilu.x)
+            .vec(z)
+            .arg(&gen_upper)
+            .arg(&mut ilu.ticket)
+            .arg(&base);
+        // SAFETY: ilu0p_upper_{p}(nparts, part_seg, seg_ptr, const int* row, ptr, dep, val,
+        // hdep, hval, const double* diag, const double* yu, double* x, T* z, gen, ticket, ticket_base): as
+        // the forward launch, with row/diag/yu n entries, x 2 n doubles and z n elements of T.
+        unsafe { args.launch(launch(t.parts)) }.map_err(driver_error(&upper_name))?;
+        ilu.tickets += 2 * t.parts as u64;
+        Ok(())
+    }
+
+    /// The level-order schedules: one launch per triangle (sync-free) or per level.
+    fn ilu_solve_levels<P: Precision>(
+        &self,
+        ilu: &mut CudaIlu,
+        r: &CudaVector<P>,
+        z: &mut CudaVector<P>,
+    ) -> Result<()> {
         let suffix = Self::suffix::<P>()?;
         let lower_name = format!("ilu0_lower_{suffix}");
         let upper_name = format!("ilu0_upper_{suffix}");
@@ -246,7 +442,8 @@ impl CudaBackend {
         // Ranges of positions per launch: the whole triangle, or level after level.
         let ranges = |levels: &[usize]| -> Vec<(usize, usize)> {
             match cfg.schedule {
-                IluSchedule::SyncFree
+                IluSchedule::Partitioned
+                | IluSchedule::SyncFree
                 | IluSchedule::SyncFreeWarps
                 | IluSchedule::SyncFreeGpuScope => vec![(0, ilu.n)],
                 IluSchedule::Levels => levels.windows(2).map(|w| (w[0], w[1])).collect(),
@@ -254,7 +451,7 @@ impl CudaBackend {
         };
         let sync: i32 = match cfg.schedule {
             IluSchedule::Levels => 0,
-            IluSchedule::SyncFree => 1,
+            IluSchedule::Partitioned | IluSchedule::SyncFree => 1,
             IluSchedule::SyncFreeWarps => 2,
             IluSchedule::SyncFreeGpuScope => 3,
         };
@@ -277,14 +474,14 @@ impl CudaBackend {
             };
             (launch, if sync != 0 { chunks + blocks } else { 0 })
         };
-        for (begin, end) in ranges(&ilu.lower.levels) {
+        for (begin, end) in ranges(&ilu.order.lower.levels) {
             if begin == end {
                 continue;
             }
             let (launch, tickets) = shape(end - begin);
             let (b, e) = (begin as i32, end as i32);
             let base = ilu.tickets;
-            let t = &ilu.lower;
+            let t = &ilu.order.lower;
             let mut args = self.stream.launch_builder(&lower_f);
             args.arg(&b)
                 .arg(&e)
@@ -313,14 +510,14 @@ impl CudaBackend {
             // Counted once launched: a launch that failed took no tickets.
             ilu.tickets += tickets;
         }
-        for (begin, end) in ranges(&ilu.upper.levels) {
+        for (begin, end) in ranges(&ilu.order.upper.levels) {
             if begin == end {
                 continue;
             }
             let (launch, tickets) = shape(end - begin);
             let (b, e) = (begin as i32, end as i32);
             let base = ilu.tickets;
-            let t = &ilu.upper;
+            let t = &ilu.order.upper;
             let mut args = self.stream.launch_builder(&upper_f);
             args.arg(&b)
                 .arg(&e)
@@ -328,8 +525,8 @@ impl CudaBackend {
                 .arg(&t.ptr)
                 .arg(&t.dep)
                 .arg(&t.val)
-                .arg(&ilu.diag)
-                .arg(&ilu.src)
+                .arg(&ilu.order.diag)
+                .arg(&ilu.order.src)
                 .arg(&ilu.y)
                 .arg(&mut ilu.x)
                 .vec(z)
