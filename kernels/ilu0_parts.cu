@@ -41,6 +41,9 @@
 //              ticket_base)
 //          y and x are 2 n doubles (pairs). A launch of G blocks takes nparts + G tickets.
 
+// The pairs are read and written with relaxed GPU-scope accesses (ilu_load_pair's sync == 3).
+#define ILU_SCOPE 3
+
 // Doubles of shared memory holding the part's most recent results (a power of two).
 #define ILU_WINDOW 4096
 
@@ -86,7 +89,7 @@ __device__ __forceinline__ void ilu_probe(IluRow& m, const double* w, int part_f
 #pragma unroll
     for (int c = 0; c < ILU_CHUNK; ++c) {
         m.g[c] = gen;
-        if (m.d[c] >= 0 && m.d[c] < part_first) ilu_load_pair(w, m.d[c], m.x[c], m.g[c], 1);
+        if (m.d[c] >= 0 && m.d[c] < part_first) ilu_load_pair(w, m.d[c], m.x[c], m.g[c], ILU_SCOPE);
     }
 }
 
@@ -100,7 +103,7 @@ __device__ __forceinline__ double ilu_dep(const double* w, const double* window,
     double x;
     unsigned long long g;
     do {
-        ilu_load_pair(w, d, x, g, 1);
+        ilu_load_pair(w, d, x, g, ILU_SCOPE);
     } while (g != gen);
     return x;
 }
@@ -121,7 +124,7 @@ __device__ __forceinline__ double ilu_part_sum(IluRow& m, int p, const int* __re
         if (d >= part_first) {
             x = d >= window_first ? window[d & (ILU_WINDOW - 1)] : __ldcg(w + 2 * (long long)d);
         } else {
-            while (m.g[c] != gen) ilu_load_pair(w, d, m.x[c], m.g[c], 1);
+            while (m.g[c] != gen) ilu_load_pair(w, d, m.x[c], m.g[c], ILU_SCOPE);
             x = m.x[c];
         }
         acc = __dsub_rn(acc, __dmul_rn(m.v[c], x));
@@ -183,7 +186,7 @@ __device__ __forceinline__ void ilu_parts_body(
                     ilu_part_sum(m, p, ptr, dep, val, out, window, first, window_first, gen);
                 if (UPPER) acc = __ddiv_rn(acc, m.pivot);
                 window[p & (ILU_WINDOW - 1)] = acc;
-                ilu_store_pair(out, p, acc, gen, 1);
+                ilu_store_pair(out, p, acc, gen, ILU_SCOPE);
                 if (UPPER) {
                     ilu_out(z, m.dest, acc);
                 } else {
