@@ -36,9 +36,9 @@
 //              const double* rp, double* y, double* yu, const int* up,
 //              unsigned long long gen, unsigned long long* ticket,
 //              unsigned long long ticket_base)
-//          ilu0p_upper_{f64,dd,td,qd}(nparts, part_seg, seg_ptr, const int* row, ptr, dep, val,
-//              hdep, hval, const double* diag, const double* yu, double* x, T* z, gen, ticket,
-//              ticket_base)
+//          ilu0p_upper_{f64,dd,td,qd}(nparts, part_seg, seg_ptr, ptr, dep, val, hdep, hval,
+//              const int* row, const double* diag, const double* yu, double* x, T* z, gen,
+//              ticket, ticket_base)
 //          y and x are 2 n doubles (pairs). A launch of G blocks takes nparts + G tickets.
 
 // The pairs are read and written with relaxed GPU-scope accesses (ilu_load_pair's sync == 3).
@@ -122,7 +122,7 @@ __device__ __forceinline__ double ilu_part_sum(IluRow& m, int p, const int* __re
         if (d < 0) return acc;
         double x;
         if (d >= part_first) {
-            x = d >= window_first ? window[d & (ILU_WINDOW - 1)] : __ldcg(w + 2 * (long long)d);
+            x = ilu_dep(w, window, d, part_first, window_first, gen);
         } else {
             while (m.g[c] != gen) ilu_load_pair(w, d, m.x[c], m.g[c], ILU_SCOPE);
             x = m.x[c];
@@ -229,8 +229,8 @@ extern "C" __global__ void __launch_bounds__(512)
         ilu_gather_body<RT>(n, row, r, rp);                                                       \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(512) ilu0p_upper_##P(                            \
-        int nparts, const int* part_seg, const int* seg_ptr, const int* row, const int* ptr,      \
-        const int* dep, const double* val, const int4* hdep, const double2* hval,                 \
+        int nparts, const int* part_seg, const int* seg_ptr, const int* ptr, const int* dep,      \
+        const double* val, const int4* hdep, const double2* hval, const int* row,                 \
         const double* diag, const double* yu, double* x, ZT z, unsigned long long gen,            \
         unsigned long long* ticket, unsigned long long ticket_base) {                   \
         ilu_parts_body<true, ZT>(nparts, part_seg, seg_ptr, row, ptr, dep, val, hdep, hval, diag, \

@@ -12,7 +12,7 @@ use super::{CudaBackend, CudaVector, PushVector};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::{Ilu0Factors, OrderedTriangle};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchArgs, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
 /// How the rows of a triangle are scheduled on the GPU.
@@ -102,10 +102,25 @@ struct Triangle {
     /// The same on the device, and each part's first level (partitioned kernels).
     seg_ptr: CudaSlice<i32>,
     part_seg: CudaSlice<i32>,
-    parts: usize,
+    parts: i32,
     /// Partitioned: each position's first `HEAD` entries (dependency -1 past the row's end).
     hdep: CudaSlice<i32>,
     hval: CudaSlice<f64>,
+}
+
+impl Triangle {
+    /// The partitioned kernels' first arguments: nparts, part_seg, seg_ptr, ptr, dep, val,
+    /// hdep, hval.
+    fn push_parts<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        args.arg(&self.parts)
+            .arg(&self.part_seg)
+            .arg(&self.seg_ptr)
+            .arg(&self.ptr)
+            .arg(&self.dep)
+            .arg(&self.val)
+            .arg(&self.hdep)
+            .arg(&self.hval);
+    }
 }
 
 /// Entries per position in `Triangle::hdep`/`hval` (kernels/common/ilu.cuh, `ILU_CHUNK`).
@@ -233,7 +248,7 @@ impl CudaBackend {
             levels: t.level_ptr.clone(),
             seg_ptr: self.upload_i32(&usizes(&t.level_ptr), what)?,
             part_seg: self.upload_i32(&usizes(&t.part_ptr), what)?,
-            parts: t.part_ptr.len() - 1,
+            parts: (t.part_ptr.len() - 1) as i32,
         })
     }
 
@@ -359,24 +374,16 @@ impl CudaBackend {
         // kernels/ilu0_parts.cu: row holds n rows < n, r n elements of T, rp n doubles.
         unsafe { args.launch(LaunchConfig::for_num_elems(n as u32)) }
             .map_err(driver_error(&gather_name))?;
-        let launch = |parts: usize| LaunchConfig {
+        let launch = |parts: i32| LaunchConfig {
             grid_dim: (parts as u32, 1, 1),
             block_dim: (ilu.config.block, 1, 1),
             shared_mem_bytes: 0,
         };
         let t = &order.lower;
-        let nparts = t.parts as i32;
         let base = ilu.tickets;
         let mut args = self.stream.launch_builder(&lower_f);
-        args.arg(&nparts)
-            .arg(&t.part_seg)
-            .arg(&t.seg_ptr)
-            .arg(&t.ptr)
-            .arg(&t.dep)
-            .arg(&t.val)
-            .arg(&t.hdep)
-            .arg(&t.hval)
-            .arg(&ilu.rp)
+        t.push_parts(&mut args);
+        args.arg(&ilu.rp)
             .arg(&mut ilu.y)
             .arg(&mut ilu.yu)
             .arg(&order.up)
@@ -385,29 +392,20 @@ impl CudaBackend {
             .arg(&base);
         // SAFETY: ilu0p_lower(int nparts, const int* part_seg, const int* seg_ptr,
         // const int* ptr, const int* dep, const double* val, const int4* hdep,
-        // const double2* hval, const double* rp, double* y,
-        // double* yu, const int* up, unsigned long long gen, unsigned long long* ticket,
-        // unsigned long long ticket_base) in kernels/ilu0_parts.cu: part_seg has nparts + 1
-        // entries indexing seg_ptr, whose entries are positions <= n; ptr/dep/val describe n
-        // rows (dep entries are positions < n), hdep/hval 4 n entries (positions < n or -1),
-        // rp and yu hold n doubles, y 2 n, up n
-        // positions < n. The blocks take tickets base.. (nparts + blocks of them) and a part
-        // waits only on parts taken before it, by blocks that are running.
+        // const double2* hval, const double* rp, double* y, double* yu, const int* up,
+        // unsigned long long gen, unsigned long long* ticket, unsigned long long ticket_base)
+        // in kernels/ilu0_parts.cu: part_seg has nparts + 1 entries indexing seg_ptr, whose
+        // entries are positions <= n; ptr/dep/val describe n rows (dep entries are positions
+        // < n), hdep/hval 4 n entries (positions < n or -1), rp and yu hold n doubles, y 2 n,
+        // up n positions < n. The blocks take tickets base.. (nparts + blocks of them) and a
+        // part waits only on parts taken before it, by blocks that are running.
         unsafe { args.launch(launch(t.parts)) }.map_err(driver_error("ilu0p_lower"))?;
         ilu.tickets += 2 * t.parts as u64;
         let t = &order.upper;
-        let nparts = t.parts as i32;
         let base = ilu.tickets;
         let mut args = self.stream.launch_builder(&upper_f);
-        args.arg(&nparts)
-            .arg(&t.part_seg)
-            .arg(&t.seg_ptr)
-            .arg(&t.row)
-            .arg(&t.ptr)
-            .arg(&t.dep)
-            .arg(&t.val)
-            .arg(&t.hdep)
-            .arg(&t.hval)
+        t.push_parts(&mut args);
+        args.arg(&t.row)
             .arg(&order.diag)
             .arg(&ilu.yu)
             .arg(&mut ilu.x)
@@ -415,9 +413,10 @@ impl CudaBackend {
             .arg(&gen_upper)
             .arg(&mut ilu.ticket)
             .arg(&base);
-        // SAFETY: ilu0p_upper_{p}(nparts, part_seg, seg_ptr, const int* row, ptr, dep, val,
-        // hdep, hval, const double* diag, const double* yu, double* x, T* z, gen, ticket, ticket_base): as
-        // the forward launch, with row/diag/yu n entries, x 2 n doubles and z n elements of T.
+        // SAFETY: ilu0p_upper_{p}(nparts, part_seg, seg_ptr, ptr, dep, val, hdep, hval,
+        // const int* row, const double* diag, const double* yu, double* x, T* z, gen, ticket,
+        // ticket_base): as the forward launch, with row/diag/yu n entries (rows < n), x 2 n
+        // doubles and z n elements of T.
         unsafe { args.launch(launch(t.parts)) }.map_err(driver_error(&upper_name))?;
         ilu.tickets += 2 * t.parts as u64;
         Ok(())
