@@ -11,7 +11,8 @@
 // that reads it. y (forward) and x (backward) are indexed by position; src[p] is the forward
 // position of the backward row p (where its y_i is).
 //
-// Two schedules, one kernel each way:
+// The schedules over the level order (the default, partitioned schedule is
+// kernels/ilu0_parts.cu, on another order of the same rows), one kernel each way:
 //   sync = 0: level-scheduled; the host launches once per level over [begin, end), and every
 //             dependency is final before the launch starts.
 //   sync = 1: synchronization-free; one launch over all rows. A grid of resident blocks takes
