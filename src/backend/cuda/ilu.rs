@@ -21,8 +21,8 @@ pub enum IluSchedule {
     /// One launch per triangle on the partitioned order (kernels/ilu0_parts.cu): one part of
     /// consecutive rows per block (`SMs * threads_per_sm / block` parts and blocks), solved
     /// level by level with barriers; only dependencies on earlier parts are polled. The
-    /// default: 1.95 ms on poisson3d:200 against 2.35 ms for `SyncFree`, 4.6 ms for
-    /// `SyncFreeWarps` and 6.2 ms for `Levels` (benches/results/ilu0-h200.md). Blocks of at
+    /// default: 2.02 ms on poisson3d:200 against 2.42 ms for `SyncFree`, 4.7 ms for
+    /// `SyncFreeWarps` and 6.3 ms for `Levels` (benches/results/ilu0-h200.md). Blocks of at
     /// most 512 threads.
     Partitioned,
     /// One launch per triangle over the level order; a row polls each dependency's
@@ -54,8 +54,9 @@ pub struct IluConfig {
     /// Threads per block: rows per chunk (sync-free), per level step (partitioned) or per
     /// block (levels).
     pub block: u32,
-    /// Sync-free: resident threads per SM the grid is sized for (it limits how far ahead of
-    /// the finished rows the solve runs, hence how many threads poll).
+    /// Threads per SM the grid is sized for. Partitioned: `SMs * threads_per_sm / block`
+    /// parts, one block each. Sync-free: resident threads (it limits how far ahead of the
+    /// finished rows the solve runs, hence how many threads poll).
     pub threads_per_sm: u32,
     /// Sync-free: nanoseconds a warp that made no progress sleeps before polling again.
     pub sleep_ns: i32,
