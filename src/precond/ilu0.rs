@@ -180,6 +180,17 @@ pub struct OrderedTriangle {
     pub position: Vec<u32>,
 }
 
+impl OrderedTriangle {
+    /// For each position of this triangle, the position of its row in `other` (the map between
+    /// the forward and the backward order of the same rows).
+    pub fn positions_in(&self, other: &OrderedTriangle) -> Vec<u32> {
+        self.rows
+            .iter()
+            .map(|&i| other.position[i as usize])
+            .collect()
+    }
+}
+
 impl Ilu0Factors {
     /// `L` (strictly lower entries, unit diagonal) in the order of its levels.
     pub fn lower_ordered(&self) -> OrderedTriangle {
@@ -241,7 +252,7 @@ impl Ilu0Factors {
             // counting sort of the run by arrival, in the order of the solve within one; the
             // arrivals no row of the run has are no levels
             let low = (t0..t1).map(|t| level[step(t)]).min().unwrap_or(0) as usize;
-            let mut next = vec![0usize; count - low.min(count) + 1];
+            let mut next = vec![0usize; count - low + 1];
             for t in t0..t1 {
                 next[level[step(t)] as usize - low + 1] += 1;
             }

@@ -94,12 +94,10 @@ impl CpuIlu {
         let ordered = match schedule {
             Schedule::Sequential => None,
             Schedule::Levels => Some(LevelOrdered::new(
-                &factors,
                 factors.lower_ordered(),
                 factors.upper_ordered(),
             )),
             Schedule::Partitioned { parts, hop } => Some(LevelOrdered::new(
-                &factors,
                 factors.lower_partitioned(parts, hop),
                 factors.upper_partitioned(parts, hop),
             )),
@@ -221,13 +219,9 @@ struct LevelOrdered {
 }
 
 impl LevelOrdered {
-    fn new(f: &Ilu0Factors, lower: OrderedTriangle, upper: OrderedTriangle) -> Self {
-        let n = f.n();
-        let lower_of_upper = upper
-            .rows
-            .iter()
-            .map(|&i| lower.position[i as usize])
-            .collect();
+    fn new(lower: OrderedTriangle, upper: OrderedTriangle) -> Self {
+        let n = lower.rows.len();
+        let lower_of_upper = upper.positions_in(&lower);
         LevelOrdered {
             lower,
             upper,

@@ -124,6 +124,11 @@ impl Triangle {
     }
 }
 
+/// Row numbers or positions as the kernels' 32-bit indices (`ilu_upload` checked they fit).
+fn i32s(v: &[u32]) -> Vec<i32> {
+    v.iter().map(|&x| x as i32).collect()
+}
+
 /// Entries per position in `Triangle::hdep`/`hval` (kernels/common/ilu.cuh, `ILU_CHUNK`).
 const HEAD: usize = 4;
 
@@ -137,7 +142,7 @@ struct DeviceOrder {
     diag: CudaSlice<f64>,
     /// Forward position of each backward position's row.
     src: CudaSlice<i32>,
-    /// Backward position of each forward position's row (the inverse of `src`).
+    /// Partitioned: backward position of each forward position's row (the inverse of `src`).
     up: CudaSlice<i32>,
 }
 
@@ -229,7 +234,6 @@ impl CudaBackend {
 
     /// A level-ordered triangle with 32-bit indices (the caller checked that they fit).
     fn upload_triangle(&self, t: &OrderedTriangle, heads: bool, what: &str) -> Result<Triangle> {
-        let i32s = |v: &[u32]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
         let usizes = |v: &[usize]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
         let n = if heads { t.rows.len() } else { 0 };
         let (mut hdep, mut hval) = (vec![-1i32; HEAD * n], vec![0.0f64; HEAD * n]);
@@ -259,16 +263,13 @@ impl CudaBackend {
             None => (f.lower_ordered(), f.upper_ordered()),
             Some((q, hop)) => (f.lower_partitioned(q, hop), f.upper_partitioned(q, hop)),
         };
-        let src: Vec<i32> = upper
-            .rows
-            .iter()
-            .map(|&i| lower.position[i as usize] as i32)
-            .collect();
-        let up: Vec<i32> = lower
-            .rows
-            .iter()
-            .map(|&i| upper.position[i as usize] as i32)
-            .collect();
+        let src = i32s(&upper.positions_in(&lower));
+        // only the partitioned forward solve writes the backward right-hand side
+        let up = if parts.is_some() {
+            i32s(&lower.positions_in(&upper))
+        } else {
+            vec![]
+        };
         Ok(DeviceOrder {
             up: self.upload_i32(&up, "row map")?,
             parts,
