@@ -8,15 +8,7 @@ impl Precision for f64 {
     const KERNEL_SUFFIX: &'static str = "f64";
     const EPSILON: f64 = f64::EPSILON / 2.0;
     const BYTES: usize = 8;
-    type Acc = Self;
-    #[inline(always)]
-    fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
-        std::borrow::Cow::Borrowed(self)
-    }
-    #[inline(always)]
-    fn from_acc(a: Self) -> Self {
-        a
-    }
+    super::acc_is_self!();
 
     #[inline(always)]
     fn zero() -> Self {

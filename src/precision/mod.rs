@@ -70,12 +70,10 @@ macro_rules! operators_from_methods {
 }
 pub(crate) use operators_from_methods;
 
-/// Inside `impl Precision for $t`: `Acc = Self` and the arithmetic of the trait delegated to the
-/// `Copy` type's inherent methods of the same names (`ZERO`, `from_f64`, `to_f64`, `add`, `sub`,
-/// `mul`, `div`, `neg`, `sqrt`, `abs`, `mul_f64`, `is_finite`); `add_mul_f64(a, b)` is
-/// `self + b.mul_f64(a)`. For the multi-word types, whose kernels are their own operations.
-macro_rules! precision_from_methods {
-    ($t:ident) => {
+/// Inside `impl Precision for T`: `Acc = Self`, lent and returned as it is (every precision
+/// but td, whose kernels compute in DD).
+macro_rules! acc_is_self {
+    () => {
         type Acc = Self;
         #[inline(always)]
         fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
@@ -85,6 +83,17 @@ macro_rules! precision_from_methods {
         fn from_acc(a: Self) -> Self {
             a
         }
+    };
+}
+pub(crate) use acc_is_self;
+
+/// Inside `impl Precision for $t`: `Acc = Self` and the arithmetic of the trait delegated to the
+/// `Copy` type's inherent methods of the same names (`ZERO`, `from_f64`, `to_f64`, `add`, `sub`,
+/// `mul`, `div`, `neg`, `sqrt`, `abs`, `mul_f64`, `is_finite`); `add_mul_f64(a, b)` is
+/// `self + b.mul_f64(a)`. For the multi-word types, whose kernels are their own operations.
+macro_rules! precision_from_methods {
+    ($t:ident) => {
+        $crate::precision::acc_is_self!();
         #[inline(always)]
         fn zero() -> Self {
             $t::ZERO

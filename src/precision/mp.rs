@@ -201,15 +201,7 @@ mod with_mpfr {
         const EPSILON: f64 = f64::EPSILON / 2.0;
         /// At 53..=106 bits (64 bytes); more at higher precisions, see [`Mp::bytes`].
         const BYTES: usize = 64;
-        type Acc = Self;
-        #[inline(always)]
-        fn to_acc(&self) -> std::borrow::Cow<'_, Self> {
-            std::borrow::Cow::Borrowed(self)
-        }
-        #[inline(always)]
-        fn from_acc(a: Self) -> Self {
-            a
-        }
+        crate::precision::acc_is_self!();
 
         #[inline]
         fn zero() -> Self {
