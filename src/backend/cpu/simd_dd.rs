@@ -745,62 +745,92 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
     out: &mut impl Sink,
     b: Option<&[f64]>,
 ) {
-    for j in 0..out.len() / W {
-        // SAFETY: group `first / W + j` lies in `first..first + out.len()`, rows of `a`; the
-        // other preconditions are the caller's.
-        let sum = unsafe { group_sum::<W, L>(a, sell, x, first / W + j) };
-        let y = match b {
-            Some(b) => DdX::from_f64(lanes(|r| b[W * j + r])).sub(sum),
-            None => sum,
+    let groups = out.len() / W;
+    let mut j = 0;
+    while j < groups {
+        let together = if L == 1 && j + G <= groups { G } else { 1 };
+        // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, rows
+        // of `a`; the other preconditions are the caller's.
+        let sums: [DdX<W>; G] = if together == G {
+            unsafe { group_sums::<W, L, G>(a, sell, x, first / W + j) }
+        } else {
+            let mut s = [DdX::ZERO; G];
+            s[0] = unsafe { group_sums::<W, L, 1>(a, sell, x, first / W + j) }[0];
+            s
         };
-        // SAFETY: `W j + W <= out.len()`.
-        unsafe { y.write(out, W * j) };
+        for (g, sum) in sums.into_iter().take(together).enumerate() {
+            let at = W * (j + g);
+            let y = match b {
+                Some(b) => DdX::from_f64(lanes(|r| b[at + r])).sub(sum),
+                None => sum,
+            };
+            // SAFETY: `at + W <= out.len()`.
+            unsafe { y.write(out, at) };
+        }
+        j += together;
     }
 }
 
-/// The row sums of the `W` rows of group `group`, with `L` lanes per row. Step `k` of a row
-/// goes to its lane `k % L`, as in the scalar kernel; a SIMD lane whose row has no entry `k`
-/// keeps its value (the select), so each row's sums see only its own entries. Then the tree.
+/// Groups [`spmv_rows_simd`] sums at once with one lane per row: independent QuadAdd chains in
+/// flight, so that one group's additions fill the latency of another's.
+const G: usize = 4;
+
+/// The row sums of the `W` rows of each of the groups `group..group + N`, with `L` lanes per
+/// row. Step `k` of a row goes to its lane `k % L`, as in the scalar kernel; a SIMD lane whose
+/// row has no entry `k` keeps its value (the select), so each row's sums see only its own
+/// entries. Then the tree. The `N` groups advance step by step together (independent chains).
 ///
 /// # Safety
-/// As [`spmv_rows`], and the rows of group `group` are rows of `a`.
+/// As [`spmv_rows`], and the rows of groups `group..group + N` are rows of `a`.
 #[inline(always)]
-unsafe fn group_sum<const W: usize, const L: usize>(
+unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     a: &CsrMatrix,
     sell: &Sell,
     x: impl Source,
     group: usize,
-) -> DdX<W> {
+) -> [DdX<W>; N] {
     let row_ptr = a.row_ptr();
     let (vals, cols) = (&sell.vals[..], &sell.cols[..]);
-    let row = W * group;
     // SAFETY (all unchecked accesses below): `row + W <= nrows < row_ptr.len()` and
-    // `group + 1 < group_ptr.len()` since `sell` was built from `a` with groups of `W` rows.
-    // Step `k < width` of the group occupies slots `group_ptr[group] + W k ..+ W`, inside `vals`
-    // and `cols`; a column index there is 0 (padding, used only when `ncols > 0`, as some row
-    // has an entry) or one of the matrix, in `0..ncols == x.len()` by the invariants `CsrMatrix`
-    // validates on construction and never lets change.
-    let len: [usize; W] = std::array::from_fn(|r| unsafe {
-        *row_ptr.get_unchecked(row + r + 1) - *row_ptr.get_unchecked(row + r)
+    // `group + N < group_ptr.len()` since `sell` was built from `a` with groups of `W` rows.
+    // Step `k < width[g]` of group `group + g` occupies slots `base[g] + W k ..+ W`, inside
+    // `vals` and `cols`; a column index there is 0 (padding, used only when `ncols > 0`, as
+    // some row has an entry) or one of the matrix, in `0..ncols == x.len()` by the invariants
+    // `CsrMatrix` validates on construction and never lets change.
+    let len: [[usize; W]; N] = std::array::from_fn(|g| {
+        let row = W * (group + g);
+        std::array::from_fn(|r| unsafe {
+            *row_ptr.get_unchecked(row + r + 1) - *row_ptr.get_unchecked(row + r)
+        })
     });
-    let base = unsafe { *sell.group_ptr.get_unchecked(group) };
-    let width = (unsafe { *sell.group_ptr.get_unchecked(group + 1) } - base) / W;
-    let mut s = [DdX::<W>::ZERO; L];
+    let base: [usize; N] =
+        std::array::from_fn(|g| unsafe { *sell.group_ptr.get_unchecked(group + g) });
+    let width: [usize; N] = std::array::from_fn(|g| {
+        (unsafe { *sell.group_ptr.get_unchecked(group + g + 1) } - base[g]) / W
+    });
+    let widest = width.iter().copied().max().unwrap_or(0);
+    let mut s = [[DdX::<W>::ZERO; L]; N];
     let mut chunk = 0;
-    while chunk < width {
+    while chunk < widest {
         'chunk: {
             unroll!(L, |l| {
                 let k = chunk + l;
-                if k >= width {
+                if k >= widest {
                     break 'chunk;
                 }
-                let at = base + W * k;
-                let m: [bool; W] = std::array::from_fn(|r| k < len[r]);
-                let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
-                let col: [usize; W] =
-                    std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
-                let xk = DdX::gather(|r| unsafe { x.get(col[r]) });
-                s[l] = select(m, s[l].add_mul_f64(v, xk), s[l]);
+                unroll!(N, |g| {
+                    if k < width[g] {
+                        let at = base[g] + W * k;
+                        let m: [bool; W] = std::array::from_fn(|r| k < len[g][r]);
+                        let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
+                        let col: [usize; W] = std::array::from_fn(|r| unsafe {
+                            *cols.get_unchecked(at + r)
+                        }
+                            as usize);
+                        let xk = DdX::gather(|r| unsafe { x.get(col[r]) });
+                        s[g][l] = select(m, s[g][l].add_mul_f64(v, xk), s[g][l]);
+                    }
+                });
             });
         }
         chunk += L;
@@ -808,10 +838,11 @@ unsafe fn group_sum<const W: usize, const L: usize>(
     // The tree, `off = L/2, ..., 1`.
     for off in [16, 8, 4, 2, 1] {
         if off < L {
-            unroll!(off, |l| s[l] = s[l].add(s[l + off]));
+            unroll!(N, |g| unroll!(off, |l| s[g][l] =
+                s[g][l].add(s[g][l + off])));
         }
     }
-    s[0]
+    std::array::from_fn(|g| s[g][0])
 }
 
 // ---------------------------------------------------------------------------------------------
