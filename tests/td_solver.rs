@@ -210,18 +210,25 @@ fn td_vector_kernels_are_the_dd_kernels_on_widened_inputs_rounded_once() {
         spmv_matches_dd(&cpu, a, &mut rng);
     }
 
-    // The fused CG step: the bits of dot, then axpy and axpy-then-dot, each as above.
+    // The fused CG step: the bits of spmv and dot, then axpy and axpy-then-dot, each as above
+    // (on the second-difference matrix of n rows, so that <p, A p> > 0 and the step is taken).
     let rho = rng.td();
+    let a = cpu.matrix(&Arc::new(second_difference(n))).unwrap();
     let p = host(&rng.vec(n));
-    let pq = cpu.dot(&p, &p).unwrap();
-    let (mut xg, mut rg) = (cx.clone(), cy.clone());
-    let (pq_got, rr_got) = cpu.cg_step(&rho, &p, &p, &mut xg, &mut rg).unwrap();
+    let mut q = cpu.zeros::<Td>(n).unwrap();
+    cpu.spmv(&a, &p, &mut q).unwrap();
+    let pq = cpu.dot(&p, &q).unwrap();
+    let (mut xg, mut rg, mut qg) = (cx.clone(), cy.clone(), cpu.zeros::<Td>(n).unwrap());
+    let (pq_got, rr_got) = cpu
+        .cg_step(&a, &rho, &p, &mut qg, &mut xg, &mut rg)
+        .unwrap();
     assert_eq!(pq_got.parts(), pq.parts(), "cg_step <p, q>");
+    same_bits(&qg.to_values(), &q.to_values(), "cg_step q");
     let alpha = rho.div(&pq); // a scalar the loop keeps: td arithmetic, rounded
     let mut xw = cx.clone();
     cpu.axpy(&alpha, &p, &mut xw).unwrap();
     let mut rw = cy.clone();
-    cpu.axpy(&alpha.neg(), &p, &mut rw).unwrap();
+    cpu.axpy(&alpha.neg(), &q, &mut rw).unwrap();
     same_bits(&xg.to_values(), &xw.to_values(), "cg_step x");
     same_bits(&rg.to_values(), &rw.to_values(), "cg_step r");
     assert_eq!(rr_got.parts(), cpu.dot(&rw, &rw).unwrap().parts());
@@ -243,6 +250,21 @@ fn band(n: usize, half: usize, rng: &mut Rng) -> CsrMatrix {
         row_ptr.push(cols.len());
     }
     CsrMatrix::try_from_parts(n, n, row_ptr, cols, vals, Symmetry::General).unwrap()
+}
+
+/// The `n`-row matrix `tridiag(-1, 2, -1)`: positive definite.
+fn second_difference(n: usize) -> CsrMatrix {
+    let (mut row_ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..n {
+        for (j, v) in [(i.wrapping_sub(1), -1.0), (i, 2.0), (i + 1, -1.0)] {
+            if j < n {
+                cols.push(j as i32);
+                vals.push(v);
+            }
+        }
+        row_ptr.push(cols.len());
+    }
+    CsrMatrix::try_from_parts(n, n, row_ptr, cols, vals, Symmetry::General).expect("valid")
 }
 
 fn spmv_matches_dd(cpu: &CpuBackend, a: CsrMatrix, rng: &mut Rng) {

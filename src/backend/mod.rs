@@ -179,18 +179,22 @@ pub trait Backend: Send + Sync {
         self.dot(y, y)
     }
 
-    /// CG's step after `q = A p`: `alpha = rho / <p, q>`, `x <- x + alpha p`, `r <- r - alpha q`,
-    /// returning `(<p, q>, <r, r>)`. Where `<p, q>` is not finite and positive, `x` and `r` are
-    /// left alone, `<r, r>` is returned as zero and the caller reports the breakdown. Backends
-    /// keep `alpha` on the device, so the step needs one transfer to the host.
+    /// CG's step from the direction `p`: `q <- A p`, `alpha = rho / <p, q>`, `x <- x + alpha p`,
+    /// `r <- r - alpha q`, returning `(<p, q>, <r, r>)`. Where `<p, q>` is not finite and
+    /// positive, `x` and `r` are left alone, `<r, r>` is returned as zero and the caller reports
+    /// the breakdown. Must give the bits of `spmv`, `dot`, `axpy` and `axpy_norm`; backends fuse
+    /// the passes (the CPU computes each chunk's `<p, q>` while its rows are in cache) and keep
+    /// `alpha` on the device, so the step needs one transfer to the host.
     fn cg_step<P: Precision>(
         &self,
+        a: &Self::Matrix,
         rho: &P,
         p: &Self::Vector<P>,
-        q: &Self::Vector<P>,
+        q: &mut Self::Vector<P>,
         x: &mut Self::Vector<P>,
         r: &mut Self::Vector<P>,
     ) -> Result<(P, P)> {
+        self.spmv(a, p, q)?;
         let pq = self.dot(p, q)?;
         if !cg_step_accepts(&pq) {
             return Ok((pq, P::zero()));

@@ -29,6 +29,10 @@ pub trait HostVector<P: Precision>: Clone + Debug + Send + Sync + 'static {
     }
     fn as_host_slice(&self) -> Self::Slice<'_>;
     fn as_host_slice_mut(&mut self) -> Self::SliceMut<'_>;
+    /// A write view read back (a fused kernel reads what it has just written).
+    fn read_back<'b>(s: &'b Self::SliceMut<'_>) -> Self::Slice<'b>;
+    /// A write view lent out for a while (to a kernel that consumes its view).
+    fn lend<'b>(s: &'b mut Self::SliceMut<'_>) -> Self::SliceMut<'b>;
 }
 
 /// Read access to (part of) a host vector.
@@ -149,6 +153,12 @@ impl<P: Precision> HostVector<P> for Vec<P> {
     fn as_host_slice_mut(&mut self) -> &mut [P] {
         self
     }
+    fn read_back<'b>(s: &'b &mut [P]) -> &'b [P] {
+        s
+    }
+    fn lend<'b>(s: &'b mut &mut [P]) -> &'b mut [P] {
+        s
+    }
 }
 
 impl<'a, P: Precision> HostSlice<'a, P> for &'a [P] {
@@ -258,6 +268,12 @@ impl HostVector<Td> for TdVector {
             hi: &mut self.hi,
             lo: &mut self.lo,
         }
+    }
+    fn read_back<'b>(s: &'b TdSliceMut<'_>) -> TdSlice<'b> {
+        TdSlice { hi: s.hi, lo: s.lo }
+    }
+    fn lend<'b>(s: &'b mut TdSliceMut<'_>) -> TdSliceMut<'b> {
+        TdSliceMut { hi: s.hi, lo: s.lo }
     }
 }
 

@@ -72,11 +72,10 @@ pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
             let beta = rho.div(&rho_prev);
             backend.xpay(z_ref, &beta, &mut p)?;
         }
-        // q <- A p
-        backend.spmv(a, &p, &mut q)?;
-        // alpha <- rho / <p, q> ; x <- x + alpha p ; r <- r - alpha q ; and <r, r>, in one step
-        // with one transfer to the host (alpha is 0 where <p, q> is not positive and finite)
-        let (pq, new_rr) = backend.cg_step(&rho, &p, &q, x, &mut r)?;
+        // q <- A p ; alpha <- rho / <p, q> ; x <- x + alpha p ; r <- r - alpha q ; and <r, r>,
+        // in one step with one transfer to the host (x and r are left alone where <p, q> is not
+        // positive and finite)
+        let (pq, new_rr) = backend.cg_step(a, &rho, &p, &mut q, x, &mut r)?;
         if let Some(stop) = finite_or(&pq, "<p, Ap>") {
             return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
         }

@@ -254,6 +254,37 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn axpy_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CpuVector<P>,
+        y: &mut CpuVector<P>,
+    ) -> Result<P> {
+        Ok(fused::axpyz_norm(alpha, x, None, y))
+    }
+
+    fn axpyz_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CpuVector<P>,
+        y: &CpuVector<P>,
+        z: &mut CpuVector<P>,
+    ) -> Result<P> {
+        Ok(fused::axpyz_norm(alpha, x, Some(y), z))
+    }
+
+    fn cg_step<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        rho: &P,
+        p: &CpuVector<P>,
+        q: &mut CpuVector<P>,
+        x: &mut CpuVector<P>,
+        r: &mut CpuVector<P>,
+    ) -> Result<(P, P)> {
+        Ok(fused::cg_step(a, rho, p, q, x, r))
+    }
+
     fn bicgstab_direction<P: Precision>(
         &self,
         r: &CpuVector<P>,
@@ -288,5 +319,6 @@ fn same_lengths(lengths: &[usize], what: &str) {
     );
 }
 
+mod fused;
 #[cfg(test)]
 mod tests;

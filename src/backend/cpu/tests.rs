@@ -190,6 +190,74 @@ fn spmv_matches_reference_dd() {
     check_spmv::<Dd>(2);
 }
 
+/// The fused CG step (two passes over dot-product chunks) against the reference loops:
+/// `q = A p`, `<p, q>`, `x + alpha p`, `r - alpha q` and `<r, r>` in the contract's orders,
+/// on square matrices whose sizes straddle the chunk boundaries, one and four lanes per row.
+fn check_cg_step<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    let mut taken = 0;
+    for n in [1, 37, DOT_CHUNK - 3, DOT_CHUNK, 2 * DOT_CHUNK + 45] {
+        let csr = Arc::new(awkward_matrix(&mut rng, n, n, 10));
+        let (p, x, r): (Vec<P>, Vec<P>, Vec<P>) = (
+            random_vector(&mut rng, n),
+            random_vector(&mut rng, n),
+            random_vector(&mut rng, n),
+        );
+        let rho: P = random_value_zeros(&mut rng, 1_000_000);
+        for lanes in [1, 4] {
+            let what = format!("{} cg_step n {n} lanes {lanes}", P::NAME);
+            let a = CpuMatrix {
+                lanes,
+                ..CpuMatrix::new(Arc::clone(&csr))
+            };
+            let q_want = reference_spmv(&csr, lanes, &p, None);
+            let pq_want = reference_dot(&p, &q_want);
+            let (mut q, mut xg, mut rg) = (
+                CpuVector::from(vec![P::zero(); n]),
+                CpuVector::from(x.clone()),
+                CpuVector::from(r.clone()),
+            );
+            let pv = CpuVector::from(p.clone());
+            let (pq, rr) = backend
+                .cg_step(&a, &rho, &pv, &mut q, &mut xg, &mut rg)
+                .unwrap();
+            assert_same_bits(&q.0, &q_want, &what);
+            assert_same_bits(
+                std::slice::from_ref(&pq),
+                std::slice::from_ref(&pq_want),
+                &what,
+            );
+            if !crate::backend::cg_step_accepts(&pq_want) {
+                assert_same_bits(&xg.0, &x, &what);
+                assert_same_bits(&rg.0, &r, &what);
+                assert_same_bits(&[rr], &[P::zero()], &what);
+                continue;
+            }
+            let alpha = rho.div(&pq_want);
+            let r_want = ref_axpy(&alpha.neg(), &q_want, &r);
+            assert_same_bits(&xg.0, &ref_axpy(&alpha, &p, &x), &what);
+            assert_same_bits(&rg.0, &r_want, &what);
+            assert_same_bits(&[rr], &[reference_dot(&r_want, &r_want)], &what);
+            taken += 1;
+        }
+    }
+    assert!(
+        taken >= 3,
+        "only {taken} steps with <p, q> > 0 were checked"
+    );
+}
+
+#[test]
+fn cg_step_matches_reference_f64() {
+    check_cg_step::<f64>(11);
+}
+
+#[test]
+fn cg_step_matches_reference_dd() {
+    check_cg_step::<Dd>(12);
+}
+
 /// Lengths around the lane, row and chunk boundaries of the dot product.
 fn dot_lengths() -> Vec<usize> {
     vec![
@@ -273,6 +341,16 @@ fn check_vector_updates<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
         backend.axpyz(&alpha, &xv, &yv, &mut got).unwrap();
         let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
         assert_same_bits(&got.0, &want, "axpyz");
+
+        // The updates fused with their norms, chunk by chunk.
+        let mut got = backend.zeros::<P>(n).unwrap();
+        let norm = backend.axpyz_norm(&alpha, &xv, &yv, &mut got).unwrap();
+        assert_same_bits(&got.0, &want, "axpyz_norm");
+        assert_same_bits(&[norm], &[reference_dot(&want, &want)], "axpyz_norm's norm");
+        let mut got = yv.clone();
+        let norm = backend.axpy_norm(&alpha, &xv, &mut got).unwrap();
+        assert_same_bits(&got.0, &want, "axpy_norm");
+        assert_same_bits(&[norm], &[reference_dot(&want, &want)], "axpy_norm's norm");
 
         // The fused BiCGStab update against its unfused definition.
         let mut got = yv.clone();

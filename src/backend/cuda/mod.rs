@@ -578,12 +578,14 @@ impl Backend for CudaBackend {
 
     fn cg_step<P: Precision>(
         &self,
+        a: &CudaMatrix,
         rho: &P,
         p: &CudaVector<P>,
-        q: &CudaVector<P>,
+        q: &mut CudaVector<P>,
         x: &mut CudaVector<P>,
         r: &mut CudaVector<P>,
     ) -> Result<(P, P)> {
+        self.spmv(a, p, q)?;
         let n = p.len;
         assert!(q.len == n && x.len == n && r.len == n, "cg_step: lengths");
         let n64 = n as i64;

@@ -1,0 +1,125 @@
+//! Updates fused with the dot products that follow them: CG's step as two passes over the
+//! vectors instead of five, BiCGStab's `s` and `r` updates with their norms. Each pass works on
+//! the dot product's chunks ([`DOT_CHUNK`] elements, one rayon task each) and computes a chunk's
+//! partial right after writing the chunk, while it is still in cache; the partials are the ones
+//! `dot` computes over the same chunks, so the bits are those of the unfused kernels.
+
+use super::kernels::{self, DOT_CHUNK};
+use super::{CpuMatrix, CpuVector};
+use crate::backend::cg_step_accepts;
+use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
+use rayon::prelude::*;
+
+/// Elements `first..first + len` of `x`.
+fn piece<'a, P: Precision>(x: SliceOf<'a, P>, first: usize, len: usize) -> SliceOf<'a, P> {
+    x.split_at(first).1.split_at(len).0
+}
+
+/// `q <- A p`, returning `<p, q>`.
+pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut CpuVector<P>) -> P {
+    let csr = &*a.csr;
+    assert!(
+        p.len() == csr.ncols() && q.len() == csr.nrows() && csr.nrows() == csr.ncols(),
+        "spmv_dot: a square matrix and vectors of its size"
+    );
+    let sell = a.sell_for::<P>();
+    let ps = p.slice();
+    let partials: Vec<P::Acc> = q
+        .slice_mut()
+        .chunks_mut(DOT_CHUNK)
+        .into_par_iter()
+        .enumerate()
+        .map(|(chunk, mut out)| {
+            let (first, len) = (chunk * DOT_CHUNK, out.len());
+            let rows = P::Vector::lend(&mut out);
+            kernels::spmv_rows::<P>(csr, a.lanes, sell, ps, first, rows, None);
+            kernels::dot_chunk::<P>(piece::<P>(ps, first, len), P::Vector::read_back(&out))
+        })
+        .collect();
+    P::from_acc(kernels::sum_partials(&partials))
+}
+
+/// `x <- x + alpha p`, `r <- r - alpha q`, returning `<r, r>`.
+pub(super) fn update_norm<P: Precision>(
+    alpha: &P,
+    p: &CpuVector<P>,
+    q: &CpuVector<P>,
+    x: &mut CpuVector<P>,
+    r: &mut CpuVector<P>,
+) -> P {
+    let n = p.len();
+    assert!(
+        q.len() == n && x.len() == n && r.len() == n,
+        "cg update: lengths"
+    );
+    let minus_alpha = alpha.neg();
+    let (ps, qs) = (p.slice(), q.slice());
+    let partials: Vec<P::Acc> = x
+        .slice_mut()
+        .chunks_mut(DOT_CHUNK)
+        .into_par_iter()
+        .zip(r.slice_mut().chunks_mut(DOT_CHUNK))
+        .enumerate()
+        .map(|(chunk, (xc, mut rc))| {
+            let (first, len) = (chunk * DOT_CHUNK, xc.len());
+            kernels::axpy_chunk::<P>(alpha, piece::<P>(ps, first, len), xc);
+            let qc = piece::<P>(qs, first, len);
+            kernels::axpy_chunk::<P>(&minus_alpha, qc, P::Vector::lend(&mut rc));
+            let rc = P::Vector::read_back(&rc);
+            kernels::dot_chunk::<P>(rc, rc)
+        })
+        .collect();
+    P::from_acc(kernels::sum_partials(&partials))
+}
+
+/// `z <- alpha x + y` (or `y <- alpha x + y` when `y` is `None`), returning `<z, z>`.
+pub(super) fn axpyz_norm<P: Precision>(
+    alpha: &P,
+    x: &CpuVector<P>,
+    y: Option<&CpuVector<P>>,
+    z: &mut CpuVector<P>,
+) -> P {
+    let n = z.len();
+    assert!(
+        x.len() == n && y.is_none_or(|y| y.len() == n),
+        "axpyz_norm: lengths"
+    );
+    let (xs, ys) = (x.slice(), y.map(CpuVector::slice));
+    let partials: Vec<P::Acc> = z
+        .slice_mut()
+        .chunks_mut(DOT_CHUNK)
+        .into_par_iter()
+        .enumerate()
+        .map(|(chunk, mut zc)| {
+            let (first, len) = (chunk * DOT_CHUNK, zc.len());
+            let xc = piece::<P>(xs, first, len);
+            match ys {
+                Some(ys) => {
+                    let yc = piece::<P>(ys, first, len);
+                    kernels::axpyz_chunk::<P>(alpha, xc, yc, P::Vector::lend(&mut zc))
+                }
+                None => kernels::axpy_chunk::<P>(alpha, xc, P::Vector::lend(&mut zc)),
+            }
+            let zc = P::Vector::read_back(&zc);
+            kernels::dot_chunk::<P>(zc, zc)
+        })
+        .collect();
+    P::from_acc(kernels::sum_partials(&partials))
+}
+
+/// [`Backend::cg_step`](crate::backend::Backend::cg_step) from the two passes above.
+pub(super) fn cg_step<P: Precision>(
+    a: &CpuMatrix,
+    rho: &P,
+    p: &CpuVector<P>,
+    q: &mut CpuVector<P>,
+    x: &mut CpuVector<P>,
+    r: &mut CpuVector<P>,
+) -> (P, P) {
+    let pq = spmv_dot(a, p, q);
+    if !cg_step_accepts(&pq) {
+        return (pq, P::zero());
+    }
+    let rr = update_norm(&rho.div(&pq), p, q, x, r);
+    (pq, rr)
+}
