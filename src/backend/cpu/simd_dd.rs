@@ -721,23 +721,21 @@ unsafe fn spmv_rows_layout<const W: usize>(
     // SAFETY: forwarded from the caller and checked above.
     unsafe {
         match lanes {
-            1 => spmv_rows_simd::<W, 1>(a, sell, x, first, out, b),
-            2 => spmv_rows_simd::<W, 2>(a, sell, x, first, out, b),
-            4 => spmv_rows_simd::<W, 4>(a, sell, x, first, out, b),
-            8 => spmv_rows_simd::<W, 8>(a, sell, x, first, out, b),
-            16 => spmv_rows_simd::<W, 16>(a, sell, x, first, out, b),
-            32 => spmv_rows_simd::<W, 32>(a, sell, x, first, out, b),
+            1 => spmv_rows_simd::<W, 1, GROUPS_IN_FLIGHT>(a, sell, x, first, out, b),
+            2 => spmv_rows_simd::<W, 2, 1>(a, sell, x, first, out, b),
+            4 => spmv_rows_simd::<W, 4, 1>(a, sell, x, first, out, b),
+            8 => spmv_rows_simd::<W, 8, 1>(a, sell, x, first, out, b),
+            16 => spmv_rows_simd::<W, 16, 1>(a, sell, x, first, out, b),
+            32 => spmv_rows_simd::<W, 32, 1>(a, sell, x, first, out, b),
             _ => unreachable!("spmv_rows: {lanes} lanes"),
         }
     }
 }
 
-/// [`spmv_rows`] with `L` lanes per row: row `W g + r` in SIMD lane `r`.
-///
-/// (Interleaving two groups so that their trees overlap measured slower: the sums of one group
-/// fill half the register file already.)
+/// [`spmv_rows`] with `L` lanes per row: row `W g + r` in SIMD lane `r`, `N` groups at a time
+/// (the rest one by one).
 #[inline(always)]
-unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
+unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
     a: &CsrMatrix,
     sell: &Sell,
     x: impl Source,
@@ -748,13 +746,13 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
     let groups = out.len() / W;
     let mut j = 0;
     while j < groups {
-        let together = if L == 1 && j + G <= groups { G } else { 1 };
+        let together = if j + N <= groups { N } else { 1 };
         // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, rows
         // of `a`; the other preconditions are the caller's.
-        let sums: [DdX<W>; G] = if together == G {
-            unsafe { group_sums::<W, L, G>(a, sell, x, first / W + j) }
+        let sums: [DdX<W>; N] = if together == N {
+            unsafe { group_sums::<W, L, N>(a, sell, x, first / W + j) }
         } else {
-            let mut s = [DdX::ZERO; G];
+            let mut s = [DdX::ZERO; N];
             s[0] = unsafe { group_sums::<W, L, 1>(a, sell, x, first / W + j) }[0];
             s
         };
@@ -772,8 +770,10 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize>(
 }
 
 /// Groups [`spmv_rows_simd`] sums at once with one lane per row: independent QuadAdd chains in
-/// flight, so that one group's additions fill the latency of another's.
-const G: usize = 4;
+/// flight, so that one group's additions fill the latency of another's (one group's chain left
+/// the FP ports idle two thirds of the time). With more lanes per row a group has `L` chains
+/// already; those run one group at a time (compiling them four at a time also took minutes).
+const GROUPS_IN_FLIGHT: usize = 4;
 
 /// The row sums of the `W` rows of each of the groups `group..group + N`, with `L` lanes per
 /// row. Step `k` of a row goes to its lane `k % L`, as in the scalar kernel; a SIMD lane whose
