@@ -1,0 +1,324 @@
+//! The double-double SpMV `W` rows at a time, one row per SIMD lane, with `L` lanes of a row's
+//! sum each (the CSR-vector kernel's threads per row), on the SELL-W copy of the matrix.
+//!
+//! Each combination of width, lanes per row, groups in flight and vector layout is compiled as a
+//! function of its own ([`lane_kernel`]), not inlined into one entry function per width as the
+//! other kernels are: that made the AVX-512 SpMV a single function of 570 KB of machine code.
+
+use super::{DdX, F, Level, SimdIn, SimdOut, Sink, Source, lanes, level, select};
+use crate::sparse::CsrMatrix;
+use std::sync::Arc;
+
+/// The CSR entries regrouped for [`spmv_rows`] ("SELL-W", sliced ELLPACK): for each group of `w`
+/// consecutive rows `w g .. w g + w`, step `k` of the group holds entry `k` of each of its rows
+/// side by side, so one step loads `w` values and `w` column indices contiguously (16% faster
+/// than selecting them from CSR, measured with `w = 8`). Rows shorter than the group's longest
+/// are padded with zeros that the kernel never uses (~1% for a 7-point stencil). Only whole
+/// groups are stored; the last `nrows % w` rows go through the scalar kernel. Memory: 12 bytes
+/// per stored entry plus padding, a second copy of the matrix.
+#[derive(Debug)]
+pub struct Sell {
+    /// The matrix this is a copy of (held, so that its address identifies it).
+    source: Arc<CsrMatrix>,
+    /// Rows per group: the SIMD width it was built for.
+    w: usize,
+    /// Slot of the first step of each group (`groups + 1` entries); a step is `w` slots.
+    group_ptr: Vec<usize>,
+    vals: Vec<f64>,
+    cols: Vec<i32>,
+}
+
+impl Sell {
+    /// The layout of `source` for groups of `w` rows.
+    pub fn new(source: &Arc<CsrMatrix>, w: usize) -> Sell {
+        assert!(w > 0, "Sell: empty groups");
+        let a = &**source;
+        let row_ptr = a.row_ptr();
+        let groups = a.nrows() / w;
+        let mut group_ptr = Vec::with_capacity(groups + 1);
+        group_ptr.push(0);
+        for g in 0..groups {
+            let width = (0..w)
+                .map(|r| row_ptr[w * g + r + 1] - row_ptr[w * g + r])
+                .max()
+                .unwrap_or(0);
+            group_ptr.push(group_ptr[g] + w * width);
+        }
+        let slots = group_ptr[groups];
+        let (mut vals, mut cols) = (vec![0.0; slots], vec![0; slots]);
+        for g in 0..groups {
+            for r in 0..w {
+                let (start, end) = (row_ptr[w * g + r], row_ptr[w * g + r + 1]);
+                for k in 0..end - start {
+                    vals[group_ptr[g] + w * k + r] = a.values()[start + k];
+                    cols[group_ptr[g] + w * k + r] = a.col_idx()[start + k];
+                }
+            }
+        }
+        Sell {
+            source: Arc::clone(source),
+            w,
+            group_ptr,
+            vals,
+            cols,
+        }
+    }
+
+    /// Rows per group.
+    pub fn rows_at_once(&self) -> usize {
+        self.w
+    }
+
+    /// Whether this is the layout of `a` (the very matrix: `CsrMatrix` never changes) for the
+    /// SIMD width of this CPU.
+    pub fn built_for(&self, a: &CsrMatrix) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.source), a) && level().map(Level::width) == Some(self.w)
+    }
+}
+
+/// Whether [`spmv_rows`] has a kernel for this many lanes per row.
+pub fn supports_lanes(lanes: usize) -> bool {
+    matches!(lanes, 1 | 2 | 4 | 8 | 16 | 32)
+}
+
+/// Rows `first..first + out.len()` of `A x` or `b - A x`, as `kernels::spmv_rows` defines them,
+/// given `first` and `out.len()` multiples of `sell.rows_at_once()`.
+///
+/// # Safety
+/// [`available()`](super::available) and [`supports_lanes`]`(lanes)` are true; `x.len() ==
+/// a.ncols()`; `first + out.len() <= a.nrows()`; `b` (if any) has `out.len()` entries.
+pub unsafe fn spmv_rows(
+    a: &CsrMatrix,
+    sell: &Sell,
+    lanes: usize,
+    x: SimdIn<'_>,
+    first: usize,
+    out: SimdOut<'_>,
+    b: Option<&[f64]>,
+) {
+    let level = level().expect("spmv_rows: no SIMD kernels on this CPU");
+    // SAFETY: `level()` detected it; the rest is the caller's.
+    unsafe { spmv_rows_at(level, a, sell, lanes, x, first, out, b) }
+}
+
+/// [`spmv_rows`] with the SIMD width of `level` (tests use it to check the AVX2 code on an
+/// AVX-512 CPU).
+///
+/// # Safety
+/// The CPU runs `level`'s instructions; the other conditions of [`spmv_rows`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn spmv_rows_at(
+    level: Level,
+    a: &CsrMatrix,
+    sell: &Sell,
+    lanes: usize,
+    x: SimdIn<'_>,
+    first: usize,
+    out: SimdOut<'_>,
+    b: Option<&[f64]>,
+) {
+    let w = level.width();
+    assert!(
+        first.is_multiple_of(w) && out_len(&out).is_multiple_of(w),
+        "spmv_rows: whole groups"
+    );
+    assert!(
+        std::ptr::eq(Arc::as_ptr(&sell.source), a) && sell.w == w,
+        "spmv_rows: layout of another matrix or width"
+    );
+    assert!(
+        first + out_len(&out) <= a.nrows(),
+        "spmv_rows: rows out of range"
+    );
+    if let Some(b) = b {
+        assert_eq!(b.len(), out_len(&out), "spmv_rows: b length");
+    }
+    // SAFETY (each arm): the caller's conditions, checked above where they can be.
+    with_layout!(in: [x], out: [out], {
+        assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
+        let mut out = out;
+        let out = &mut out;
+        match lanes {
+            1 => unsafe { lane_kernel::<1, GROUPS_IN_FLIGHT>(level, a, sell, x, first, out, b) },
+            2 => unsafe { lane_kernel::<2, 1>(level, a, sell, x, first, out, b) },
+            4 => unsafe { lane_kernel::<4, 1>(level, a, sell, x, first, out, b) },
+            8 => unsafe { lane_kernel::<8, 1>(level, a, sell, x, first, out, b) },
+            16 => unsafe { lane_kernel::<16, 1>(level, a, sell, x, first, out, b) },
+            32 => unsafe { lane_kernel::<32, 1>(level, a, sell, x, first, out, b) },
+            _ => unreachable!("spmv_rows: {lanes} lanes"),
+        }
+    })
+}
+
+fn out_len(out: &SimdOut<'_>) -> usize {
+    match out {
+        SimdOut::Dd(y) => y.len(),
+        SimdOut::Td(y) => Sink::len(y),
+    }
+}
+
+/// [`spmv_rows_simd`] with `L` lanes per row and `N` groups in flight, compiled for `level` as a
+/// function of its own (see the module's note).
+///
+/// # Safety
+/// As [`spmv_rows_at`].
+unsafe fn lane_kernel<const L: usize, const N: usize>(
+    level: Level,
+    a: &CsrMatrix,
+    sell: &Sell,
+    x: impl Source,
+    first: usize,
+    out: &mut impl Sink,
+    b: Option<&[f64]>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,fma")]
+        unsafe fn w8<const L: usize, const N: usize>(
+            a: &CsrMatrix,
+            sell: &Sell,
+            x: impl Source,
+            first: usize,
+            out: &mut impl Sink,
+            b: Option<&[f64]>,
+        ) {
+            // SAFETY: forwarded from the caller.
+            unsafe { spmv_rows_simd::<8, L, N>(a, sell, x, first, out, b) }
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn w4<const L: usize, const N: usize>(
+            a: &CsrMatrix,
+            sell: &Sell,
+            x: impl Source,
+            first: usize,
+            out: &mut impl Sink,
+            b: Option<&[f64]>,
+        ) {
+            // SAFETY: forwarded from the caller.
+            unsafe { spmv_rows_simd::<4, L, N>(a, sell, x, first, out, b) }
+        }
+        // SAFETY: the caller guarantees the target features of `level`.
+        match level {
+            Level::Avx512 => unsafe { w8::<L, N>(a, sell, x, first, out, b) },
+            Level::Avx2 => unsafe { w4::<L, N>(a, sell, x, first, out, b) },
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (level, a, sell, x, first, out, b);
+        unreachable!("spmv_rows: no SIMD kernels on this CPU")
+    }
+}
+
+/// [`spmv_rows`] with `L` lanes per row: row `W g + r` in SIMD lane `r`, `N` groups at a time
+/// (the rest one by one).
+#[inline(always)]
+unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
+    a: &CsrMatrix,
+    sell: &Sell,
+    x: impl Source,
+    first: usize,
+    out: &mut impl Sink,
+    b: Option<&[f64]>,
+) {
+    let groups = out.len() / W;
+    let mut j = 0;
+    while j < groups {
+        let together = if j + N <= groups { N } else { 1 };
+        // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, rows
+        // of `a`; the other preconditions are the caller's.
+        let sums: [DdX<W>; N] = if together == N {
+            unsafe { group_sums::<W, L, N>(a, sell, x, first / W + j) }
+        } else {
+            let mut s = [DdX::ZERO; N];
+            s[0] = unsafe { group_sums::<W, L, 1>(a, sell, x, first / W + j) }[0];
+            s
+        };
+        for (g, sum) in sums.into_iter().take(together).enumerate() {
+            let at = W * (j + g);
+            let y = match b {
+                Some(b) => DdX::from_f64(lanes(|r| b[at + r])).sub(sum),
+                None => sum,
+            };
+            // SAFETY: `at + W <= out.len()`.
+            unsafe { y.write(out, at) };
+        }
+        j += together;
+    }
+}
+
+/// Groups [`spmv_rows_simd`] sums at once with one lane per row: independent QuadAdd chains in
+/// flight, so that one group's additions fill the latency of another's (one group's chain left
+/// the FP ports idle two thirds of the time). With more lanes per row a group has `L` chains
+/// already; those run one group at a time (compiling them four at a time also took minutes).
+const GROUPS_IN_FLIGHT: usize = 4;
+
+/// The row sums of the `W` rows of each of the groups `group..group + N`, with `L` lanes per
+/// row. Step `k` of a row goes to its lane `k % L`, as in the scalar kernel; a SIMD lane whose
+/// row has no entry `k` keeps its value (the select), so each row's sums see only its own
+/// entries. Then the tree. The `N` groups advance step by step together (independent chains).
+///
+/// # Safety
+/// As [`spmv_rows`], and the rows of groups `group..group + N` are rows of `a`.
+#[inline(always)]
+unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
+    a: &CsrMatrix,
+    sell: &Sell,
+    x: impl Source,
+    group: usize,
+) -> [DdX<W>; N] {
+    let row_ptr = a.row_ptr();
+    let (vals, cols) = (&sell.vals[..], &sell.cols[..]);
+    // SAFETY (all unchecked accesses below): `row + W <= nrows < row_ptr.len()` and
+    // `group + N < group_ptr.len()` since `sell` was built from `a` with groups of `W` rows.
+    // Step `k < width[g]` of group `group + g` occupies slots `base[g] + W k ..+ W`, inside
+    // `vals` and `cols`; a column index there is 0 (padding, used only when `ncols > 0`, as
+    // some row has an entry) or one of the matrix, in `0..ncols == x.len()` by the invariants
+    // `CsrMatrix` validates on construction and never lets change.
+    let len: [[usize; W]; N] = std::array::from_fn(|g| {
+        let row = W * (group + g);
+        std::array::from_fn(|r| unsafe {
+            *row_ptr.get_unchecked(row + r + 1) - *row_ptr.get_unchecked(row + r)
+        })
+    });
+    let base: [usize; N] =
+        std::array::from_fn(|g| unsafe { *sell.group_ptr.get_unchecked(group + g) });
+    let width: [usize; N] = std::array::from_fn(|g| {
+        (unsafe { *sell.group_ptr.get_unchecked(group + g + 1) } - base[g]) / W
+    });
+    let widest = width.iter().copied().max().unwrap_or(0);
+    let mut s = [[DdX::<W>::ZERO; L]; N];
+    let mut chunk = 0;
+    while chunk < widest {
+        'chunk: {
+            unroll!(L, |l| {
+                let k = chunk + l;
+                if k >= widest {
+                    break 'chunk;
+                }
+                unroll!(N, <= 4, |g| {
+                    if k < width[g] {
+                        let at = base[g] + W * k;
+                        let m: [bool; W] = std::array::from_fn(|r| k < len[g][r]);
+                        let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
+                        let col: [usize; W] = std::array::from_fn(|r| unsafe {
+                            *cols.get_unchecked(at + r)
+                        }
+                            as usize);
+                        let xk = DdX::gather(|r| unsafe { x.get(col[r]) });
+                        s[g][l] = select(m, s[g][l].add_mul_f64(v, xk), s[g][l]);
+                    }
+                });
+            });
+        }
+        chunk += L;
+    }
+    // The tree, `off = L/2, ..., 1`.
+    for off in [16, 8, 4, 2, 1] {
+        if off < L {
+            unroll!(N, <= 4, |g| unroll!(off, |l| s[g][l] =
+                s[g][l].add(s[g][l + off])));
+        }
+    }
+    std::array::from_fn(|g| s[g][0])
+}
