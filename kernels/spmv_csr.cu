@@ -76,3 +76,120 @@ SPMV_KERNELS(4)
 SPMV_KERNELS(8)
 SPMV_KERNELS(16)
 SPMV_KERNELS(32)
+
+// CG's q = A p fused with <p, q>, for one thread per row (NT = 1): one block of DOT_THREADS
+// threads per DOT_CHUNK rows, as dot_{p}_partial; thread t computes rows t, t + DOT_THREADS, ...
+// of its chunk (each row summed as spmv_{p}_nt1 sums it), stores them, and adds p[row] q[row] to
+// its lane of the dot product in that order, so the partials are those of dot_{p}_partial(p, q)
+// and q is bitwise spmv's. R of a thread's rows are summed side by side (independent chains
+// whose loads overlap); the lane sum still takes them in row order. Saves the dot's pass over
+// p and q. Finish the partials with dot_{p}_final (or cg_alpha_{p}).
+//
+// spmv_dot_{f64,dd}_r{1,2,4}(int nrows, const int* row_ptr, const int* col_idx,
+//                            const double* val, const T* p, T* q, T* partial)
+
+template <int R>
+__device__ __forceinline__ double spmv_dot_f64_body(int nrows, const int* __restrict__ row_ptr,
+                                                    const int* __restrict__ col_idx,
+                                                    const double* __restrict__ val,
+                                                    const double* __restrict__ p,
+                                                    double* __restrict__ q) {
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double acc = 0.0;
+    for (int j0 = 0; j0 < DOT_PER_THREAD; j0 += R) {
+        int k[R], len[R];
+        double s[R];
+        int longest = 0;
+#pragma unroll
+        for (int g = 0; g < R; g++) {
+            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
+            k[g] = row < nrows ? row_ptr[row] : 0;
+            len[g] = row < nrows ? row_ptr[row + 1] - k[g] : 0;
+            s[g] = 0.0;
+            longest = max(longest, len[g]);
+        }
+        for (int step = 0; step < longest; step++) {
+#pragma unroll
+            for (int g = 0; g < R; g++) {
+                if (step < len[g]) {
+                    const int at = k[g] + step;
+                    s[g] = __dadd_rn(s[g], __dmul_rn(val[at], p[col_idx[at]]));
+                }
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < R; g++) {
+            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
+            if (row < nrows) {
+                q[row] = s[g];
+                acc = __dadd_rn(acc, __dmul_rn(p[row], s[g]));
+            }
+        }
+    }
+    return acc;
+}
+
+template <int R>
+__device__ __forceinline__ dd_t spmv_dot_dd_body(int nrows, const int* __restrict__ row_ptr,
+                                                 const int* __restrict__ col_idx,
+                                                 const double* __restrict__ val,
+                                                 const double2* __restrict__ p,
+                                                 double2* __restrict__ q) {
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t acc = dd_from_f64(0.0);
+    for (int j0 = 0; j0 < DOT_PER_THREAD; j0 += R) {
+        int k[R], len[R];
+        dd_t s[R];
+        int longest = 0;
+#pragma unroll
+        for (int g = 0; g < R; g++) {
+            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
+            k[g] = row < nrows ? row_ptr[row] : 0;
+            len[g] = row < nrows ? row_ptr[row + 1] - k[g] : 0;
+            s[g] = dd_from_f64(0.0);
+            longest = max(longest, len[g]);
+        }
+        for (int step = 0; step < longest; step++) {
+#pragma unroll
+            for (int g = 0; g < R; g++) {
+                if (step < len[g]) {
+                    const int at = k[g] + step;
+                    s[g] = dd_add(s[g], dd_mul_f64(dd_load(p, col_idx[at]), val[at]));
+                }
+            }
+        }
+#pragma unroll
+        for (int g = 0; g < R; g++) {
+            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
+            if (row < nrows) {
+                dd_store(q, row, s[g]);
+                acc = dd_add(acc, dd_mul(dd_load(p, row), s[g]));
+            }
+        }
+    }
+    return acc;
+}
+
+#define SPMV_DOT_KERNELS(R)                                                                     \
+    extern "C" __global__ void spmv_dot_f64_r##R(int nrows, const int* row_ptr,                 \
+                                                 const int* col_idx, const double* val,         \
+                                                 const double* p, double* q, double* partial) { \
+        __shared__ double shared[DOT_THREADS];                                                  \
+        double s = spmv_dot_f64_body<R>(nrows, row_ptr, col_idx, val, p, q);                    \
+        s = tree_reduce_f64(s, shared);                                                         \
+        if (threadIdx.x == 0) partial[blockIdx.x] = s;                                          \
+    }                                                                                           \
+    extern "C" __global__ void spmv_dot_dd_r##R(int nrows, const int* row_ptr,                  \
+                                                const int* col_idx, const double* val,          \
+                                                const double2* p, double2* q,                   \
+                                                double2* partial) {                             \
+        __shared__ double shared_hi[DOT_THREADS];                                               \
+        __shared__ double shared_lo[DOT_THREADS];                                               \
+        dd_t s = spmv_dot_dd_body<R>(nrows, row_ptr, col_idx, val, p, q);                       \
+        s = tree_reduce_dd(s, shared_hi, shared_lo);                                            \
+        if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);                                 \
+    }
+
+SPMV_DOT_KERNELS(1)
+SPMV_DOT_KERNELS(2)
+SPMV_DOT_KERNELS(4)

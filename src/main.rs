@@ -69,7 +69,8 @@ struct BenchArgs {
     /// Also write the results as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Also time our SpMV with every threads-per-row count (an experiment).
+    /// Also time our SpMV with every threads-per-row count, and CG's SpMV fused with its dot
+    /// product (experiments the solvers do not use).
     #[arg(long)]
     sweep_lanes: bool,
     /// `ilu0`: time our ILU(0) triangular solves against cuSPARSE's (csrilu02 + SpSV) and

@@ -28,6 +28,7 @@ mod gpu_checks {
         ),
         ("dot_matches_cpu_at_awkward_lengths", dot),
         ("vector_updates_match_cpu", vector_updates),
+        ("cg_step_and_fused_spmv_dot_match_cpu", cg_steps),
         ("conversions_and_copies_match_cpu", conversions),
         ("whole_solves_match_cpu_on_poisson", solves_poisson),
         ("whole_solves_match_cpu_on_shared_matrices", solves_shared),
@@ -275,6 +276,95 @@ mod gpu_checks {
         updates_for::<Dd>(gpu, &mut rng)?;
         updates_for::<Td>(gpu, &mut rng)?;
         updates_for::<Qd>(gpu, &mut rng)
+    }
+
+    /// `a` with every value negated: of `<p, A p>` and `<p, -A p>` one is positive, so each
+    /// matrix gives CG one accepted and one rejected step.
+    fn negated(a: &CsrMatrix) -> CsrMatrix {
+        let values = a.values().iter().map(|v| -v).collect();
+        CsrMatrix::try_from_parts(
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            values,
+            Symmetry::General,
+        )
+        .unwrap()
+    }
+
+    /// `Backend::cg_step` (fused SpMV and `<p, q>` where NT = 1) and `spmv_dot` with every
+    /// number of rows side by side, against the CPU's step on the same inputs.
+    fn cg_steps_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        let mut accepted = 0;
+        for (n, mean) in [(1000, 0.5), (8193, 3.0), (3 * 8192 + 5, 6.0), (2049, 40.0)] {
+            let random = random_matrix(rng, n, mean);
+            // The same step on A and on -A: one of the two is accepted.
+            let (p, x, r): (Vec<P>, Vec<P>, Vec<P>) =
+                (random_vec(rng, n), random_vec(rng, n), random_vec(rng, n));
+            let rho = rng.of::<P>();
+            for a in [negated(&random), random] {
+                let a = Arc::new(a);
+                let (ga, ca) = (gpu.matrix(&a).map_err(err)?, cpu.matrix(&a).map_err(err)?);
+                let what = format!("cg_step n={n} lanes={}", ca.lanes);
+                let gp = upload(gpu, &p)?;
+                let (mut gq, mut gx, mut gr) = (
+                    gpu.zeros::<P>(n).map_err(err)?,
+                    upload(gpu, &x)?,
+                    upload(gpu, &r)?,
+                );
+                let cp = CpuVector::from(p.clone());
+                let mut cq = cpu.zeros::<P>(n).map_err(err)?;
+                let (mut cx, mut cr) = (CpuVector::from(x.clone()), CpuVector::from(r.clone()));
+                let g = gpu
+                    .cg_step(&ga, &rho, &gp, &mut gq, &mut gx, &mut gr)
+                    .map_err(err)?;
+                let c = cpu
+                    .cg_step(&ca, &rho, &cp, &mut cq, &mut cx, &mut cr)
+                    .map_err(err)?;
+                same_bits(
+                    &format!("{what} (<p,q>, <r,r>)"),
+                    &[g.0, g.1],
+                    &[c.0.clone(), c.1],
+                )?;
+                same_bits(
+                    &format!("{what} q"),
+                    &gpu.to_host(&gq).map_err(err)?,
+                    &cq.to_values(),
+                )?;
+                same_bits(
+                    &format!("{what} x"),
+                    &gpu.to_host(&gx).map_err(err)?,
+                    &cx.to_values(),
+                )?;
+                same_bits(
+                    &format!("{what} r"),
+                    &gpu.to_host(&gr).map_err(err)?,
+                    &cr.to_values(),
+                )?;
+                accepted += usize::from(precsolve::backend::cg_step_accepts(&c.0));
+                for rows in [0, 1, 2, 4] {
+                    let mut gq = gpu.zeros::<P>(n).map_err(err)?;
+                    let pq = gpu.spmv_dot(&ga, &gp, &mut gq, rows).map_err(err)?;
+                    let what = format!("spmv_dot n={n} rows={rows}");
+                    same_bits(&what, &[pq], std::slice::from_ref(&c.0))?;
+                    same_bits(&what, &gpu.to_host(&gq).map_err(err)?, &cq.to_values())?;
+                }
+            }
+        }
+        if accepted < 4 {
+            return Err(format!("{}: only {accepted} of 8 steps accepted", P::NAME));
+        }
+        Ok(())
+    }
+
+    fn cg_steps(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_0007);
+        cg_steps_for::<f64>(gpu, &mut rng)?;
+        cg_steps_for::<Dd>(gpu, &mut rng)?;
+        cg_steps_for::<Td>(gpu, &mut rng)?;
+        cg_steps_for::<Qd>(gpu, &mut rng)
     }
 
     fn conversions(gpu: &CudaBackend) -> Result<(), String> {
@@ -723,7 +813,13 @@ fn main() {
     #[cfg(feature = "cuda")]
     {
         let gpu = precsolve::solver::dispatch::cuda_backend();
-        for (name, check) in gpu_checks::CHECKS {
+        // As libtest: arguments that are not flags select the checks whose names contain one.
+        let filters: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with('-'))
+            .collect();
+        let selected = |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f));
+        for (name, check) in gpu_checks::CHECKS.iter().filter(|(name, _)| selected(name)) {
             match &gpu {
                 Err(e) => {
                     println!("test {name} ... skipped ({e})");

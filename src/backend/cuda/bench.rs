@@ -109,7 +109,7 @@ fn spmv_bytes(a: &CsrMatrix, s: usize) -> f64 {
 
 /// Benchmark the kernels of one matrix. `solve_iterations` sets the length of the timed solves.
 /// With `sweep_lanes`, our SpMV is also timed with every lane count NT in 1..=32 (an experiment:
-/// the solvers always use `spmv_lanes`, which the CPU shares).
+/// the solvers always use `spmv_lanes`, which the CPU shares), and the fused `spmv_dot`.
 pub fn run(
     gpu: &CudaBackend,
     name: &str,
@@ -181,6 +181,28 @@ pub fn run(
         gpu, &timer, n, copy_gbs, &x64, &mut y64,
     )?);
     rows.extend(vector_rows::<Dd>(gpu, &timer, n, copy_gbs, &xdd, &mut ydd)?);
+    if a.nrows() == a.ncols() {
+        rows.extend(spmv_dot_rows::<f64>(
+            gpu,
+            &timer,
+            &ga,
+            a,
+            &x64,
+            &mut y64,
+            copy_gbs,
+            sweep_lanes,
+        )?);
+        rows.extend(spmv_dot_rows::<Dd>(
+            gpu,
+            &timer,
+            &ga,
+            a,
+            &xdd,
+            &mut ydd,
+            copy_gbs,
+            sweep_lanes,
+        )?);
+    }
     drop((x64, xdd, y64, ydd, y_peer));
     // td and qd (issue #6): SpMV and the vector kernels on values that use the whole format.
     rows.extend(extended_rows::<Td>(
@@ -279,6 +301,44 @@ fn vector_rows<P: Precision>(
             copy_gbs,
         ),
     ])
+}
+
+/// CG's `q = A p` with `<p, q>` (result on the host): `spmv` then `dot`, and with `sweep` (NT = 1
+/// only) the fused experiment with every number of rows side by side. Bytes: the SpMV's minimum.
+#[allow(clippy::too_many_arguments)]
+fn spmv_dot_rows<P: Precision>(
+    gpu: &CudaBackend,
+    timer: &Timer<'_>,
+    ga: &CudaMatrix,
+    a: &CsrMatrix,
+    p: &CudaVector<P>,
+    q: &mut CudaVector<P>,
+    copy_gbs: f64,
+    sweep: bool,
+) -> Result<Vec<BenchRow>> {
+    let bytes = spmv_bytes(a, P::BYTES);
+    let separate_ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, 0).map(|_| ()))?;
+    let mut rows = vec![row("spmv then dot", P::NAME, separate_ms, bytes, copy_gbs)];
+    if ga.lanes != 1 {
+        return Ok(rows);
+    }
+    if !sweep {
+        return Ok(rows);
+    }
+    for k in [1, 2, 4] {
+        let ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, k).map(|_| ()))?;
+        let mut r = row(
+            &format!("spmv+dot fused (r={k})"),
+            P::NAME,
+            ms,
+            bytes,
+            copy_gbs,
+        );
+        r.peer = Some("spmv then dot".into());
+        r.speedup_vs_peer = Some(separate_ms / ms);
+        rows.push(r);
+    }
+    Ok(rows)
 }
 
 fn iteration_row<P: Precision>(

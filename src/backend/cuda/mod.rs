@@ -11,6 +11,7 @@ mod cusparse;
 mod cusparse_ilu;
 mod device;
 mod ilu;
+mod spmv_dot;
 
 pub use device::probe;
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
@@ -585,7 +586,6 @@ impl Backend for CudaBackend {
         x: &mut CudaVector<P>,
         r: &mut CudaVector<P>,
     ) -> Result<(P, P)> {
-        self.spmv(a, p, q)?;
         let n = p.len;
         assert!(q.len == n && x.len == n && r.len == n, "cg_step: lengths");
         let n64 = n as i64;
@@ -593,6 +593,7 @@ impl Backend for CudaBackend {
         let (rr_partial, _) = self.partials::<P>(n)?;
         // [<p, q>, alpha, accepted, <r, r>], each one T: the step's only transfer to the host.
         let mut scalars = self.alloc_vector::<P>(4)?;
+        self.spmv(a, p, q)?;
         self.launch_dot_partial(p, q, &mut pq_partial, blocks)?;
         let (f, name) = self.kernel::<P>("cg_alpha")?;
         let rho = Self::scalar(rho);
