@@ -1,9 +1,10 @@
 //! The double-double SpMV `W` rows at a time, one row per SIMD lane, with `L` lanes of a row's
 //! sum each (the CSR-vector kernel's threads per row), on the SELL-W copy of the matrix.
 //!
-//! Each combination of width, lanes per row, groups in flight and vector layout is compiled as a
-//! function of its own ([`lane_kernel`]), not inlined into one entry function per width as the
-//! other kernels are: that made the AVX-512 SpMV a single function of 570 KB of machine code.
+//! Every lane count is inlined into the one entry per width that `simd_entry!` makes, as the
+//! other kernels are. Compiling each lane count as a function of its own was tried: 5% more
+//! instructions in the SpMV (callgrind, AVX2 path; the bench ran ~10% slower), as LLVM then
+//! kept fewer values in registers.
 
 use super::{DdX, F, Level, SimdIn, SimdOut, Sink, Source, lanes, level, select};
 use crate::sparse::CsrMatrix;
@@ -81,34 +82,30 @@ pub fn supports_lanes(lanes: usize) -> bool {
     matches!(lanes, 1 | 2 | 4 | 8 | 16 | 32)
 }
 
-/// Rows `first..first + out.len()` of `A x` or `b - A x`, as `kernels::spmv_rows` defines them,
-/// given `first` and `out.len()` multiples of `sell.rows_at_once()`.
-///
-/// # Safety
-/// [`available()`](super::available) and [`supports_lanes`]`(lanes)` are true; `x.len() ==
-/// a.ncols()`; `first + out.len() <= a.nrows()`; `b` (if any) has `out.len()` entries.
-pub unsafe fn spmv_rows(
-    a: &CsrMatrix,
-    sell: &Sell,
-    lanes: usize,
-    x: SimdIn<'_>,
-    first: usize,
-    out: SimdOut<'_>,
-    b: Option<&[f64]>,
-) {
-    let level = level().expect("spmv_rows: no SIMD kernels on this CPU");
-    // SAFETY: `level()` detected it; the rest is the caller's.
-    unsafe { spmv_rows_at(level, a, sell, lanes, x, first, out, b) }
+simd_entry! {
+    /// Rows `first..first + out.len()` of `A x` or `b - A x`, as `kernels::spmv_rows` defines
+    /// them, given `first` and `out.len()` multiples of `sell.rows_at_once()`.
+    ///
+    /// # Safety
+    /// [`available()`] and [`supports_lanes`]`(lanes)` are true; `x.len() == a.ncols()`;
+    /// `first + out.len() <= a.nrows()`; `b` (if any) has `out.len()` entries.
+    fn spmv_rows / spmv_rows_at(
+        a: &CsrMatrix,
+        sell: &Sell,
+        lanes: usize,
+        x: SimdIn<'_>,
+        first: usize,
+        out: SimdOut<'_>,
+        b: Option<&[f64]>,
+    ) => spmv_rows_impl
 }
 
-/// [`spmv_rows`] with the SIMD width of `level` (tests use it to check the AVX2 code on an
-/// AVX-512 CPU).
+/// [`spmv_rows`] with `W` rows at once.
 ///
 /// # Safety
-/// The CPU runs `level`'s instructions; the other conditions of [`spmv_rows`].
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn spmv_rows_at(
-    level: Level,
+/// As [`spmv_rows`].
+#[inline(always)]
+unsafe fn spmv_rows_impl<const W: usize>(
     a: &CsrMatrix,
     sell: &Sell,
     lanes: usize,
@@ -117,96 +114,54 @@ pub unsafe fn spmv_rows_at(
     out: SimdOut<'_>,
     b: Option<&[f64]>,
 ) {
-    let w = level.width();
-    assert!(
-        first.is_multiple_of(w) && out_len(&out).is_multiple_of(w),
-        "spmv_rows: whole groups"
-    );
-    assert!(
-        std::ptr::eq(Arc::as_ptr(&sell.source), a) && sell.w == w,
-        "spmv_rows: layout of another matrix or width"
-    );
-    assert!(
-        first + out_len(&out) <= a.nrows(),
-        "spmv_rows: rows out of range"
-    );
-    if let Some(b) = b {
-        assert_eq!(b.len(), out_len(&out), "spmv_rows: b length");
-    }
-    // SAFETY (each arm): the caller's conditions, checked above where they can be.
-    with_layout!(in: [x], out: [out], {
-        assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
-        let mut out = out;
-        let out = &mut out;
-        match lanes {
-            1 => unsafe { lane_kernel::<1, GROUPS_IN_FLIGHT>(level, a, sell, x, first, out, b) },
-            2 => unsafe { lane_kernel::<2, 1>(level, a, sell, x, first, out, b) },
-            4 => unsafe { lane_kernel::<4, 1>(level, a, sell, x, first, out, b) },
-            8 => unsafe { lane_kernel::<8, 1>(level, a, sell, x, first, out, b) },
-            16 => unsafe { lane_kernel::<16, 1>(level, a, sell, x, first, out, b) },
-            32 => unsafe { lane_kernel::<32, 1>(level, a, sell, x, first, out, b) },
-            _ => unreachable!("spmv_rows: {lanes} lanes"),
-        }
+    // SAFETY: forwarded from the caller.
+    with_layout!(in: [x], out: [out], unsafe {
+        spmv_rows_layout::<W>(a, sell, lanes, x, first, out, b)
     })
 }
 
-fn out_len(out: &SimdOut<'_>) -> usize {
-    match out {
-        SimdOut::Dd(y) => y.len(),
-        SimdOut::Td(y) => Sink::len(y),
-    }
-}
-
-/// [`spmv_rows_simd`] with `L` lanes per row and `N` groups in flight, compiled for `level` as a
-/// function of its own (see the module's note).
+/// [`spmv_rows_impl`] on one layout.
 ///
 /// # Safety
-/// As [`spmv_rows_at`].
-unsafe fn lane_kernel<const L: usize, const N: usize>(
-    level: Level,
+/// As [`spmv_rows`].
+#[inline(always)]
+unsafe fn spmv_rows_layout<const W: usize>(
     a: &CsrMatrix,
     sell: &Sell,
+    lanes: usize,
     x: impl Source,
     first: usize,
-    out: &mut impl Sink,
+    mut out: impl Sink,
     b: Option<&[f64]>,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f,fma")]
-        unsafe fn w8<const L: usize, const N: usize>(
-            a: &CsrMatrix,
-            sell: &Sell,
-            x: impl Source,
-            first: usize,
-            out: &mut impl Sink,
-            b: Option<&[f64]>,
-        ) {
-            // SAFETY: forwarded from the caller.
-            unsafe { spmv_rows_simd::<8, L, N>(a, sell, x, first, out, b) }
-        }
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn w4<const L: usize, const N: usize>(
-            a: &CsrMatrix,
-            sell: &Sell,
-            x: impl Source,
-            first: usize,
-            out: &mut impl Sink,
-            b: Option<&[f64]>,
-        ) {
-            // SAFETY: forwarded from the caller.
-            unsafe { spmv_rows_simd::<4, L, N>(a, sell, x, first, out, b) }
-        }
-        // SAFETY: the caller guarantees the target features of `level`.
-        match level {
-            Level::Avx512 => unsafe { w8::<L, N>(a, sell, x, first, out, b) },
-            Level::Avx2 => unsafe { w4::<L, N>(a, sell, x, first, out, b) },
-        }
+    assert!(
+        first.is_multiple_of(W) && out.len().is_multiple_of(W),
+        "spmv_rows: whole groups"
+    );
+    assert!(
+        std::ptr::eq(Arc::as_ptr(&sell.source), a) && sell.w == W,
+        "spmv_rows: layout of another matrix or width"
+    );
+    assert!(
+        first + out.len() <= a.nrows(),
+        "spmv_rows: rows out of range"
+    );
+    assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
+    if let Some(b) = b {
+        assert_eq!(b.len(), out.len(), "spmv_rows: b length");
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (level, a, sell, x, first, out, b);
-        unreachable!("spmv_rows: no SIMD kernels on this CPU")
+    let out = &mut out;
+    // SAFETY: forwarded from the caller and checked above.
+    unsafe {
+        match lanes {
+            1 => spmv_rows_simd::<W, 1, GROUPS_IN_FLIGHT>(a, sell, x, first, out, b),
+            2 => spmv_rows_simd::<W, 2, 1>(a, sell, x, first, out, b),
+            4 => spmv_rows_simd::<W, 4, 1>(a, sell, x, first, out, b),
+            8 => spmv_rows_simd::<W, 8, 1>(a, sell, x, first, out, b),
+            16 => spmv_rows_simd::<W, 16, 1>(a, sell, x, first, out, b),
+            32 => spmv_rows_simd::<W, 32, 1>(a, sell, x, first, out, b),
+            _ => unreachable!("spmv_rows: {lanes} lanes"),
+        }
     }
 }
 
