@@ -319,10 +319,7 @@ fn spmv_dot_rows<P: Precision>(
     let bytes = spmv_bytes(a, P::BYTES);
     let separate_ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, 0).map(|_| ()))?;
     let mut rows = vec![row("spmv then dot", P::NAME, separate_ms, bytes, copy_gbs)];
-    if ga.lanes != 1 {
-        return Ok(rows);
-    }
-    if !sweep {
+    if !sweep || ga.lanes != 1 {
         return Ok(rows);
     }
     for k in [1, 2, 4] {
