@@ -46,7 +46,7 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
         group.throughput(Throughput::Bytes(f.apply_bytes(8, 8) as u64));
         group.bench_function(label, |b| {
             b.iter(|| {
-                ilu.apply::<f64>(black_box(&r64), &mut z);
+                ilu.apply::<f64, f64>(black_box(&r64), &mut z);
                 black_box(&mut z);
             })
         });
@@ -57,7 +57,7 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
     group.throughput(Throughput::Bytes(f.apply_bytes(16, 16) as u64));
     group.bench_function("dd_auto", |b| {
         b.iter(|| {
-            ilu.apply::<Dd>(black_box(&rdd), &mut z);
+            ilu.apply::<Dd, Dd>(black_box(&rdd), &mut z);
             black_box(&mut z);
         })
     });

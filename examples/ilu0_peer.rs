@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut times: Vec<f64> = (0..21)
             .map(|_| {
                 let t0 = Instant::now();
-                ilu.apply::<f64>(&r, z);
+                ilu.apply::<f64, f64>(&r, z);
                 t0.elapsed().as_secs_f64() * 1e3
             })
             .collect();

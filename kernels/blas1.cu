@@ -10,6 +10,8 @@
 // bicgstab_direction_{p}(long long n, const T* r, S beta, S minus_omega, const T* v, T* p)
 //                                                             p <- r + beta (p - omega v)
 // convert_f64_to_dd(long long n, const double* x, double2* y), convert_dd_to_f64(...)
+// dot_wide_dd_partial(long long n, const double2* x, const double* y, double2* partial),
+// xpay_wide_dd(long long n, const double* x, double2 beta, double2* y): y (x) read widened
 // with T = double, S = double for f64 and T = double2, S = double2 for dd.
 
 
@@ -48,6 +50,22 @@ extern "C" __global__ void dot_dd_partial(long long n, const double2* __restrict
     if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
 }
 
+// <x, y> with y a double vector widened exactly as it is read (CG's preconditioned residual):
+// the bits of dot_dd_partial on y converted to dd. Finish with dot_dd_final.
+extern "C" __global__ void dot_wide_dd_partial(long long n, const double2* __restrict__ x,
+                                               const double* __restrict__ y, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t s = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) s = dd_add(s, dd_mul(dd_load(x, i), dd_from_f64(y[i])));
+    }
+    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}
+
 extern "C" __global__ void dot_dd_final(int m, const double2* __restrict__ partial, double2* out) {
     __shared__ double shared_hi[DOT_THREADS];
     __shared__ double shared_lo[DOT_THREADS];
@@ -79,6 +97,13 @@ extern "C" __global__ void xpay_dd(long long n, const double2* __restrict__ x, d
                                    double2* __restrict__ y) {
     ELEMENT_INDEX
     dd_store(y, i, dd_add(dd_load(x, i), dd_mul(dd_of(beta), dd_load(y, i))));
+}
+
+// y <- x + beta y with x a double vector widened exactly as it is read (as dot_wide_dd_partial).
+extern "C" __global__ void xpay_wide_dd(long long n, const double* __restrict__ x, double2 beta,
+                                        double2* __restrict__ y) {
+    ELEMENT_INDEX
+    dd_store(y, i, dd_add(dd_from_f64(x[i]), dd_mul(dd_of(beta), dd_load(y, i))));
 }
 
 extern "C" __global__ void axpyz_f64(long long n, double alpha, const double* __restrict__ x,
@@ -188,8 +213,14 @@ extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2
 // [0] <p, q>, [1] alpha, [2] accepted (non-zero high word when <p, q> is finite and positive),
 // [3] <r, r> after the update, filled by dot_{p}_final on the update's partials.
 // cg_alpha_{p}(int m, const T* partial, S rho, T* scalars)           one block
-// cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x, T* r, T* partial)
-//   x <- alpha p + x ; r <- (-alpha) q + r ; partial <r, r>, in the dot products' layout.
+// cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x, T* r, T* partial,
+//               int update_x)
+//   x <- alpha p + x (if update_x; else x is not touched) ; r <- (-alpha) q + r ;
+//   partial <r, r>, in the dot products' layout.
+// cg_direction_{p}(long long n, S alpha, const T* z, S beta, T* p, T* x)
+// cg_direction_wide_{p}(long long n, S alpha, const double* z, S beta, T* p, T* x)
+//   x <- alpha p + x, then p <- z + beta p (CG's x update deferred into the next direction
+//   update, which reads p anyway): the bits of axpy then xpay; _wide reads z widened.
 
 extern "C" __global__ void cg_alpha_f64(int m, const double* __restrict__ partial, double rho,
                                         double* scalars) {
@@ -223,7 +254,7 @@ extern "C" __global__ void cg_alpha_dd(int m, const double2* __restrict__ partia
 extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__ scalars,
                                          const double* __restrict__ p,
                                          const double* __restrict__ q, double* __restrict__ x,
-                                         double* __restrict__ r, double* partial) {
+                                         double* __restrict__ r, double* partial, int update_x) {
     __shared__ double shared[DOT_THREADS];
     if (scalars[2] == 0.0) return;  // rejected step: nothing changes (same for every thread)
     const double alpha = scalars[1];
@@ -233,7 +264,7 @@ extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
         if (i < n) {
-            x[i] = __dadd_rn(__dmul_rn(alpha, p[i]), x[i]);
+            if (update_x) x[i] = __dadd_rn(__dmul_rn(alpha, p[i]), x[i]);
             const double v = __dadd_rn(__dmul_rn(minus_alpha, q[i]), r[i]);
             r[i] = v;
             s = __dadd_rn(s, __dmul_rn(v, v));
@@ -246,7 +277,7 @@ extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__
 extern "C" __global__ void cg_update_dd(long long n, const double2* __restrict__ scalars,
                                         const double2* __restrict__ p,
                                         const double2* __restrict__ q, double2* __restrict__ x,
-                                        double2* __restrict__ r, double2* partial) {
+                                        double2* __restrict__ r, double2* partial, int update_x) {
     __shared__ double shared_hi[DOT_THREADS];
     __shared__ double shared_lo[DOT_THREADS];
     if (scalars[2].x == 0.0) return;  // rejected step: nothing changes (same for every thread)
@@ -257,7 +288,7 @@ extern "C" __global__ void cg_update_dd(long long n, const double2* __restrict__
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
         if (i < n) {
-            dd_store(x, i, dd_add(dd_mul(alpha, dd_load(p, i)), dd_load(x, i)));
+            if (update_x) dd_store(x, i, dd_add(dd_mul(alpha, dd_load(p, i)), dd_load(x, i)));
             const dd_t v = dd_add(dd_mul(minus_alpha, dd_load(q, i)), dd_load(r, i));
             dd_store(r, i, v);
             s = dd_add(s, dd_mul(v, v));
@@ -265,4 +296,31 @@ extern "C" __global__ void cg_update_dd(long long n, const double2* __restrict__
     }
     s = tree_reduce_dd(s, shared_hi, shared_lo);
     if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}
+
+extern "C" __global__ void cg_direction_f64(long long n, double alpha,
+                                            const double* __restrict__ z, double beta,
+                                            double* __restrict__ p, double* __restrict__ x) {
+    ELEMENT_INDEX
+    const double pi = p[i];
+    x[i] = __dadd_rn(__dmul_rn(alpha, pi), x[i]);
+    p[i] = __dadd_rn(z[i], __dmul_rn(beta, pi));
+}
+
+extern "C" __global__ void cg_direction_dd(long long n, double2 alpha,
+                                           const double2* __restrict__ z, double2 beta,
+                                           double2* __restrict__ p, double2* __restrict__ x) {
+    ELEMENT_INDEX
+    const dd_t pi = dd_load(p, i);
+    dd_store(x, i, dd_add(dd_mul(dd_of(alpha), pi), dd_load(x, i)));
+    dd_store(p, i, dd_add(dd_load(z, i), dd_mul(dd_of(beta), pi)));
+}
+
+extern "C" __global__ void cg_direction_wide_dd(long long n, double2 alpha,
+                                                const double* __restrict__ z, double2 beta,
+                                                double2* __restrict__ p, double2* __restrict__ x) {
+    ELEMENT_INDEX
+    const dd_t pi = dd_load(p, i);
+    dd_store(x, i, dd_add(dd_mul(dd_of(alpha), pi), dd_load(x, i)));
+    dd_store(p, i, dd_add(dd_from_f64(z[i]), dd_mul(dd_of(beta), pi)));
 }

@@ -147,13 +147,28 @@ __device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* 
         const long long i = base + (long long)j * DOT_THREADS; \
         if (i < n)
 
+// An input vector read as the compute type: P's own (`Own`), or doubles widened exactly
+// (`Wide`: CG's preconditioned residual, the *_wide_* kernels).
 template <class O>
-__device__ __forceinline__ void dot_partial_x(long long n, typename O::Vec x, typename O::Vec y,
+struct Own {
+    typename O::Vec v;
+    __device__ __forceinline__ typename O::A operator[](long long i) const { return O::load(v, i); }
+};
+template <class O>
+struct Wide {
+    const double* v;
+    __device__ __forceinline__ typename O::A operator[](long long i) const {
+        return O::a_from_f64(v[i]);
+    }
+};
+
+template <class O, class Y>
+__device__ __forceinline__ void dot_partial_x(long long n, typename O::Vec x, Y y,
                                               typename O::AVec partial) {
     X_SHARED(O);
     X_BASE;
     typename O::A s = O::a_zero();
-    X_FOR_CHUNK s = O::a_add(s, O::a_mul(O::load(x, i), O::load(y, i)));
+    X_FOR_CHUNK s = O::a_add(s, O::a_mul(O::load(x, i), y[i]));
     }
     s = tree_reduce_x<O>(s, shared);
     if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
@@ -184,11 +199,10 @@ __device__ __forceinline__ void axpy_x(long long n, typename O::S alpha, typenam
     O::store(y, i, O::a_add(O::a_mul(O::of(alpha), O::load(x, i)), O::load(y, i)));
 }
 
-template <class O>
-__device__ __forceinline__ void xpay_x(long long n, typename O::Vec x, typename O::S beta,
-                                       typename O::Vec y) {
+template <class O, class X>
+__device__ __forceinline__ void xpay_x(long long n, X x, typename O::S beta, typename O::Vec y) {
     ELEMENT_INDEX
-    O::store(y, i, O::a_add(O::load(x, i), O::a_mul(O::of(beta), O::load(y, i))));
+    O::store(y, i, O::a_add(x[i], O::a_mul(O::of(beta), O::load(y, i))));
 }
 
 template <class O>
@@ -257,7 +271,7 @@ template <class O>
 __device__ __forceinline__ void cg_update_x(long long n, typename O::Vec scalars,
                                             typename O::Vec p, typename O::Vec q,
                                             typename O::Vec x, typename O::Vec r,
-                                            typename O::AVec partial) {
+                                            typename O::AVec partial, int update_x) {
     X_SHARED(O);
     if (!O::flag(O::load(scalars, 2))) return;  // rejected step (same for every thread)
     const typename O::V alpha = O::load(scalars, 1);
@@ -265,7 +279,7 @@ __device__ __forceinline__ void cg_update_x(long long n, typename O::Vec scalars
     X_BASE;
     typename O::A s = O::a_zero();
     X_FOR_CHUNK {
-        O::store(x, i, O::a_add(O::a_mul(alpha, O::load(p, i)), O::load(x, i)));
+        if (update_x) O::store(x, i, O::a_add(O::a_mul(alpha, O::load(p, i)), O::load(x, i)));
         const typename O::V v =
             O::round(O::a_add(O::a_mul(minus_alpha, O::load(q, i)), O::load(r, i)));
         O::store(r, i, v);
@@ -274,6 +288,17 @@ __device__ __forceinline__ void cg_update_x(long long n, typename O::Vec scalars
     }
     s = tree_reduce_x<O>(s, shared);
     if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
+}
+
+// x <- alpha p + x, then p <- z + beta p: axpy_x then xpay_x on each element.
+template <class O, class Z>
+__device__ __forceinline__ void cg_direction_x(long long n, typename O::S alpha, Z z,
+                                               typename O::S beta, typename O::Vec p,
+                                               typename O::Vec x) {
+    ELEMENT_INDEX
+    const typename O::V pi = O::load(p, i);
+    O::store(x, i, O::a_add(O::a_mul(O::of(alpha), pi), O::load(x, i)));
+    O::store(p, i, O::a_add(z[i], O::a_mul(O::of(beta), pi)));
 }
 
 template <class O>
@@ -420,7 +445,11 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
 #define X_KERNELS(P, O)                                                                        \
     extern "C" __global__ void dot_##P##_partial(long long n, O::Vec x, O::Vec y,             \
                                                  O::AVec partial) {                            \
-        dot_partial_x<O>(n, x, y, partial);                                                    \
+        dot_partial_x<O>(n, x, Own<O>{y}, partial);                                            \
+    }                                                                                          \
+    extern "C" __global__ void dot_wide_##P##_partial(long long n, O::Vec x, const double* y, \
+                                                      O::AVec partial) {                       \
+        dot_partial_x<O>(n, x, Wide<O>{y}, partial);                                           \
     }                                                                                          \
     extern "C" __global__ void dot_##P##_final(int m, O::AVec partial, O::Vec out) {          \
         dot_final_x<O>(m, partial, out);                                                       \
@@ -429,7 +458,11 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
         axpy_x<O>(n, alpha, x, y);                                                             \
     }                                                                                          \
     extern "C" __global__ void xpay_##P(long long n, O::Vec x, O::S beta, O::Vec y) {         \
-        xpay_x<O>(n, x, beta, y);                                                              \
+        xpay_x<O>(n, Own<O>{x}, beta, y);                                                      \
+    }                                                                                          \
+    extern "C" __global__ void xpay_wide_##P(long long n, const double* x, O::S beta,         \
+                                             O::Vec y) {                                       \
+        xpay_x<O>(n, Wide<O>{x}, beta, y);                                                     \
     }                                                                                          \
     extern "C" __global__ void axpyz_##P(long long n, O::S alpha, O::Vec x, O::Vec y,         \
                                          O::Vec z) {                                           \
@@ -452,8 +485,17 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
         cg_alpha_x<O>(m, partial, rho, scalars);                                               \
     }                                                                                          \
     extern "C" __global__ void cg_update_##P(long long n, O::Vec scalars, O::Vec p, O::Vec q, \
-                                             O::Vec x, O::Vec r, O::AVec partial) {            \
-        cg_update_x<O>(n, scalars, p, q, x, r, partial);                                       \
+                                             O::Vec x, O::Vec r, O::AVec partial,              \
+                                             int update_x) {                                   \
+        cg_update_x<O>(n, scalars, p, q, x, r, partial, update_x);                             \
+    }                                                                                          \
+    extern "C" __global__ void cg_direction_##P(long long n, O::S alpha, O::Vec z, O::S beta, \
+                                                O::Vec p, O::Vec x) {                          \
+        cg_direction_x<O>(n, alpha, Own<O>{z}, beta, p, x);                                    \
+    }                                                                                          \
+    extern "C" __global__ void cg_direction_wide_##P(long long n, O::S alpha, const double* z,\
+                                                     O::S beta, O::Vec p, O::Vec x) {          \
+        cg_direction_x<O>(n, alpha, Wide<O>{z}, beta, p, x);                                   \
     }                                                                                          \
     extern "C" __global__ void bicg_alpha_##P(int m, O::AVec partial, O::S rho,               \
                                               O::Vec block) {                                  \

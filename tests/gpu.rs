@@ -28,6 +28,7 @@ mod gpu_checks {
         ),
         ("dot_matches_cpu_at_awkward_lengths", dot),
         ("vector_updates_match_cpu", vector_updates),
+        ("wide_reads_match_cpu", wide_reads),
         ("cg_step_and_fused_spmv_dot_match_cpu", cg_steps),
         ("conversions_and_copies_match_cpu", conversions),
         ("whole_solves_match_cpu_on_poisson", solves_poisson),
@@ -212,6 +213,87 @@ mod gpu_checks {
         dot_for::<Qd>(gpu, &mut rng)
     }
 
+    /// `dot_wide` and `xpay_wide` (CG's reads of its double preconditioned residual) against
+    /// the CPU's, and against `dot` and `xpay` on the residual converted to `P` on the GPU.
+    fn wide_reads_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        for n in [1, 255, 8193, 3 * 8192 + 5, 100_003] {
+            let (x, z): (Vec<P>, Vec<f64>) = (random_vec(rng, n), random_vec(rng, n));
+            let beta = rng.of::<P>();
+            let (gx, gz) = (upload(gpu, &x)?, upload(gpu, &z)?);
+            let (cx, cz) = (CpuVector::from(x), CpuVector::from(z));
+            let mut gz_wide = gpu.zeros::<P>(n).map_err(err)?;
+            gpu.convert(&gz, &mut gz_wide).map_err(err)?;
+            let g = gpu.dot_wide(&gx, &gz).map_err(err)?;
+            let c = cpu.dot_wide(&cx, &cz).map_err(err)?;
+            same_bits(&format!("dot_wide n={n}"), std::slice::from_ref(&g), &[c])?;
+            let g_converted = gpu.dot(&gx, &gz_wide).map_err(err)?;
+            same_bits(&format!("dot_wide n={n} vs dot"), &[g], &[g_converted])?;
+            let (mut gy, mut cy) = (upload(gpu, &cx.to_values())?, cx.clone());
+            gpu.xpay_wide(&gz, &beta, &mut gy).map_err(err)?;
+            cpu.xpay_wide(&cz, &beta, &mut cy).map_err(err)?;
+            let got = gpu.to_host(&gy).map_err(err)?;
+            same_bits(&format!("xpay_wide n={n}"), &got, &cy.to_values())?;
+            let mut gy = upload(gpu, &cx.to_values())?;
+            gpu.xpay(&gz_wide, &beta, &mut gy).map_err(err)?;
+            same_bits(
+                &format!("xpay_wide n={n} vs xpay"),
+                &got,
+                &gpu.to_host(&gy).map_err(err)?,
+            )?;
+            // CG's direction update with the deferred x update, z widened and z in P: against
+            // the CPU's, and against axpy then xpay on the GPU.
+            let alpha = rng.of::<P>();
+            let s: Vec<P> = random_vec(rng, n);
+            for wide in [true, false] {
+                let what = format!("cg_direction wide={wide} n={n}");
+                let (mut gp, mut gs) = (upload(gpu, &cx.to_values())?, upload(gpu, &s)?);
+                let (mut cp, mut cs) = (cx.clone(), CpuVector::from(s.clone()));
+                let (mut wp, mut ws) = (upload(gpu, &cx.to_values())?, upload(gpu, &s)?);
+                gpu.axpy(&alpha, &wp, &mut ws).map_err(err)?;
+                if wide {
+                    gpu.cg_direction_wide(&alpha, &gz, &beta, &mut gp, &mut gs)
+                        .map_err(err)?;
+                    cpu.cg_direction_wide(&alpha, &cz, &beta, &mut cp, &mut cs)
+                        .map_err(err)?;
+                    gpu.xpay(&gz_wide, &beta, &mut wp).map_err(err)?;
+                } else {
+                    gpu.cg_direction(&alpha, &gz_wide, &beta, &mut gp, &mut gs)
+                        .map_err(err)?;
+                    let cz_wide = CpuVector::from(gpu.to_host(&gz_wide).map_err(err)?);
+                    cpu.cg_direction(&alpha, &cz_wide, &beta, &mut cp, &mut cs)
+                        .map_err(err)?;
+                    gpu.xpay(&gz_wide, &beta, &mut wp).map_err(err)?;
+                }
+                let (gp, gs) = (
+                    gpu.to_host(&gp).map_err(err)?,
+                    gpu.to_host(&gs).map_err(err)?,
+                );
+                same_bits(&format!("{what}: p"), &gp, &cp.to_values())?;
+                same_bits(&format!("{what}: x"), &gs, &cs.to_values())?;
+                same_bits(
+                    &format!("{what}: p vs xpay"),
+                    &gp,
+                    &gpu.to_host(&wp).map_err(err)?,
+                )?;
+                same_bits(
+                    &format!("{what}: x vs axpy"),
+                    &gs,
+                    &gpu.to_host(&ws).map_err(err)?,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn wide_reads(gpu: &CudaBackend) -> Result<(), String> {
+        let mut rng = Rng(0x5eed_000b);
+        wide_reads_for::<f64>(gpu, &mut rng)?;
+        wide_reads_for::<Dd>(gpu, &mut rng)?;
+        wide_reads_for::<Td>(gpu, &mut rng)?;
+        wide_reads_for::<Qd>(gpu, &mut rng)
+    }
+
     fn updates_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
         let cpu = CpuBackend::new();
         for n in [1, 257, 100_003] {
@@ -318,15 +400,30 @@ mod gpu_checks {
                 let mut cq = cpu.zeros::<P>(n).map_err(err)?;
                 let (mut cx, mut cr) = (CpuVector::from(x.clone()), CpuVector::from(r.clone()));
                 let g = gpu
-                    .cg_step(&ga, &rho, &gp, &mut gq, &mut gx, &mut gr)
+                    .cg_step(&ga, &rho, &gp, &mut gq, Some(&mut gx), &mut gr)
                     .map_err(err)?;
                 let c = cpu
-                    .cg_step(&ca, &rho, &cp, &mut cq, &mut cx, &mut cr)
+                    .cg_step(&ca, &rho, &cp, &mut cq, Some(&mut cx), &mut cr)
                     .map_err(err)?;
                 same_bits(
                     &format!("{what} (<p,q>, <r,r>)"),
                     &[g.0, g.1],
+                    &[c.0.clone(), c.1.clone()],
+                )?;
+                // Without x (CG defers it to cg_direction): the same r and norms.
+                let (mut gq2, mut gr2) = (gpu.zeros::<P>(n).map_err(err)?, upload(gpu, &r)?);
+                let g2 = gpu
+                    .cg_step(&ga, &rho, &gp, &mut gq2, None, &mut gr2)
+                    .map_err(err)?;
+                same_bits(
+                    &format!("{what} without x (<p,q>, <r,r>)"),
+                    &[g2.0, g2.1],
                     &[c.0.clone(), c.1],
+                )?;
+                same_bits(
+                    &format!("{what} without x: r"),
+                    &gpu.to_host(&gr2).map_err(err)?,
+                    &cr.to_values(),
                 )?;
                 same_bits(
                     &format!("{what} q"),
@@ -638,15 +735,31 @@ mod gpu_checks {
         let mut c = cpu.ilu(factors).map_err(err)?;
         let mut gz = gpu.zeros::<P>(n).map_err(err)?;
         let mut cz = cpu.zeros::<P>(n).map_err(err)?;
+        let mut gz64 = gpu.zeros::<f64>(n).map_err(err)?;
+        let mut cz64 = cpu.zeros::<f64>(n).map_err(err)?;
         for round in 0..3 {
             let r: Vec<P> = random_vec(rng, n);
-            let gr = upload(gpu, &r)?;
+            let (gr, cr) = (upload(gpu, &r)?, CpuVector::from(r));
             gpu.ilu_apply(&mut g, &gr, &mut gz).map_err(err)?;
-            cpu.ilu_apply(&mut c, &CpuVector::from(r.clone()), &mut cz)
-                .map_err(err)?;
+            cpu.ilu_apply(&mut c, &cr, &mut cz).map_err(err)?;
             same_bits(
                 &format!("ilu_apply {label} {config:?} round {round}"),
                 &gpu.to_host(&gz).map_err(err)?,
+                &cz.to_values(),
+            )?;
+            // The result kept in double (CG's z): the same values before the widening.
+            gpu.ilu_apply(&mut g, &gr, &mut gz64).map_err(err)?;
+            cpu.ilu_apply(&mut c, &cr, &mut cz64).map_err(err)?;
+            let z64 = gpu.to_host(&gz64).map_err(err)?;
+            same_bits(
+                &format!("ilu_apply to f64 {label} {config:?} round {round}"),
+                &z64,
+                &cz64.to_values(),
+            )?;
+            let widened: Vec<P> = z64.iter().map(|&v| P::from_f64(v)).collect();
+            same_bits(
+                &format!("ilu_apply to f64 {label} {config:?} round {round}, widened"),
+                &widened,
                 &cz.to_values(),
             )?;
         }

@@ -196,7 +196,7 @@ fn application_matches_dense_substitution() {
     let r: Vec<f64> = (0..150).map(|_| rng.value()).collect();
     let want = dense_apply(&f, &r);
     let mut z = vec![0.0; 150];
-    CpuIlu::new(f).apply::<f64>(&r, &mut z);
+    CpuIlu::new(f).apply::<f64, f64>(&r, &mut z);
     let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for (i, (g, w)) in z.iter().zip(&want).enumerate() {
         assert!(relative(*g, *w, scale) <= 1e-12, "row {i}: {g} vs {w}");
@@ -224,7 +224,7 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
         let mut rng = Rng(n as u64);
         let r: Vec<f64> = (0..n).map(|_| rng.value()).collect();
         let mut want = vec![0.0; n];
-        CpuIlu::with_schedule(f.clone(), Schedule::Sequential).apply::<f64>(&r, &mut want);
+        CpuIlu::with_schedule(f.clone(), Schedule::Sequential).apply::<f64, f64>(&r, &mut want);
         for threads in [1, 2, 5] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -232,16 +232,16 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
                 .unwrap();
             pool.install(|| {
                 let mut z = vec![0.0; n];
-                CpuIlu::with_schedule(f.clone(), Schedule::Levels).apply::<f64>(&r, &mut z);
+                CpuIlu::with_schedule(f.clone(), Schedule::Levels).apply::<f64, f64>(&r, &mut z);
                 assert!(bits_equal(&z, &want), "n={n}, {threads} threads, levels");
                 let mut z = vec![0.0; n];
-                CpuIlu::new(f.clone()).apply::<f64>(&r, &mut z);
+                CpuIlu::new(f.clone()).apply::<f64, f64>(&r, &mut z);
                 assert!(bits_equal(&z, &want), "n={n}, {threads} threads, auto");
                 // the GPU's partitioned order, walked level by level
                 for (parts, hop) in [(1, 8), (7, 1), (132, 8)] {
                     let mut z = vec![0.0; n];
                     CpuIlu::with_schedule(f.clone(), Schedule::Partitioned { parts, hop })
-                        .apply::<f64>(&r, &mut z);
+                        .apply::<f64, f64>(&r, &mut z);
                     assert!(
                         bits_equal(&z, &want),
                         "n={n}, {threads} threads, {parts} parts"
@@ -255,7 +255,7 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
             .collect();
         let rounded: Vec<f64> = r_dd.iter().map(Precision::to_f64).collect();
         let mut want_dd = vec![0.0; n];
-        CpuIlu::new(f.clone()).apply::<f64>(&rounded, &mut want_dd);
+        CpuIlu::new(f.clone()).apply::<f64, f64>(&rounded, &mut want_dd);
         let backend = CpuBackend::new();
         let mut ilu = backend.ilu(&f).unwrap();
         let mut z = backend.zeros::<Dd>(n).unwrap();
@@ -265,11 +265,19 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
         for (i, (zi, wi)) in z.to_values().iter().zip(&want_dd).enumerate() {
             assert_eq!((zi.hi.to_bits(), zi.lo), (wi.to_bits(), 0.0), "row {i}");
         }
+        // The result kept in double (what CG reads widened): the same values.
+        let mut z64 = backend.zeros::<f64>(n).unwrap();
+        backend
+            .ilu_apply(&mut ilu, &backend.upload(&r_dd).unwrap(), &mut z64)
+            .unwrap();
+        for (i, (zi, wi)) in z64.to_values().iter().zip(&want_dd).enumerate() {
+            assert_eq!(zi.to_bits(), wi.to_bits(), "row {i}, f64 result");
+        }
         // td (two arrays on the CPU): the same solve on the input rounded to f64.
         let r_td: Vec<Td> = r_dd.iter().map(|&x| Td::from_dd(x)).collect();
         let rounded: Vec<f64> = r_td.iter().map(Precision::to_f64).collect();
         let mut want_td = vec![0.0; n];
-        CpuIlu::new(f.clone()).apply::<f64>(&rounded, &mut want_td);
+        CpuIlu::new(f.clone()).apply::<f64, f64>(&rounded, &mut want_td);
         let mut z = backend.zeros::<Td>(n).unwrap();
         backend
             .ilu_apply(&mut ilu, &backend.upload(&r_td).unwrap(), &mut z)

@@ -96,12 +96,13 @@ pub trait Backend: Send + Sync {
     /// Make ILU(0) factors (computed on the CPU) available to the triangular solves.
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<Self::Ilu>;
     /// `z <- U^{-1} L^{-1} r` in double, with the arithmetic src/precond/ilu0.rs specifies:
-    /// `r` rounded to f64, the forward and backward solves, the result widened to `P`.
-    fn ilu_apply<P: Precision>(
+    /// `r` rounded to f64, the forward and backward solves, the result widened to `Z` (`P`, or
+    /// f64 itself where the caller reads `z` widened: see [`dot_wide`](Backend::dot_wide)).
+    fn ilu_apply<P: Precision, Z: Precision>(
         &self,
         ilu: &mut Self::Ilu,
         r: &Self::Vector<P>,
-        z: &mut Self::Vector<P>,
+        z: &mut Self::Vector<Z>,
     ) -> Result<()>;
     /// A vector of `n` zeros.
     fn zeros<P: Precision>(&self, n: usize) -> Result<Self::Vector<P>>;
@@ -154,6 +155,27 @@ pub trait Backend: Send + Sync {
         y: &Self::Vector<P>,
         z: &mut Self::Vector<P>,
     ) -> Result<()>;
+    /// `<x, y>` with the double vector `y` widened to `P` as it is read: the bits of `dot(x, y')`
+    /// where `y'` holds `y` converted to `P` (exact), without storing `y'`. CG reads the
+    /// preconditioned residual this way: a preconditioner that works in double returns a double
+    /// vector, and widening it in a pass of its own would cost a write and a read of `P` values.
+    fn dot_wide<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<f64>) -> Result<P> {
+        let mut wide = self.zeros::<P>(self.len(y))?;
+        self.convert(y, &mut wide)?;
+        self.dot(x, &wide)
+    }
+    /// `y <- x + beta y` with the double vector `x` widened to `P` as it is read: the bits of
+    /// `xpay` on `x` converted to `P` (see [`dot_wide`](Backend::dot_wide)).
+    fn xpay_wide<P: Precision>(
+        &self,
+        x: &Self::Vector<f64>,
+        beta: &P,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        let mut wide = self.zeros::<P>(self.len(x))?;
+        self.convert(x, &mut wide)?;
+        self.xpay(&wide, beta, y)
+    }
     /// `y <- x`.
     fn copy<P: Precision>(&self, x: &Self::Vector<P>, y: &mut Self::Vector<P>) -> Result<()>;
     /// `y <- x` converted between precisions through double-double (exact for f64 <-> dd).
@@ -179,19 +201,21 @@ pub trait Backend: Send + Sync {
         self.dot(y, y)
     }
 
-    /// CG's step from the direction `p`: `q <- A p`, `alpha = rho / <p, q>`, `x <- x + alpha p`,
+    /// CG's step from the direction `p`: `q <- A p`, `alpha = rho / <p, q>`, `x <- x + alpha p`
+    /// (when `x` is given: the solver defers it to [`cg_direction`](Backend::cg_direction)),
     /// `r <- r - alpha q`, returning `(<p, q>, <r, r>)`. Where `<p, q>` is not finite and
     /// positive, `x` and `r` are left alone, `<r, r>` is returned as zero and the caller reports
     /// the breakdown. Must give the bits of `spmv`, `dot`, `axpy` and `axpy_norm`; backends fuse
     /// the passes (the CPU computes each chunk's `<p, q>` while its rows are in cache) and keep
-    /// `alpha` on the device, so the step needs one transfer to the host.
+    /// `alpha` on the device, so the step needs one transfer to the host. `alpha` is
+    /// `rho.div(&pq)`, which the caller can compute to the same bits.
     fn cg_step<P: Precision>(
         &self,
         a: &Self::Matrix,
         rho: &P,
         p: &Self::Vector<P>,
         q: &mut Self::Vector<P>,
-        x: &mut Self::Vector<P>,
+        x: Option<&mut Self::Vector<P>>,
         r: &mut Self::Vector<P>,
     ) -> Result<(P, P)> {
         self.spmv(a, p, q)?;
@@ -200,9 +224,41 @@ pub trait Backend: Send + Sync {
             return Ok((pq, P::zero()));
         }
         let alpha = rho.div(&pq);
-        self.axpy(&alpha, p, x)?;
+        if let Some(x) = x {
+            self.axpy(&alpha, p, x)?;
+        }
         let rr = self.axpy_norm(&alpha.neg(), q, r)?;
         Ok((pq, rr))
+    }
+
+    /// CG's direction update with the previous step's deferred solution update:
+    /// `x <- x + alpha p`, then `p <- z + beta p`, with the bits of `axpy` then `xpay`. Both
+    /// read the old `p`, so one pass over it serves the two (a pass of `P` values saved per
+    /// iteration against updating `x` in `cg_step`).
+    fn cg_direction<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &Self::Vector<P>,
+        beta: &P,
+        p: &mut Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.axpy(alpha, p, x)?;
+        self.xpay(z, beta, p)
+    }
+
+    /// [`cg_direction`](Backend::cg_direction) with the double vector `z` read widened (the
+    /// preconditioned residual: see [`dot_wide`](Backend::dot_wide)).
+    fn cg_direction_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &Self::Vector<f64>,
+        beta: &P,
+        p: &mut Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.axpy(alpha, p, x)?;
+        self.xpay_wide(z, beta, p)
     }
 
     /// A vector holding these values exactly (BiCGStab's block of device-side scalars).

@@ -21,6 +21,19 @@ pub trait Preconditioner<B: Backend>: Send + Sync {
         r: &B::Vector<P>,
         z: &mut B::Vector<P>,
     ) -> Result<()>;
+    /// `z <- M^{-1} r` kept in double, for a caller that reads `z` widened to `P` (CG: see
+    /// `Backend::dot_wide`). The default applies in `P` and rounds; a preconditioner that works
+    /// in double overrides it to skip the widening.
+    fn apply_double<P: Precision>(
+        &self,
+        backend: &B,
+        r: &B::Vector<P>,
+        z: &mut B::Vector<f64>,
+    ) -> Result<()> {
+        let mut wide = backend.zeros::<P>(backend.len(r))?;
+        self.apply(backend, r, &mut wide)?;
+        backend.convert(&wide, z)
+    }
     /// When true the solvers use `r` itself where `z` would be, saving a copy per application.
     fn is_identity(&self) -> bool {
         false
@@ -68,6 +81,23 @@ impl<B: Backend> Ilu0<B> {
     }
 }
 
+impl<B: Backend> Ilu0<B> {
+    /// The solves, with the result widened to `Z`, timed.
+    fn timed_apply<P: Precision, Z: Precision>(
+        &self,
+        backend: &B,
+        r: &B::Vector<P>,
+        z: &mut B::Vector<Z>,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        backend.ilu_apply(&mut state.0, r, z)?;
+        backend.synchronize()?;
+        state.1 += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
 impl<B: Backend> Preconditioner<B> for Ilu0<B> {
     fn name(&self) -> &'static str {
         "ilu0"
@@ -78,12 +108,15 @@ impl<B: Backend> Preconditioner<B> for Ilu0<B> {
         r: &B::Vector<P>,
         z: &mut B::Vector<P>,
     ) -> Result<()> {
-        let start = Instant::now();
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        backend.ilu_apply(&mut state.0, r, z)?;
-        backend.synchronize()?;
-        state.1 += start.elapsed().as_secs_f64();
-        Ok(())
+        self.timed_apply(backend, r, z)
+    }
+    fn apply_double<P: Precision>(
+        &self,
+        backend: &B,
+        r: &B::Vector<P>,
+        z: &mut B::Vector<f64>,
+    ) -> Result<()> {
+        self.timed_apply(backend, r, z)
     }
     fn seconds(&self) -> f64 {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).1

@@ -10,10 +10,14 @@ use crate::precond::Preconditioner;
 /// Solve `A x = b` for symmetric positive definite `A`, starting from the `x` given.
 ///
 /// Memory traffic per iteration, unpreconditioned, with `s` bytes per `P` element, `n` rows:
-/// SpMV `12 nnz + 8 n + 2 s n` (plus the gather of `x`), `<p, q>` `2 s n`, the `x` update `3 s n`,
-/// the `r` update fused with `<r, r>` `3 s n`, xpay `3 s n`: about `12 nnz + 8 n + 13 s n` bytes.
-/// `<r, r>` serves both as the residual norm and as the next `rho`, so the identity case makes
-/// no separate norm pass.
+/// SpMV `12 nnz + 8 n + 2 s n` (plus the gather of `x`), `<p, q>` `2 s n`, the `r` update fused
+/// with `<r, r>` `3 s n`, and the direction update `p <- r + beta p` carrying the previous
+/// step's `x <- x + alpha p` (both read the old `p`) `5 s n`: about `12 nnz + 8 n + 12 s n`
+/// bytes. `<r, r>` serves both as the residual norm and as the next `rho`, so the identity case
+/// makes no separate norm pass. Preconditioned, `z` stays a double vector (the preconditioner
+/// works in double, so its result widened to `P` has nothing below the double): `<r, z>` reads
+/// `(s + 8) n` bytes and the direction update `(4 s + 8) n`, plus the preconditioner's own
+/// traffic, which writes `8 n` for `z` instead of `s n`.
 pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
     backend: &B,
     a: &B::Matrix,
@@ -33,7 +37,7 @@ pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
     let mut z = if identity {
         None
     } else {
-        Some(backend.zeros::<P>(n)?)
+        Some(backend.zeros::<f64>(n)?)
     };
 
     // r <- b - A x0
@@ -45,51 +49,76 @@ pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
     }
 
     let mut rho_prev = P::zero();
+    // `x <- x + alpha p` of the last step, not applied yet: it rides on the next direction
+    // update, which reads `p` anyway (one pass over `p` saved per iteration), or is applied
+    // before anything reads `x`.
+    let mut pending_alpha: Option<P> = None;
+    // Apply the deferred update (same bits as applying it in the step).
+    let settle = |x: &mut B::Vector<P>, p: &B::Vector<P>, pending: &mut Option<P>| -> Result<()> {
+        match pending.take() {
+            Some(alpha) => backend.axpy(&alpha, p, x),
+            None => Ok(()),
+        }
+    };
     for k in 1..=params.max_iter {
-        // z <- M^-1 r ; rho <- <r, z>
+        // z <- M^-1 r (in double) ; rho <- <r, z>
         let rho = match z.as_mut() {
             Some(z) => {
-                precond.apply(backend, &r, z)?;
-                backend.dot(&r, z)?
+                precond.apply_double(backend, &r, z)?;
+                backend.dot_wide(&r, z)?
             }
             None => rr.clone(),
         };
-        let z_ref = z.as_ref().unwrap_or(&r);
-        if let Some(stop) = finite_or(&rho, "rho") {
-            return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
-        }
-        if rho == P::zero() {
-            let stop = StopReason::Breakdown {
+        let stop = match finite_or(&rho, "rho") {
+            Some(stop) => Some(stop),
+            None if rho == P::zero() => Some(StopReason::Breakdown {
                 what: "rho = 0".into(),
-            };
+            }),
+            None => None,
+        };
+        if let Some(stop) = stop {
+            settle(x, &p, &mut pending_alpha)?;
             return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
         }
         if k == 1 {
             // p <- z
-            backend.copy(z_ref, &mut p)?;
+            match z.as_ref() {
+                Some(z) => backend.convert(z, &mut p)?,
+                None => backend.copy(&r, &mut p)?,
+            }
         } else {
-            // p <- z + beta p,  beta = rho / rho_prev
+            // (x <- x + alpha p ;) p <- z + beta p,  beta = rho / rho_prev
             let beta = rho.div(&rho_prev);
-            backend.xpay(z_ref, &beta, &mut p)?;
+            match (pending_alpha.take(), z.as_ref()) {
+                (Some(alpha), Some(z)) => backend.cg_direction_wide(&alpha, z, &beta, &mut p, x)?,
+                (Some(alpha), None) => backend.cg_direction(&alpha, &r, &beta, &mut p, x)?,
+                (None, Some(z)) => backend.xpay_wide(z, &beta, &mut p)?,
+                (None, None) => backend.xpay(&r, &beta, &mut p)?,
+            }
         }
-        // q <- A p ; alpha <- rho / <p, q> ; x <- x + alpha p ; r <- r - alpha q ; and <r, r>,
-        // in one step with one transfer to the host (x and r are left alone where <p, q> is not
-        // positive and finite)
-        let (pq, new_rr) = backend.cg_step(a, &rho, &p, &mut q, x, &mut r)?;
+        // q <- A p ; alpha <- rho / <p, q> ; r <- r - alpha q ; and <r, r>, in one step with
+        // one transfer to the host (r is left alone where <p, q> is not positive and finite)
+        let (pq, new_rr) = backend.cg_step(a, &rho, &p, &mut q, None, &mut r)?;
         if let Some(stop) = finite_or(&pq, "<p, Ap>") {
             return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
         }
         if pq.to_f64() <= 0.0 {
             return tracker.finish(METHOD, k - 1, StopReason::Indefinite, r_norm.to_f64(), x);
         }
+        pending_alpha = Some(rho.div(&pq));
         // <r, r> is sqrt(rho) of the next step when M = I
         rr = new_rr;
         r_norm = rr.sqrt();
         rho_prev = rho;
+        if tracker.wants_x(k) {
+            settle(x, &p, &mut pending_alpha)?;
+        }
         if let Some(stop) = tracker.check(k, &r_norm, Some(&*x))? {
+            settle(x, &p, &mut pending_alpha)?;
             return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
         }
     }
+    settle(x, &p, &mut pending_alpha)?;
     let iterations = params.max_iter;
     tracker.finish(
         METHOD,

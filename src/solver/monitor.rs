@@ -139,6 +139,13 @@ impl<'a, B: Backend> Tracker<'a, B> {
     /// After iteration `k` with recurrence residual norm `norm`: the stopping test, history,
     /// monitor and time limit. `x` must be the iterate of this residual when `x_current` is set
     /// (BiCGStab's half step checks `s` before updating `x`).
+    /// Whether [`check`](Tracker::check) at iteration `k` reads `x` (a periodic true residual):
+    /// a solver that defers its `x` update brings `x` up to date first.
+    pub fn wants_x(&self, k: usize) -> bool {
+        let every = self.params.true_residual_every;
+        every > 0 && k.is_multiple_of(every)
+    }
+
     pub fn check<P: Precision>(
         &mut self,
         k: usize,
@@ -152,11 +159,8 @@ impl<'a, B: Backend> Tracker<'a, B> {
             }));
         }
         let relative = norm / self.denominator;
-        let every = self.params.true_residual_every;
         let true_residual = match x {
-            Some(x) if every > 0 && k.is_multiple_of(every) => {
-                Some(self.timed_true_residual(x, k)?)
-            }
+            Some(x) if self.wants_x(k) => Some(self.timed_true_residual(x, k)?),
             _ => None,
         };
         self.record_point(k, relative, true_residual);

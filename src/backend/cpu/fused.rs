@@ -5,9 +5,9 @@
 //! `dot` computes over the same chunks, so the bits are those of the unfused kernels.
 
 use super::kernels::{self, DOT_CHUNK};
-use super::{CpuMatrix, CpuVector};
+use super::{CpuMatrix, CpuVector, VECTOR_CHUNK};
 use crate::backend::cg_step_accepts;
-use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
+use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceMutOf, SliceOf};
 use rayon::prelude::*;
 
 /// Elements `first..first + len` of `x`.
@@ -39,30 +39,39 @@ pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut Cp
     P::from_acc(kernels::sum_partials(&partials))
 }
 
-/// `x <- x + alpha p`, `r <- r - alpha q`, returning `<r, r>`.
+/// `x <- x + alpha p` (when `x` is given), `r <- r - alpha q`, returning `<r, r>`.
 pub(super) fn update_norm<P: Precision>(
     alpha: &P,
     p: &CpuVector<P>,
     q: &CpuVector<P>,
-    x: &mut CpuVector<P>,
+    x: Option<&mut CpuVector<P>>,
     r: &mut CpuVector<P>,
 ) -> P {
     let n = p.len();
     assert!(
-        q.len() == n && x.len() == n && r.len() == n,
+        q.len() == n && x.as_ref().is_none_or(|x| x.len() == n) && r.len() == n,
         "cg update: lengths"
     );
     let minus_alpha = alpha.neg();
     let (ps, qs) = (p.slice(), q.slice());
-    let partials: Vec<P::Acc> = x
-        .slice_mut()
-        .chunks_mut(DOT_CHUNK)
+    let xs: Vec<Option<SliceMutOf<'_, P>>> = match x {
+        Some(x) => x
+            .slice_mut()
+            .chunks_mut(DOT_CHUNK)
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => (0..n.div_ceil(DOT_CHUNK)).map(|_| None).collect(),
+    };
+    let partials: Vec<P::Acc> = xs
         .into_par_iter()
         .zip(r.slice_mut().chunks_mut(DOT_CHUNK))
         .enumerate()
         .map(|(chunk, (xc, mut rc))| {
-            let (first, len) = (chunk * DOT_CHUNK, xc.len());
-            kernels::axpy_chunk::<P>(alpha, piece::<P>(ps, first, len), xc);
+            let (first, len) = (chunk * DOT_CHUNK, rc.len());
+            if let Some(xc) = xc {
+                kernels::axpy_chunk::<P>(alpha, piece::<P>(ps, first, len), xc);
+            }
             let qc = piece::<P>(qs, first, len);
             kernels::axpy_chunk::<P>(&minus_alpha, qc, P::Vector::lend(&mut rc));
             let rc = P::Vector::read_back(&rc);
@@ -113,7 +122,7 @@ pub(super) fn cg_step<P: Precision>(
     rho: &P,
     p: &CpuVector<P>,
     q: &mut CpuVector<P>,
-    x: &mut CpuVector<P>,
+    x: Option<&mut CpuVector<P>>,
     r: &mut CpuVector<P>,
 ) -> (P, P) {
     let pq = spmv_dot(a, p, q);
@@ -122,4 +131,46 @@ pub(super) fn cg_step<P: Precision>(
     }
     let rr = update_norm(&rho.div(&pq), p, q, x, r);
     (pq, rr)
+}
+
+/// The `z` of CG's direction update: a vector of `P`, or of doubles read widened.
+pub(super) enum Direction<'a, P: Precision> {
+    Own(&'a CpuVector<P>),
+    Wide(&'a CpuVector<f64>),
+}
+
+/// [`Backend::cg_direction`](crate::backend::Backend::cg_direction): per chunk, `x <- x +
+/// alpha p` then `p <- z + beta p` while the chunk of `p` is in cache.
+pub(super) fn cg_direction<P: Precision>(
+    alpha: &P,
+    z: Direction<'_, P>,
+    beta: &P,
+    p: &mut CpuVector<P>,
+    x: &mut CpuVector<P>,
+) {
+    let n = p.len();
+    let z_len = match &z {
+        Direction::Own(z) => z.len(),
+        Direction::Wide(z) => z.len(),
+    };
+    assert!(z_len == n && x.len() == n, "cg_direction: lengths");
+    p.slice_mut()
+        .chunks_mut(VECTOR_CHUNK)
+        .into_par_iter()
+        .zip(x.slice_mut().chunks_mut(VECTOR_CHUNK))
+        .enumerate()
+        .for_each(|(chunk, (mut pc, xc))| {
+            let (first, len) = (chunk * VECTOR_CHUNK, pc.len());
+            kernels::axpy_chunk::<P>(alpha, P::Vector::read_back(&pc), xc);
+            match &z {
+                Direction::Own(z) => {
+                    let zc = piece::<P>(z.slice(), first, len);
+                    kernels::xpay_chunk::<P>(zc, beta, P::Vector::lend(&mut pc));
+                }
+                Direction::Wide(z) => {
+                    let zc = &z.0[first..first + len];
+                    kernels::xpay_chunk_wide::<P>(zc, beta, P::Vector::lend(&mut pc));
+                }
+            }
+        });
 }

@@ -10,6 +10,7 @@
 use super::simd_dd;
 use crate::precision::{HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available};
 use crate::sparse::CsrMatrix;
+use std::borrow::Cow;
 
 /// Dot products follow the GPU's reduction (kernels/common/reduce.cuh), which is part of the
 /// result's definition: a chunk of `DOT_CHUNK` elements is summed by `DOT_THREADS` lanes, lane
@@ -40,25 +41,25 @@ fn tree_reduce<A: Precision>(lanes: &mut [A]) -> A {
 
 /// Define `fn $name<P: Precision>(...)` that runs `$body` compiled with FMA when available.
 macro_rules! fma_kernel {
-    ($(#[$meta:meta])* fn $name:ident<$P:ident>($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+    ($(#[$meta:meta])* fn $name:ident<$P:ident $(, $G:ident: $B:path)*>($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$meta])*
         #[inline]
-        pub fn $name<$P: Precision>($($arg: $ty),*) $(-> $ret)? {
+        pub fn $name<$P: Precision $(, $G: $B)*>($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
-            fn body<$P: Precision>($($arg: $ty),*) $(-> $ret)? $body
+            fn body<$P: Precision $(, $G: $B)*>($($arg: $ty),*) $(-> $ret)? $body
 
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "fma")]
-                unsafe fn with_fma<$P: Precision>($($arg: $ty),*) $(-> $ret)? {
-                    body::<$P>($($arg),*)
+                unsafe fn with_fma<$P: Precision $(, $G: $B)*>($($arg: $ty),*) $(-> $ret)? {
+                    body::<$P $(, $G)*>($($arg),*)
                 }
                 if fma_available() {
                     // SAFETY: `fma_available()` confirmed the CPU executes FMA instructions.
-                    return unsafe { with_fma::<$P>($($arg),*) };
+                    return unsafe { with_fma::<$P $(, $G)*>($($arg),*) };
                 }
             }
-            body::<$P>($($arg),*)
+            body::<$P $(, $G)*>($($arg),*)
         }
     };
 }
@@ -291,26 +292,84 @@ fn spmv_rows_any_lanes<P: Precision>(
     }
 }
 
+/// An input vector as the scalar bodies read it: each element widened to `P::Acc`. [`Native`]
+/// is a vector of `P` as stored; [`Widened`] a double vector read as `P` (CG's preconditioned
+/// residual: the bits of converting it to `P` first, without the pass that would store it).
+pub trait AccSource<P: Precision>: Copy {
+    fn len(&self) -> usize;
+    fn load(&self, i: usize) -> Cow<'_, P::Acc>;
+}
+
+/// A vector of `P`, read as stored.
+pub struct Native<'a, P: Precision>(pub SliceOf<'a, P>);
+
+impl<P: Precision> Clone for Native<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Precision> Copy for Native<'_, P> {}
+
+impl<P: Precision> AccSource<P> for Native<'_, P> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn load(&self, i: usize) -> Cow<'_, P::Acc> {
+        self.0.load(i)
+    }
+}
+
+/// A vector of doubles, each widened exactly to `P::Acc` as it is read.
+#[derive(Clone, Copy)]
+pub struct Widened<'a>(pub &'a [f64]);
+
+impl<P: Precision> AccSource<P> for Widened<'_> {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn load(&self, i: usize) -> Cow<'_, P::Acc> {
+        Cow::Owned(P::Acc::from_f64(self.0[i]))
+    }
+}
+
 /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order (see
 /// [`DOT_THREADS`]), computed and returned in `P::Acc` (a partial of the reduction).
 /// Double-double chunks go through the SIMD kernel where the CPU has one; both paths give the
 /// same bits.
 pub fn dot_chunk<P: Precision>(x: SliceOf<'_, P>, y: SliceOf<'_, P>) -> P::Acc {
     assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
-    assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
     if simd_dd::available() && simd_dd::has_kernels::<P>() {
-        // SAFETY: the SIMD kernels are available.
-        let sum = unsafe { simd_dd::dot_chunk(simd_in::<P>(x), simd_in::<P>(y)) };
-        return P::Acc::from_dd(sum); // P is Dd or Td, so P::Acc is Dd: exact
+        return simd_dot_chunk::<P>(x, simd_in::<P>(y));
     }
-    dot_chunk_scalar::<P>(x, y)
+    dot_chunk_scalar::<P, _>(x, Native(y))
+}
+
+/// [`dot_chunk`] with `y` a double vector widened to `P` as it is read.
+pub fn dot_chunk_wide<P: Precision>(x: SliceOf<'_, P>, y: &[f64]) -> P::Acc {
+    assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
+    if simd_dd::available() && simd_dd::has_kernels::<P>() {
+        return simd_dot_chunk::<P>(x, simd_dd::SimdIn::F64(y));
+    }
+    dot_chunk_scalar::<P, _>(x, Widened(y))
+}
+
+fn simd_dot_chunk<P: Precision>(x: SliceOf<'_, P>, y: simd_dd::SimdIn<'_>) -> P::Acc {
+    assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
+    // SAFETY: the caller found the SIMD kernels available.
+    let sum = unsafe { simd_dd::dot_chunk(simd_in::<P>(x), y) };
+    P::Acc::from_dd(sum) // P is Dd or Td, so P::Acc is Dd: exact
 }
 
 fma_kernel! {
     /// `<x, y>` over one chunk of at most `DOT_CHUNK` elements, in the GPU block's order,
     /// in `P::Acc` (lanes, products and tree).
-    fn dot_chunk_scalar<P>(x: SliceOf<'_, P>, y: SliceOf<'_, P>) -> P::Acc {
+    fn dot_chunk_scalar<P, Y: AccSource<P>>(x: SliceOf<'_, P>, y: Y) -> P::Acc {
         assert_eq!(x.len(), y.len(), "dot_chunk: lengths");
+        assert!(x.len() <= DOT_CHUNK, "dot_chunk: chunk too long");
         let mut lanes: [P::Acc; DOT_THREADS] = std::array::from_fn(|_| P::Acc::zero());
         for base in (0..x.len()).step_by(DOT_THREADS) {
             let count = DOT_THREADS.min(x.len() - base);
@@ -362,7 +421,20 @@ pub fn xpay_chunk<P: Precision>(x: SliceOf<'_, P>, beta: &P, y: SliceMutOf<'_, P
         // SAFETY: `simd_prefix` found the SIMD kernels available.
         unsafe { simd_dd::xpay(xs, &beta.to_dd(), ys) };
     }
-    xpay_chunk_scalar::<P>(x, beta, y);
+    xpay_chunk_scalar::<P, _>(Native(x), beta, y);
+}
+
+/// [`xpay_chunk`] with `x` a double vector widened to `P` as it is read.
+pub fn xpay_chunk_wide<P: Precision>(x: &[f64], beta: &P, y: SliceMutOf<'_, P>) {
+    assert_eq!(x.len(), y.len(), "xpay: lengths");
+    let at = simd_prefix::<P>(x.len());
+    let ((xs, x), (ys, y)) = (x.split_at(at), y.split_at_mut(at));
+    if at > 0 {
+        let (xs, ys) = (simd_dd::SimdIn::F64(xs), simd_out::<P>(ys));
+        // SAFETY: `simd_prefix` found the SIMD kernels available.
+        unsafe { simd_dd::xpay(xs, &beta.to_dd(), ys) };
+    }
+    xpay_chunk_scalar::<P, _>(Widened(x), beta, y);
 }
 
 /// `z <- alpha x + y`.
@@ -439,7 +511,7 @@ fma_kernel! {
 
 fma_kernel! {
     /// `y <- x + beta y`.
-    fn xpay_chunk_scalar<P>(x: SliceOf<'_, P>, beta: &P, y: SliceMutOf<'_, P>) {
+    fn xpay_chunk_scalar<P, X: AccSource<P>>(x: X, beta: &P, y: SliceMutOf<'_, P>) {
         assert_eq!(x.len(), y.len(), "xpay: lengths");
         let (beta, mut y) = (beta.to_acc(), y);
         for i in 0..x.len() {

@@ -114,13 +114,13 @@ impl Backend for CpuBackend {
         Ok(CpuIlu::new(Arc::clone(factors)))
     }
 
-    fn ilu_apply<P: Precision>(
+    fn ilu_apply<P: Precision, Z: Precision>(
         &self,
         ilu: &mut CpuIlu,
         r: &CpuVector<P>,
-        z: &mut CpuVector<P>,
+        z: &mut CpuVector<Z>,
     ) -> Result<()> {
-        ilu.apply::<P>(r.slice(), z.slice_mut());
+        ilu.apply::<P, Z>(r.slice(), z.slice_mut());
         Ok(())
     }
 
@@ -197,6 +197,32 @@ impl Backend for CpuBackend {
             .map(|(x, y)| kernels::dot_chunk::<P>(x, y))
             .collect();
         Ok(P::from_acc(kernels::sum_partials(&partials)))
+    }
+
+    fn dot_wide<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<f64>) -> Result<P> {
+        assert_eq!(x.len(), y.len(), "dot: lengths");
+        let xs = x.slice().chunks(DOT_CHUNK);
+        let ys = y.0.par_chunks(DOT_CHUNK);
+        let partials: Vec<P::Acc> = xs
+            .into_par_iter()
+            .zip(ys)
+            .map(|(x, y)| kernels::dot_chunk_wide::<P>(x, y))
+            .collect();
+        Ok(P::from_acc(kernels::sum_partials(&partials)))
+    }
+
+    fn xpay_wide<P: Precision>(
+        &self,
+        x: &CpuVector<f64>,
+        beta: &P,
+        y: &mut CpuVector<P>,
+    ) -> Result<()> {
+        same_lengths(&[x.len(), y.len()], "xpay");
+        write::<P>(y)
+            .into_par_iter()
+            .zip(x.0.par_chunks(VECTOR_CHUNK))
+            .for_each(|(y, x)| kernels::xpay_chunk_wide::<P>(x, beta, y));
+        Ok(())
     }
 
     fn axpy<P: Precision>(&self, alpha: &P, x: &CpuVector<P>, y: &mut CpuVector<P>) -> Result<()> {
@@ -279,10 +305,34 @@ impl Backend for CpuBackend {
         rho: &P,
         p: &CpuVector<P>,
         q: &mut CpuVector<P>,
-        x: &mut CpuVector<P>,
+        x: Option<&mut CpuVector<P>>,
         r: &mut CpuVector<P>,
     ) -> Result<(P, P)> {
         Ok(fused::cg_step(a, rho, p, q, x, r))
+    }
+
+    fn cg_direction<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &CpuVector<P>,
+        beta: &P,
+        p: &mut CpuVector<P>,
+        x: &mut CpuVector<P>,
+    ) -> Result<()> {
+        fused::cg_direction(alpha, fused::Direction::Own(z), beta, p, x);
+        Ok(())
+    }
+
+    fn cg_direction_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &CpuVector<f64>,
+        beta: &P,
+        p: &mut CpuVector<P>,
+        x: &mut CpuVector<P>,
+    ) -> Result<()> {
+        fused::cg_direction(alpha, fused::Direction::Wide(z), beta, p, x);
+        Ok(())
     }
 
     fn bicgstab_direction<P: Precision>(

@@ -220,7 +220,7 @@ fn check_cg_step<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
             );
             let pv = CpuVector::from(p.clone());
             let (pq, rr) = backend
-                .cg_step(&a, &rho, &pv, &mut q, &mut xg, &mut rg)
+                .cg_step(&a, &rho, &pv, &mut q, Some(&mut xg), &mut rg)
                 .unwrap();
             assert_same_bits(&q.0, &q_want, &what);
             assert_same_bits(
@@ -384,7 +384,7 @@ fn check_scalar_kernels<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
         let got: Vec<P> = x
             .chunks(DOT_CHUNK)
             .zip(y.chunks(DOT_CHUNK))
-            .map(|(x, y)| kernels::dot_chunk_scalar::<P>(x, y))
+            .map(|(x, y)| kernels::dot_chunk_scalar::<P, _>(x, kernels::Native(y)))
             .collect();
         let want: Vec<P> = x
             .chunks(DOT_CHUNK)
@@ -405,7 +405,7 @@ fn check_scalar_kernels<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
     assert_same_bits(&got, &want, "axpy_chunk_scalar");
     let mut got = y.clone();
-    kernels::xpay_chunk_scalar::<P>(&x, &beta, &mut got);
+    kernels::xpay_chunk_scalar::<P, _>(kernels::Native(x.as_slice()), &beta, &mut got);
     let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| x.add(&beta.mul(y))).collect();
     assert_same_bits(&got, &want, "xpay_chunk_scalar");
     let mut got = vec![P::zero(); n];
@@ -582,7 +582,7 @@ fn simd_td_kernels_of_every_width_match_the_scalar_td_kernels() {
             let got = unsafe {
                 simd_dd::dot_chunk_at(level, SimdIn::Td(x.slice()), SimdIn::Td(y.slice()))
             };
-            let want = kernels::dot_chunk_scalar::<Td>(x.slice(), y.slice());
+            let want = kernels::dot_chunk_scalar::<Td, _>(x.slice(), kernels::Native(y.slice()));
             assert_eq!(bits(&got), bits(&want), "{} n = {n}", what("dot_chunk"));
         }
         let n = 1003 / w * w;
@@ -618,7 +618,7 @@ fn simd_td_kernels_of_every_width_match_the_scalar_td_kernels() {
                 SimdOut::Td(got.slice_mut()),
             )
         };
-        kernels::xpay_chunk_scalar::<Td>(x.slice(), &beta, want.slice_mut());
+        kernels::xpay_chunk_scalar::<Td, _>(kernels::Native(x.slice()), &beta, want.slice_mut());
         same(&got, &want, &what("xpay"));
         let (mut got, mut want) = (v.clone(), v.clone());
         let (xs, ys) = (SimdIn::Td(x.slice()), SimdIn::Td(y.slice()));
@@ -665,4 +665,67 @@ fn simd_td_kernels_of_every_width_match_the_scalar_td_kernels() {
             }
         }
     }
+}
+
+/// Every word of a value, exactly (the derived `Debug` of each precision's parts).
+fn words<P: Precision>(v: &[P]) -> Vec<String> {
+    v.iter().map(|x| format!("{x:?}")).collect()
+}
+
+/// `dot_wide` and `xpay_wide` (CG's reads of its double preconditioned residual) give the bits
+/// of `dot` and `xpay` on that vector converted to `P`, at lengths that exercise the SIMD
+/// registers, their scalar tails and the chunk boundaries, in every precision.
+fn check_wide_reads<P: Precision>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    for n in dot_lengths() {
+        let x = CpuVector::<P>::from(random_vector::<P>(&mut rng, n));
+        let z = CpuVector::<f64>::from(random_vector::<f64>(&mut rng, n));
+        let mut z_wide = backend.zeros::<P>(n).unwrap();
+        backend.convert(&z, &mut z_wide).unwrap();
+        let got = backend.dot_wide(&x, &z).unwrap();
+        let want = backend.dot(&x, &z_wide).unwrap();
+        assert_eq!(
+            words(&[got]),
+            words(&[want]),
+            "{} dot_wide n = {n}",
+            P::NAME
+        );
+
+        let beta: P = random_value(&mut rng);
+        let mut got = x.clone();
+        backend.xpay_wide(&z, &beta, &mut got).unwrap();
+        let mut want = x.clone();
+        backend.xpay(&z_wide, &beta, &mut want).unwrap();
+        let (got, want) = (got.to_values(), want.to_values());
+        assert_eq!(words(&got), words(&want), "{} xpay_wide n = {n}", P::NAME);
+
+        // CG's direction update with its deferred x update, against axpy then xpay.
+        let alpha: P = random_value(&mut rng);
+        let s = CpuVector::<P>::from(random_vector::<P>(&mut rng, n));
+        let (mut want_p, mut want_x) = (x.clone(), s.clone());
+        backend.axpy(&alpha, &want_p, &mut want_x).unwrap();
+        backend.xpay(&z_wide, &beta, &mut want_p).unwrap();
+        let (want_p, want_x) = (words(&want_p.to_values()), words(&want_x.to_values()));
+        for wide in [true, false] {
+            let (mut p, mut xs) = (x.clone(), s.clone());
+            if wide {
+                backend.cg_direction_wide(&alpha, &z, &beta, &mut p, &mut xs)
+            } else {
+                backend.cg_direction(&alpha, &z_wide, &beta, &mut p, &mut xs)
+            }
+            .unwrap();
+            let what = format!("{} cg_direction wide = {wide} n = {n}", P::NAME);
+            assert_eq!(words(&p.to_values()), want_p, "{what}: p");
+            assert_eq!(words(&xs.to_values()), want_x, "{what}: x");
+        }
+    }
+}
+
+#[test]
+fn wide_reads_match_the_converted_vector() {
+    check_wide_reads::<f64>(40);
+    check_wide_reads::<Dd>(41);
+    check_wide_reads::<Td>(42);
+    check_wide_reads::<crate::precision::Qd>(43);
 }

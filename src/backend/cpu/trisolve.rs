@@ -83,7 +83,7 @@ impl CpuIlu {
         (0..2)
             .map(|_| {
                 let t0 = std::time::Instant::now();
-                self.apply::<f64>(&r, &mut z);
+                self.apply::<f64, f64>(&r, &mut z);
                 t0.elapsed().as_secs_f64()
             })
             .fold(f64::INFINITY, f64::min)
@@ -114,15 +114,15 @@ impl CpuIlu {
         self.schedule
     }
 
-    /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `P`.
-    pub fn apply<P: Precision>(&mut self, r: SliceOf<'_, P>, z: SliceMutOf<'_, P>) {
+    /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `Z`.
+    pub fn apply<P: Precision, Z: Precision>(&mut self, r: SliceOf<'_, P>, z: SliceMutOf<'_, Z>) {
         let f = &*self.factors;
         assert!(r.len() == f.n() && z.len() == f.n(), "ilu_apply: lengths");
         match self.ordered.as_mut() {
-            Some(ordered) => ordered.apply::<P>(r, z),
+            Some(ordered) => ordered.apply::<P, Z>(r, z),
             None => {
                 sequential::<P>(f, r, &mut self.work);
-                widen::<P>(&self.work, z);
+                widen::<Z>(&self.work, z);
             }
         }
     }
@@ -231,7 +231,7 @@ impl LevelOrdered {
         }
     }
 
-    fn apply<P: Precision>(&mut self, r: SliceOf<'_, P>, z: SliceMutOf<'_, P>) {
+    fn apply<P: Precision, Z: Precision>(&mut self, r: SliceOf<'_, P>, z: SliceMutOf<'_, Z>) {
         let rhs = |i: usize| r.get(i).to_f64();
         self.lower.solve(&mut self.y, Some(&rhs));
         let y = &self.y;
@@ -250,7 +250,7 @@ impl LevelOrdered {
             .zip(self.upper.position.par_chunks(ROWS_PER_TASK))
             .for_each(|(mut z, from)| {
                 for (i, &q) in from.iter().enumerate() {
-                    z.set(i, P::from_f64(x[q as usize]));
+                    z.set(i, Z::from_f64(x[q as usize]));
                 }
             });
     }

@@ -324,12 +324,12 @@ impl CudaBackend {
         })
     }
 
-    /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `P`.
-    pub(super) fn ilu_solve<P: Precision>(
+    /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `Z`.
+    pub(super) fn ilu_solve<P: Precision, Z: Precision>(
         &self,
         ilu: &mut CudaIlu,
         r: &CudaVector<P>,
-        z: &mut CudaVector<P>,
+        z: &mut CudaVector<Z>,
     ) -> Result<()> {
         assert!(
             r.len == ilu.n && z.len == ilu.n,
@@ -354,15 +354,15 @@ impl CudaBackend {
 
     /// The partitioned schedule: a gather of `r` into the forward order, then one launch per
     /// triangle, a block per part.
-    fn ilu_solve_parts<P: Precision>(
+    fn ilu_solve_parts<P: Precision, Z: Precision>(
         &self,
         ilu: &mut CudaIlu,
         r: &CudaVector<P>,
-        z: &mut CudaVector<P>,
+        z: &mut CudaVector<Z>,
     ) -> Result<()> {
-        let suffix = Self::suffix::<P>()?;
+        let (suffix, z_suffix) = (Self::suffix::<P>()?, Self::suffix::<Z>()?);
         let gather_name = format!("ilu0p_gather_{suffix}");
-        let upper_name = format!("ilu0p_upper_{suffix}");
+        let upper_name = format!("ilu0p_upper_{z_suffix}");
         let gather_f = self.kernels.function(&gather_name)?;
         let lower_f = self.kernels.function("ilu0p_lower")?;
         let upper_f = self.kernels.function(&upper_name)?;
@@ -425,15 +425,15 @@ impl CudaBackend {
     }
 
     /// The level-order schedules: one launch per triangle (sync-free) or per level.
-    fn ilu_solve_levels<P: Precision>(
+    fn ilu_solve_levels<P: Precision, Z: Precision>(
         &self,
         ilu: &mut CudaIlu,
         r: &CudaVector<P>,
-        z: &mut CudaVector<P>,
+        z: &mut CudaVector<Z>,
     ) -> Result<()> {
-        let suffix = Self::suffix::<P>()?;
+        let (suffix, z_suffix) = (Self::suffix::<P>()?, Self::suffix::<Z>()?);
         let lower_name = format!("ilu0_lower_{suffix}");
-        let upper_name = format!("ilu0_upper_{suffix}");
+        let upper_name = format!("ilu0_upper_{z_suffix}");
         let lower_f = self.kernels.function(&lower_name)?;
         let upper_f = self.kernels.function(&upper_name)?;
         let generation = ilu.generation;

@@ -395,6 +395,31 @@ impl CudaBackend {
         })
     }
 
+    /// `cg_direction_{p}` or `cg_direction_wide_{p}` (`op`), with `z` of `P` or f64.
+    fn launch_cg_direction<P: Precision, Z>(
+        &self,
+        op: &str,
+        alpha: &P,
+        z: &CudaVector<Z>,
+        beta: &P,
+        p: &mut CudaVector<P>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert!(z.len == p.len && x.len == p.len, "cg_direction: lengths");
+        let (alpha, beta) = (Self::scalar(alpha), Self::scalar(beta));
+        let n = p.len as i64;
+        let (f, name) = self.kernel::<P>(op)?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.vec(z);
+        push_scalar(&mut args, &beta);
+        args.vec(p).vec(x);
+        // cg_direction{,_wide}_{p}(long long n, S alpha, const T* or const double* z, S beta,
+        // T* p, T* x): an element-wise kernel (launch_elementwise's SAFETY).
+        self.launch_elementwise(args, p.len, &name)
+    }
+
     /// A reduction stage `{op}_{suffix}_{stage}` and its name.
     fn staged_kernel<P: Precision>(
         &self,
@@ -517,11 +542,11 @@ impl Backend for CudaBackend {
         self.ilu_upload(factors)
     }
 
-    fn ilu_apply<P: Precision>(
+    fn ilu_apply<P: Precision, Z: Precision>(
         &self,
         ilu: &mut CudaIlu,
         r: &CudaVector<P>,
-        z: &mut CudaVector<P>,
+        z: &mut CudaVector<Z>,
     ) -> Result<()> {
         self.ilu_solve(ilu, r, z)
     }
@@ -577,17 +602,60 @@ impl Backend for CudaBackend {
         self.finish_reduction(&partial, blocks)
     }
 
+    fn dot_wide<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<f64>) -> Result<P> {
+        assert_eq!(x.len, y.len, "dot: lengths");
+        let (partial, blocks) = self.partials::<P>(x.len)?;
+        // f64 has nothing to widen: its own dot kernel.
+        let op = if Self::suffix::<P>()? == "f64" {
+            "dot"
+        } else {
+            "dot_wide"
+        };
+        let (f, name) = self.staged_kernel::<P>(op, "partial")?;
+        let n = x.len as i64;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).vec(x).vec(y).vec(&partial);
+        // SAFETY: dot_wide_{p}_partial(long long n, const T* x, const double* y, A* partial)
+        // (or dot_f64_partial), launched as dot_{p}_partial: one block of DOT_THREADS threads
+        // per DOT_CHUNK elements, one A per block.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        self.finish_reduction(&partial, blocks)
+    }
+
+    fn xpay_wide<P: Precision>(
+        &self,
+        x: &CudaVector<f64>,
+        beta: &P,
+        y: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert_eq!(x.len, y.len, "xpay: lengths");
+        let beta = Self::scalar(beta);
+        let n = x.len as i64;
+        let op = if Self::suffix::<P>()? == "f64" {
+            "xpay"
+        } else {
+            "xpay_wide"
+        };
+        let (f, name) = self.kernel::<P>(op)?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).vec(x);
+        push_scalar(&mut args, &beta);
+        args.vec(y);
+        self.launch_elementwise(args, x.len, &name)
+    }
+
     fn cg_step<P: Precision>(
         &self,
         a: &CudaMatrix,
         rho: &P,
         p: &CudaVector<P>,
         q: &mut CudaVector<P>,
-        x: &mut CudaVector<P>,
+        x: Option<&mut CudaVector<P>>,
         r: &mut CudaVector<P>,
     ) -> Result<(P, P)> {
         let n = p.len;
-        assert!(q.len == n && x.len == n && r.len == n, "cg_step: lengths");
+        let x_len = x.as_ref().map_or(n, |x| x.len);
+        assert!(q.len == n && x_len == n && r.len == n, "cg_step: lengths");
         let n64 = n as i64;
         let (mut pq_partial, blocks) = self.partials::<P>(n)?;
         let (rr_partial, _) = self.partials::<P>(n)?;
@@ -606,20 +674,48 @@ impl Backend for CudaBackend {
         // holds four T.
         unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         let (f, name) = self.kernel::<P>("cg_update")?;
+        let update_x = i32::from(x.is_some());
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n64)
-            .vec(&scalars)
-            .vec(p)
-            .vec(q)
-            .vec(x)
-            .vec(r)
-            .vec(&rr_partial);
+        args.arg(&n64).vec(&scalars).vec(p).vec(q);
+        match x {
+            Some(x) => args.vec(x),
+            None => args.vec(p), // never written: update_x is 0
+        };
+        args.vec(r).vec(&rr_partial).arg(&update_x);
         // SAFETY: cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x,
-        // T* r, T* partial), reduction layout.
+        // T* r, T* partial, int update_x), reduction layout; x is only written if update_x.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         self.final_stage_into::<P>(&rr_partial, blocks, &mut scalars, 3)?;
         let values = self.decode::<P>(&scalars)?;
         Ok((values[0].clone(), values[3].clone()))
+    }
+
+    fn cg_direction<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &CudaVector<P>,
+        beta: &P,
+        p: &mut CudaVector<P>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        self.launch_cg_direction("cg_direction", alpha, z, beta, p, x)
+    }
+
+    fn cg_direction_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &CudaVector<f64>,
+        beta: &P,
+        p: &mut CudaVector<P>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        // f64 has nothing to widen: its own kernel.
+        let op = if Self::suffix::<P>()? == "f64" {
+            "cg_direction"
+        } else {
+            "cg_direction_wide"
+        };
+        self.launch_cg_direction(op, alpha, z, beta, p, x)
     }
 
     fn bicgstab_half<P: Precision>(

@@ -356,6 +356,9 @@ impl<const W: usize> DdX<W> {
 pub enum SimdIn<'a> {
     Dd(&'a [Dd]),
     Td(TdSlice<'a>),
+    /// Doubles, each widened exactly to `(x, 0)` (CG's preconditioned residual: see
+    /// `kernels::Widened`); read by `dot_chunk` (as `y`) and `xpay` (as `x`) only.
+    F64(&'a [f64]),
 }
 
 /// A vector the SIMD kernels write (and may read): `Dd` values, or td's two arrays (each element
@@ -410,6 +413,18 @@ impl Source for &[Dd] {
         // SAFETY: forwarded from the caller.
         let d = unsafe { *self.get_unchecked(i) };
         (d.hi, d.lo)
+    }
+}
+
+impl Source for &[f64] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[f64]>::len(self)
+    }
+    #[inline(always)]
+    unsafe fn get(self, i: usize) -> (f64, f64) {
+        // SAFETY: forwarded from the caller.
+        (unsafe { *self.get_unchecked(i) }, 0.0)
     }
 }
 
@@ -603,7 +618,11 @@ simd_entry! {
 
 #[inline(always)]
 fn dot_chunk_impl<const W: usize>(x: SimdIn<'_>, y: SimdIn<'_>) -> Dd {
-    with_layout!(in: [x, y], out: [], dot_chunk_layout::<W>(x, y))
+    match (x, y) {
+        (SimdIn::Dd(x), SimdIn::F64(y)) => dot_chunk_layout::<W>(x, y),
+        (SimdIn::Td(x), SimdIn::F64(y)) => dot_chunk_layout::<W>(x, y),
+        _ => with_layout!(in: [x, y], out: [], dot_chunk_layout::<W>(x, y)),
+    }
 }
 
 #[inline(always)]
@@ -704,12 +723,20 @@ simd_entry! {
 #[inline(always)]
 fn xpay_impl<const W: usize>(x: SimdIn<'_>, beta: &Dd, y: SimdOut<'_>) -> usize {
     let beta = DdX::<W>::splat(beta);
-    with_layout!(in: [x], out: [y], {
-        let mut y = y;
-        elementwise::<W, _>(&[x.len()], &mut y, |at, y| unsafe {
+    #[inline(always)]
+    fn run<const W: usize>(x: impl Source, beta: DdX<W>, y: &mut impl Sink) -> usize {
+        elementwise::<W, _>(&[x.len()], y, |at, y| unsafe {
             DdX::read(x, at).add(beta.mul(DdX::read_out(y, at)))
         })
-    })
+    }
+    match (x, y) {
+        (SimdIn::F64(x), SimdOut::Dd(mut y)) => run(x, beta, &mut y),
+        (SimdIn::F64(x), SimdOut::Td(mut y)) => run(x, beta, &mut y),
+        (x, y) => with_layout!(in: [x], out: [y], {
+            let mut y = y;
+            run(x, beta, &mut y)
+        }),
+    }
 }
 
 simd_entry! {
