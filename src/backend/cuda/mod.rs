@@ -316,14 +316,56 @@ impl CudaBackend {
         partial: &mut CudaVector<P>,
         blocks: usize,
     ) -> Result<()> {
-        let (f, name) = self.staged_kernel::<P>("dot", "partial")?;
+        self.launch_dot_partial_op("dot", x, y, partial, blocks)
+    }
+
+    /// `{op}_{p}_partial`: `dot` (`y` of `P`) or `dot_wide` (`y` of doubles, read widened).
+    fn launch_dot_partial_op<P: Precision, Y>(
+        &self,
+        op: &str,
+        x: &CudaVector<P>,
+        y: &CudaVector<Y>,
+        partial: &CudaVector<P>,
+        blocks: usize,
+    ) -> Result<()> {
+        let (f, name) = self.staged_kernel::<P>(op, "partial")?;
         let n = x.len as i64;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n).vec(x).vec(y).vec(partial);
-        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, A* partial), launched
-        // with one block of DOT_THREADS threads per DOT_CHUNK elements, one T per block.
+        // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, A* partial) or
+        // dot_wide_{p}_partial(long long n, const T* x, const double* y, A* partial), launched
+        // with one block of DOT_THREADS threads per DOT_CHUNK elements, one A per block.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         Ok(())
+    }
+
+    /// The kernel `op` for `P` that reads a double vector widened: `wide`, except for f64,
+    /// whose own kernel `plain` has nothing to widen.
+    fn wide_op<P: Precision>(plain: &'static str, wide: &'static str) -> Result<&'static str> {
+        Ok(if Self::suffix::<P>()? == "f64" {
+            plain
+        } else {
+            wide
+        })
+    }
+
+    /// `{op}_{p}(n, x, beta, y)`: `xpay` (`x` of `P`) or `xpay_wide` (`x` of doubles).
+    fn launch_xpay<P: Precision, X>(
+        &self,
+        op: &str,
+        x: &CudaVector<X>,
+        beta: &P,
+        y: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert_eq!(x.len, y.len, "xpay: lengths");
+        let beta = Self::scalar(beta);
+        let n = x.len as i64;
+        let (f, name) = self.kernel::<P>(op)?;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).vec(x);
+        push_scalar(&mut args, &beta);
+        args.vec(y);
+        self.launch_elementwise(args, x.len, &name)
     }
 
     /// The final stage of a reduction, written into entry `index` of a scalar block on the GPU.
@@ -605,20 +647,8 @@ impl Backend for CudaBackend {
     fn dot_wide<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<f64>) -> Result<P> {
         assert_eq!(x.len, y.len, "dot: lengths");
         let (partial, blocks) = self.partials::<P>(x.len)?;
-        // f64 has nothing to widen: its own dot kernel.
-        let op = if Self::suffix::<P>()? == "f64" {
-            "dot"
-        } else {
-            "dot_wide"
-        };
-        let (f, name) = self.staged_kernel::<P>(op, "partial")?;
-        let n = x.len as i64;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).vec(x).vec(y).vec(&partial);
-        // SAFETY: dot_wide_{p}_partial(long long n, const T* x, const double* y, A* partial)
-        // (or dot_f64_partial), launched as dot_{p}_partial: one block of DOT_THREADS threads
-        // per DOT_CHUNK elements, one A per block.
-        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        let op = Self::wide_op::<P>("dot", "dot_wide")?;
+        self.launch_dot_partial_op(op, x, y, &partial, blocks)?;
         self.finish_reduction(&partial, blocks)
     }
 
@@ -628,20 +658,7 @@ impl Backend for CudaBackend {
         beta: &P,
         y: &mut CudaVector<P>,
     ) -> Result<()> {
-        assert_eq!(x.len, y.len, "xpay: lengths");
-        let beta = Self::scalar(beta);
-        let n = x.len as i64;
-        let op = if Self::suffix::<P>()? == "f64" {
-            "xpay"
-        } else {
-            "xpay_wide"
-        };
-        let (f, name) = self.kernel::<P>(op)?;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).vec(x);
-        push_scalar(&mut args, &beta);
-        args.vec(y);
-        self.launch_elementwise(args, x.len, &name)
+        self.launch_xpay(Self::wide_op::<P>("xpay", "xpay_wide")?, x, beta, y)
     }
 
     fn cg_step<P: Precision>(
@@ -709,12 +726,7 @@ impl Backend for CudaBackend {
         p: &mut CudaVector<P>,
         x: &mut CudaVector<P>,
     ) -> Result<()> {
-        // f64 has nothing to widen: its own kernel.
-        let op = if Self::suffix::<P>()? == "f64" {
-            "cg_direction"
-        } else {
-            "cg_direction_wide"
-        };
+        let op = Self::wide_op::<P>("cg_direction", "cg_direction_wide")?;
         self.launch_cg_direction(op, alpha, z, beta, p, x)
     }
 
@@ -911,15 +923,7 @@ impl Backend for CudaBackend {
     }
 
     fn xpay<P: Precision>(&self, x: &CudaVector<P>, beta: &P, y: &mut CudaVector<P>) -> Result<()> {
-        assert_eq!(x.len, y.len, "xpay: lengths");
-        let beta = Self::scalar(beta);
-        let n = x.len as i64;
-        let (f, name) = self.kernel::<P>("xpay")?;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).vec(x);
-        push_scalar(&mut args, &beta);
-        args.vec(y);
-        self.launch_elementwise(args, x.len, &name)
+        self.launch_xpay("xpay", x, beta, y)
     }
 
     fn axpyz<P: Precision>(
