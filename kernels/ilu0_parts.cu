@@ -82,6 +82,40 @@ __device__ __forceinline__ void ilu_fetch(IluRow& m, int p, const int* __restric
     if (UPPER) m.pivot = diag[p];
 }
 
+// The level whose records the last warp prefetches to L2, counted from the level whose records
+// are being loaded into registers (the one after the level being solved).
+#define ILU_PREFETCH_LEVELS 2
+
+// Prefetch to L2 the 128-byte lines of elements [lo, hi) of an array of `size`-byte elements,
+// one line per lane of the calling warp.
+__device__ __forceinline__ void ilu_prefetch(const void* base, int size, int lo, int hi, int lane) {
+    const char* b = static_cast<const char*>(base);
+    const long long first = ((long long)lo * size) >> 7, last = ((long long)hi * size - 1) >> 7;
+    for (long long line = first + lane; line <= last; line += 32)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(b + (line << 7)));
+}
+
+// The records of level `s` (positions seg_ptr[s]..seg_ptr[s + 1]), prefetched by the block's
+// last warp, which has rows only in levels wider than the block less a warp: they are then an
+// L2 hit, not an HBM round trip, when they are loaded a level ahead (measured: 1.97 -> 1.71 ms
+// for L+U on poisson3d:200, benches/results/ilu0-h200.md), and the warps with rows issue no
+// extra instructions.
+template <bool UPPER>
+__device__ __forceinline__ void ilu_prefetch_level(int s, int s_end, const int* seg_ptr,
+                                                   const int* dest, const int4* hdep,
+                                                   const double2* hval, const double* rhs,
+                                                   const double* diag) {
+    const int lane = (int)threadIdx.x - ((int)blockDim.x - 32);
+    if (lane < 0 || s >= s_end) return;
+    const int lo = seg_ptr[s], hi = seg_ptr[s + 1];
+    if (hi <= lo) return;
+    ilu_prefetch(hdep, 16, lo, hi, lane);
+    ilu_prefetch(hval, 32, lo, hi, lane);
+    ilu_prefetch(rhs, 8, lo, hi, lane);
+    ilu_prefetch(dest, 4, lo, hi, lane);
+    if (UPPER) ilu_prefetch(diag, 8, lo, hi, lane);
+}
+
 // Before the barrier that opens the row's level: load the pairs of dependencies in earlier
 // parts (their values do not come from this block, so they may already be there).
 __device__ __forceinline__ void ilu_probe(IluRow& m, const double* w, int part_first,
@@ -174,6 +208,8 @@ __device__ __forceinline__ void ilu_parts_body(
         }
         int e_next = s + 1 < s_end ? seg_ptr[s + 2] : e;
         if (e + t < e_next) ilu_fetch<UPPER>(ahead, e + t, dest, hdep, hval, rhs, diag);
+        for (int k = 1; k <= ILU_PREFETCH_LEVELS; ++k)
+            ilu_prefetch_level<UPPER>(s + 1 + k, s_end, seg_ptr, dest, hdep, hval, rhs, diag);
         for (;;) {
             // the slots of [b, e) are those of [b - W, e - W): reads stay at or after e - W
             const int window_first = max(first, e - ILU_WINDOW);
@@ -200,6 +236,8 @@ __device__ __forceinline__ void ilu_parts_body(
             if (b + t < e) ilu_probe(m, out, first, gen);
             e_next = s + 1 < s_end ? seg_ptr[s + 2] : e;
             if (e + t < e_next) ilu_fetch<UPPER>(ahead, e + t, dest, hdep, hval, rhs, diag);
+            ilu_prefetch_level<UPPER>(s + 1 + ILU_PREFETCH_LEVELS, s_end, seg_ptr, dest, hdep,
+                                      hval, rhs, diag);
             __syncthreads();  // this level's results are visible to the block
         }
     }
