@@ -8,6 +8,8 @@
 // bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt, T* partial_ts)
 // bicg_decide_{p}(T* block, double denominator, double tol)                     one thread
 // bicg_x_{p}(long long n, const T* block, const T* p_hat, const T* s_hat, T* x)
+// bicg_x_wide_dd(long long n, const double2* block, const double* p_hat, const double* s_hat,
+//                double2* x): p_hat and s_hat (preconditioned, kept in double) read widened
 // bicg_r_{p}(long long n, const T* block, const T* t, const T* s, const T* r_tilde, T* r,
 //            T* partial_rr, T* partial_rho)
 
@@ -177,16 +179,37 @@ extern "C" __global__ void bicg_decide_dd(double2* block, double denominator, do
     dd_store(block, 8, dd_from_f64((isfinite(omega.hi) && isfinite(omega.lo)) ? 1.0 : 0.0));
 }
 
-extern "C" __global__ void bicg_x_dd(long long n, const double2* __restrict__ block, const double2* __restrict__ p_hat,
-                                    const double2* __restrict__ s_hat, double2* __restrict__ x) {
+// p^[i] and s^[i] as double-doubles: stored, or doubles widened exactly.
+__device__ __forceinline__ dd_t bicg_hat(const double2* __restrict__ v, long long i) {
+    return dd_load(v, i);
+}
+__device__ __forceinline__ dd_t bicg_hat(const double* __restrict__ v, long long i) {
+    return dd_from_f64(v[i]);
+}
+
+template <typename H>
+__device__ __forceinline__ void bicg_x_dd_body(long long n, const double2* __restrict__ block,
+                                               const H* __restrict__ p_hat,
+                                               const H* __restrict__ s_hat,
+                                               double2* __restrict__ x) {
     ELEMENT_INDEX
     if (!(block[2].x != 0.0)) return;
-    const dd_t t = dd_add(dd_mul(dd_load(block, 1), dd_load(p_hat, i)), dd_load(x, i));
+    const dd_t t = dd_add(dd_mul(dd_load(block, 1), bicg_hat(p_hat, i)), dd_load(x, i));
     if ((block[4].x != 0.0)) {
         dd_store(x, i, t);
     } else if ((block[8].x != 0.0)) {
-        dd_store(x, i, dd_add(dd_mul(dd_load(block, 7), dd_load(s_hat, i)), t));
+        dd_store(x, i, dd_add(dd_mul(dd_load(block, 7), bicg_hat(s_hat, i)), t));
     }
+}
+
+extern "C" __global__ void bicg_x_dd(long long n, const double2* block, const double2* p_hat,
+                                    const double2* s_hat, double2* x) {
+    bicg_x_dd_body(n, block, p_hat, s_hat, x);
+}
+
+extern "C" __global__ void bicg_x_wide_dd(long long n, const double2* block, const double* p_hat,
+                                         const double* s_hat, double2* x) {
+    bicg_x_dd_body(n, block, p_hat, s_hat, x);
 }
 
 extern "C" __global__ void bicg_r_dd(long long n, const double2* __restrict__ block, const double2* __restrict__ t,

@@ -6,6 +6,8 @@
 //
 // Kernels: spmv_{f64,dd}_nt{1,2,4,8,16,32}(int nrows, const int* row_ptr, const int* col_idx,
 //          const double* val, const T* x, T* y, const double* b, int has_b)
+//          spmv_wide_dd_nt{NT}(...): the same with x of doubles read widened to (x, 0), the bits
+//          of spmv_dd on x converted (BiCGStab's preconditioned directions, kept in double)
 
 template <int NT>
 __device__ __forceinline__ void spmv_f64_body(int nrows, const int* __restrict__ row_ptr,
@@ -31,11 +33,19 @@ __device__ __forceinline__ void spmv_f64_body(int nrows, const int* __restrict__
     }
 }
 
-template <int NT>
+// x[j] as a double-double: stored, or a double widened exactly.
+__device__ __forceinline__ dd_t spmv_dd_x(const double2* __restrict__ x, int j) {
+    return dd_load(x, j);
+}
+__device__ __forceinline__ dd_t spmv_dd_x(const double* __restrict__ x, int j) {
+    return dd_from_f64(x[j]);
+}
+
+template <int NT, typename XT>
 __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ row_ptr,
                                              const int* __restrict__ col_idx,
                                              const double* __restrict__ val,
-                                             const double2* __restrict__ x, double2* __restrict__ y,
+                                             const XT* __restrict__ x, double2* __restrict__ y,
                                              const double* __restrict__ b, int has_b) {
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long row = tid / NT;
@@ -45,7 +55,7 @@ __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ 
         const int end = row_ptr[row + 1];
         for (int k = row_ptr[row] + lane; k < end; k += NT) {
             // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
-            s = dd_add(s, dd_mul_f64(dd_load(x, col_idx[k]), val[k]));
+            s = dd_add(s, dd_mul_f64(spmv_dd_x(x, col_idx[k]), val[k]));
         }
     }
     for (int off = NT / 2; off > 0; off >>= 1) {
@@ -67,6 +77,12 @@ __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ 
     extern "C" __global__ void spmv_dd_nt##NT(int nrows, const int* row_ptr, const int* col_idx,  \
                                               const double* val, const double2* x, double2* y,   \
                                               const double* b, int has_b) {                      \
+        spmv_dd_body<NT>(nrows, row_ptr, col_idx, val, x, y, b, has_b);                          \
+    }                                                                                            \
+    extern "C" __global__ void spmv_wide_dd_nt##NT(int nrows, const int* row_ptr,                \
+                                                   const int* col_idx, const double* val,        \
+                                                   const double* x, double2* y,                  \
+                                                   const double* b, int has_b) {                 \
         spmv_dd_body<NT>(nrows, row_ptr, col_idx, val, x, y, b, has_b);                          \
     }
 

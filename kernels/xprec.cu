@@ -367,19 +367,18 @@ __device__ __forceinline__ void bicg_decide_x(typename O::Vec block, double deno
     O::store(block, 8, O::from_f64(O::is_finite(omega) ? 1.0 : 0.0));
 }
 
-template <class O>
-__device__ __forceinline__ void bicg_x_x(long long n, typename O::Vec block,
-                                         typename O::Vec p_hat, typename O::Vec s_hat,
+template <class O, class H>
+__device__ __forceinline__ void bicg_x_x(long long n, typename O::Vec block, H p_hat, H s_hat,
                                          typename O::Vec x) {
     ELEMENT_INDEX
     if (!O::flag(O::load(block, 2))) return;
     // axpy, or two axpys (x_update): the first result rounded as if stored
     const typename O::V t =
-        O::round(O::a_add(O::a_mul(O::load(block, 1), O::load(p_hat, i)), O::load(x, i)));
+        O::round(O::a_add(O::a_mul(O::load(block, 1), p_hat[i]), O::load(x, i)));
     if (O::flag(O::load(block, 4))) {
         O::store(x, i, t);
     } else if (O::flag(O::load(block, 8))) {
-        O::store(x, i, O::a_add(O::a_mul(O::load(block, 7), O::load(s_hat, i)), t));
+        O::store(x, i, O::a_add(O::a_mul(O::load(block, 7), s_hat[i]), t));
     }
 }
 
@@ -412,10 +411,10 @@ __device__ __forceinline__ void bicg_r_x(long long n, typename O::Vec block, typ
 
 // CSR-vector SpMV (spmv_csr.cu), lane sums by Precision::add_mul_f64 in A, then the shuffle
 // tree in A, then b - sum in A; one rounding when the row is stored.
-template <class O, int NT>
+template <class O, int NT, class X>
 __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_ptr,
                                        const int* __restrict__ col_idx,
-                                       const double* __restrict__ val, typename O::Vec x,
+                                       const double* __restrict__ val, X x,
                                        typename O::Vec y, const double* __restrict__ b,
                                        int has_b) {
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -425,7 +424,7 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
     if (row < nrows) {
         const int end = row_ptr[row + 1];
         for (int k = row_ptr[row] + lane; k < end; k += NT) {
-            s = O::a_add_mul_f64(s, val[k], O::load(x, col_idx[k]));
+            s = O::a_add_mul_f64(s, val[k], x[col_idx[k]]);
         }
     }
     for (int off = NT / 2; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, NT));
@@ -439,7 +438,13 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
                                                  const int* col_idx, const double* val,        \
                                                  O::Vec x, O::Vec y, const double* b,          \
                                                  int has_b) {                                  \
-        spmv_x<O, NT>(nrows, row_ptr, col_idx, val, x, y, b, has_b);                           \
+        spmv_x<O, NT>(nrows, row_ptr, col_idx, val, Own<O>{x}, y, b, has_b);                   \
+    }                                                                                          \
+    extern "C" __global__ void spmv_wide_##P##_nt##NT(int nrows, const int* row_ptr,           \
+                                                      const int* col_idx, const double* val,   \
+                                                      const double* x, O::Vec y,               \
+                                                      const double* b, int has_b) {            \
+        spmv_x<O, NT>(nrows, row_ptr, col_idx, val, Wide<O>{x}, y, b, has_b);                  \
     }
 
 #define X_KERNELS(P, O)                                                                        \
@@ -514,7 +519,11 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
     }                                                                                          \
     extern "C" __global__ void bicg_x_##P(long long n, O::Vec block, O::Vec p_hat,            \
                                           O::Vec s_hat, O::Vec x) {                            \
-        bicg_x_x<O>(n, block, p_hat, s_hat, x);                                                \
+        bicg_x_x<O>(n, block, Own<O>{p_hat}, Own<O>{s_hat}, x);                                \
+    }                                                                                          \
+    extern "C" __global__ void bicg_x_wide_##P(long long n, O::Vec block, const double* p_hat, \
+                                               const double* s_hat, O::Vec x) {                \
+        bicg_x_x<O>(n, block, Wide<O>{p_hat}, Wide<O>{s_hat}, x);                              \
     }                                                                                          \
     extern "C" __global__ void bicg_r_##P(long long n, O::Vec block, O::Vec t, O::Vec s_in,   \
                                           O::Vec r_tilde, O::Vec r, O::AVec partial_rr,        \

@@ -167,6 +167,23 @@ mod gpu_checks {
                 &gpu.to_host(&gy).map_err(err)?,
                 &cy.to_values(),
             )?;
+            // BiCGStab's A p^ with p^ in double, read widened: against the CPU's, and against
+            // spmv on the converted vector on the GPU.
+            let xd = CpuVector::from(b.clone());
+            let gxd = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
+            gpu.spmv_wide(&ga, &gxd, &mut gy).map_err(err)?;
+            cpu.spmv_wide(&ca, &xd, &mut cy).map_err(err)?;
+            let got = gpu.to_host(&gy).map_err(err)?;
+            let what = format!("spmv_wide n={n} lanes={}", ca.lanes);
+            same_bits(&what, &got, &cy.to_values())?;
+            let mut gxw = gpu.zeros::<P>(n).map_err(err)?;
+            gpu.convert(&gxd, &mut gxw).map_err(err)?;
+            gpu.spmv(&ga, &gxw, &mut gy).map_err(err)?;
+            same_bits(
+                &format!("{what} vs spmv"),
+                &got,
+                &gpu.to_host(&gy).map_err(err)?,
+            )?;
         }
         Ok(())
     }

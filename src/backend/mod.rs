@@ -81,6 +81,50 @@ pub fn cg_step_accepts<P: Precision>(pq: &P) -> bool {
     pq.is_finite() && pq.to_f64() > 0.0
 }
 
+/// A vector an update reads in `P`: a vector of `P`, or a double vector read widened to `P`
+/// (a preconditioned vector kept in double: see [`Backend::dot_wide`]). `V` and `W` are the
+/// backend's `Vector<P>` and `Vector<f64>`.
+pub enum Operand<'a, V, W> {
+    Own(&'a V),
+    Wide(&'a W),
+}
+
+impl<V, W> Clone for Operand<'_, V, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V, W> Copy for Operand<'_, V, W> {}
+
+/// An [`Operand`] of backend `B` in precision `P`.
+pub type OperandOf<'a, B, P> = Operand<'a, <B as Backend>::Vector<P>, <B as Backend>::Vector<f64>>;
+
+/// `y <- A x` for either kind of `x`.
+pub fn spmv_operand<B: Backend, P: Precision>(
+    backend: &B,
+    a: &B::Matrix,
+    x: OperandOf<'_, B, P>,
+    y: &mut B::Vector<P>,
+) -> Result<()> {
+    match x {
+        Operand::Own(x) => backend.spmv(a, x, y),
+        Operand::Wide(x) => backend.spmv_wide(a, x, y),
+    }
+}
+
+/// `y <- alpha x + y` for either kind of `x`.
+pub fn axpy_operand<B: Backend + ?Sized, P: Precision>(
+    backend: &B,
+    alpha: &P,
+    x: OperandOf<'_, B, P>,
+    y: &mut B::Vector<P>,
+) -> Result<()> {
+    match x {
+        Operand::Own(x) => backend.axpy(alpha, x, y),
+        Operand::Wide(x) => backend.axpy_wide(alpha, x, y),
+    }
+}
+
 pub trait Backend: Send + Sync {
     /// A vector of `P` values living on this backend.
     type Vector<P: Precision>: Send + Sync;
@@ -160,9 +204,33 @@ pub trait Backend: Send + Sync {
     /// preconditioned residual this way: a preconditioner that works in double returns a double
     /// vector, and widening it in a pass of its own would cost a write and a read of `P` values.
     fn dot_wide<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<f64>) -> Result<P> {
-        let mut wide = self.zeros::<P>(self.len(y))?;
-        self.convert(y, &mut wide)?;
-        self.dot(x, &wide)
+        self.dot(x, &self.widen(y)?)
+    }
+    /// `x` converted to a new vector of `P` (exact): the default bodies of the `_wide`
+    /// operations, for backends that do not read doubles widened.
+    fn widen<P: Precision>(&self, x: &Self::Vector<f64>) -> Result<Self::Vector<P>> {
+        let mut wide = self.zeros::<P>(self.len(x))?;
+        self.convert(x, &mut wide)?;
+        Ok(wide)
+    }
+    /// `y <- A x` with the double vector `x` widened to `P` as it is read: the bits of `spmv` on
+    /// `x` converted to `P` (BiCGStab's preconditioned directions `p^` and `s^`).
+    fn spmv_wide<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        x: &Self::Vector<f64>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.spmv(a, &self.widen(x)?, y)
+    }
+    /// `y <- alpha x + y` with the double vector `x` widened to `P` as it is read.
+    fn axpy_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<f64>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.axpy(alpha, &self.widen(x)?, y)
     }
     /// `y <- x + beta y` with the double vector `x` widened to `P` as it is read: the bits of
     /// `xpay` on `x` converted to `P` (see [`dot_wide`](Backend::dot_wide)).
@@ -172,9 +240,7 @@ pub trait Backend: Send + Sync {
         beta: &P,
         y: &mut Self::Vector<P>,
     ) -> Result<()> {
-        let mut wide = self.zeros::<P>(self.len(x))?;
-        self.convert(x, &mut wide)?;
-        self.xpay(&wide, beta, y)
+        self.xpay(&self.widen(x)?, beta, y)
     }
     /// `y <- x`.
     fn copy<P: Precision>(&self, x: &Self::Vector<P>, y: &mut Self::Vector<P>) -> Result<()>;
@@ -299,13 +365,15 @@ pub trait Backend: Send + Sync {
     /// (`||s|| / denominator <= tol`, as the tracker computes it) `x <- x + alpha p^`, else
     /// `x <- x + alpha p^ + omega s^`, `r <- s - omega t` with `<r, r>` and the next
     /// `rho = <r~, r>`. Nothing is updated after a rejected `alpha` or a non-finite `omega`.
+    /// `p^` and `s^` are `p` and `s` themselves without a preconditioner, doubles read
+    /// widened with one.
     #[allow(clippy::too_many_arguments)]
     fn bicgstab_finish<P: Precision>(
         &self,
         denominator: f64,
         tol: f64,
-        p_hat: &Self::Vector<P>,
-        s_hat: &Self::Vector<P>,
+        p_hat: OperandOf<'_, Self, P>,
+        s_hat: OperandOf<'_, Self, P>,
         t: &Self::Vector<P>,
         s: &Self::Vector<P>,
         r_tilde: &Self::Vector<P>,
@@ -323,9 +391,17 @@ pub trait Backend: Send + Sync {
             let omega_ok = b[7].is_finite();
             b[8] = flag(omega_ok);
             if half {
-                self.axpy(&b[1], p_hat, x)?;
+                axpy_operand(self, &b[1], p_hat, x)?;
             } else if omega_ok {
-                self.x_update(&b[1], p_hat, &b[7], s_hat, x)?;
+                match (p_hat, s_hat) {
+                    (Operand::Own(p_hat), Operand::Own(s_hat)) => {
+                        self.x_update(&b[1], p_hat, &b[7], s_hat, x)?
+                    }
+                    _ => {
+                        axpy_operand(self, &b[1], p_hat, x)?;
+                        axpy_operand(self, &b[7], s_hat, x)?;
+                    }
+                }
                 b[9] = self.axpyz_norm(&b[7].neg(), t, s, r)?;
                 b[10] = self.dot(r_tilde, r)?;
             }

@@ -2,7 +2,7 @@
 
 use super::monitor::{Monitor, Tracker, finite_or};
 use super::params::{Params, SolveInfo, StopReason};
-use crate::backend::{BICGSTAB_BLOCK, Backend};
+use crate::backend::{BICGSTAB_BLOCK, Backend, Operand, spmv_operand};
 use crate::error::Result;
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
@@ -31,10 +31,16 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
     let mut v = backend.zeros::<P>(n)?;
     let mut s = backend.zeros::<P>(n)?;
     let mut t = backend.zeros::<P>(n)?;
+    // p^ = M^-1 p and s^ = M^-1 s stay in double (the preconditioner works in double, so
+    // widening them to P would store zeros below the double); the SpMVs and the x update read
+    // them widened, with the bits of the widened vectors.
     let (mut p_hat, mut s_hat) = if precond.is_identity() {
         (None, None)
     } else {
-        (Some(backend.zeros::<P>(n)?), Some(backend.zeros::<P>(n)?))
+        (
+            Some(backend.zeros::<f64>(n)?),
+            Some(backend.zeros::<f64>(n)?),
+        )
     };
 
     // r <- b - A x0 ; r~ <- r
@@ -73,24 +79,24 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
         // p^ <- M^-1 p ; v <- A p^
         let p_hat_ref = match p_hat.as_mut() {
             Some(ph) => {
-                precond.apply(backend, &p, ph)?;
-                &*ph
+                precond.apply_double(backend, &p, ph)?;
+                Operand::Wide(&*ph)
             }
-            None => &p,
+            None => Operand::Own(&p),
         };
-        backend.spmv(a, p_hat_ref, &mut v)?;
+        spmv_operand(backend, a, p_hat_ref, &mut v)?;
         // alpha <- rho / <r~, v> ; s <- r - alpha v with <s, s>, on the backend
         backend.bicgstab_half(&rho, &r_tilde, &v, &r, &mut s, &mut block)?;
         // s^ <- M^-1 s ; t <- A s^ (before the half-step test, whose scalars are not on the
         // host yet: wasted only on the iteration that stops there)
         let s_hat_ref = match s_hat.as_mut() {
             Some(sh) => {
-                precond.apply(backend, &s, sh)?;
-                &*sh
+                precond.apply_double(backend, &s, sh)?;
+                Operand::Wide(&*sh)
             }
-            None => &s,
+            None => Operand::Own(&s),
         };
-        backend.spmv(a, s_hat_ref, &mut t)?;
+        spmv_operand(backend, a, s_hat_ref, &mut t)?;
         // omega <- <t, s> / <t, t> ; x <- x + alpha p^ (+ omega s^ unless ||s|| converged) ;
         // r <- s - omega t with <r, r> and the next rho: the iteration's one transfer
         let step = backend.bicgstab_finish(

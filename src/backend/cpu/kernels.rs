@@ -83,24 +83,49 @@ pub fn spmv_rows<P: Precision>(
     out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
 ) {
+    spmv_rows_from::<P, _>(a, lanes, sell, Native(x), first, out, b);
+}
+
+/// [`spmv_rows`] with `x` a double vector widened to `P` as it is read (BiCGStab's
+/// preconditioned directions): the bits of `spmv_rows` on `x` converted to `P`.
+pub fn spmv_rows_wide<P: Precision>(
+    a: &CsrMatrix,
+    lanes: usize,
+    sell: Option<&simd_dd::Sell>,
+    x: &[f64],
+    first: usize,
+    out: SliceMutOf<'_, P>,
+) {
+    spmv_rows_from::<P, _>(a, lanes, sell, Widened(x), first, out, None);
+}
+
+fn spmv_rows_from<P: Precision, X: AccSource<P>>(
+    a: &CsrMatrix,
+    lanes: usize,
+    sell: Option<&simd_dd::Sell>,
+    x: X,
+    first: usize,
+    out: SliceMutOf<'_, P>,
+    b: Option<&[f64]>,
+) {
     if let Some(sell) = sell
         && sell.built_for(a)
         && simd_dd::supports_lanes(lanes)
         && simd_dd::has_kernels::<P>()
     {
-        spmv_rows_grouped::<P>(a, lanes, sell, x, first, out, b);
+        spmv_rows_grouped::<P, X>(a, lanes, sell, x, first, out, b);
         return;
     }
-    spmv_rows_scalar::<P>(a, lanes, x, first, out, b);
+    spmv_rows_scalar_from::<P, X>(a, lanes, x, first, out, b);
 }
 
 /// [`spmv_rows`] for double-double and td vectors with the SIMD layout `sell` (built from `a`):
 /// whole groups of rows through the SIMD kernel, the rest through [`spmv_rows_scalar`].
-fn spmv_rows_grouped<P: Precision>(
+fn spmv_rows_grouped<P: Precision, X: AccSource<P>>(
     a: &CsrMatrix,
     lanes: usize,
     sell: &simd_dd::Sell,
-    x: SliceOf<'_, P>,
+    x: X,
     first: usize,
     out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
@@ -119,10 +144,10 @@ fn spmv_rows_grouped<P: Precision>(
     let hi = lo + (out.len() - lo) / w * w;
     let (head, rest) = out.split_at_mut(lo);
     let (middle, tail) = rest.split_at_mut(hi - lo);
-    spmv_rows_scalar::<P>(a, lanes, x, first, head, b.map(|b| &b[..lo]));
-    spmv_rows_scalar::<P>(a, lanes, x, first + hi, tail, b.map(|b| &b[hi..]));
+    spmv_rows_scalar_from::<P, X>(a, lanes, x, first, head, b.map(|b| &b[..lo]));
+    spmv_rows_scalar_from::<P, X>(a, lanes, x, first + hi, tail, b.map(|b| &b[hi..]));
     if hi > lo {
-        let (x, middle) = (simd_in::<P>(x), simd_out::<P>(middle));
+        let (x, middle) = (x.simd_in(), simd_out::<P>(middle));
         // SAFETY: the caller checked that `sell` was built from `a` (so the SIMD kernels exist)
         // and takes this lane count; the rows are whole groups and the sizes were checked above.
         unsafe {
@@ -159,14 +184,27 @@ fn simd_out<P: Precision>(y: SliceMutOf<'_, P>) -> simd_dd::SimdOut<'_> {
     simd_dd::SimdOut::Dd(dd.expect("SIMD kernels take double-double or td vectors"))
 }
 
+/// Rows `first..first + out.len()` of `A x` (or of `b - A x` when `b` is given), one at a
+/// time, by the operations of `P`: the definition [`spmv_rows`] describes.
+#[cfg(test)]
+pub fn spmv_rows_scalar<P: Precision>(
+    a: &CsrMatrix,
+    lanes: usize,
+    x: SliceOf<'_, P>,
+    first: usize,
+    out: SliceMutOf<'_, P>,
+    b: Option<&[f64]>,
+) {
+    spmv_rows_scalar_from::<P, _>(a, lanes, Native(x), first, out, b);
+}
+
 fma_kernel! {
-    /// Rows `first..first + out.len()` of `A x` (or of `b - A x` when `b` is given), one at a
-    /// time, by the operations of `P`: the definition [`spmv_rows`] describes.
+    /// [`spmv_rows_scalar`] from either kind of source.
     ///
     /// The lane counts [`spmv_lanes`](crate::backend::spmv_lanes) produces (powers of two up to
     /// 32) each get their own code, unrolled for that count; any other count takes the plain
     /// loop. All paths perform the same operations in the same order on every value.
-    fn spmv_rows_scalar<P>(a: &CsrMatrix, lanes: usize, x: SliceOf<'_, P>, first: usize, out: SliceMutOf<'_, P>, b: Option<&[f64]>) {
+    fn spmv_rows_scalar_from<P, X: AccSource<P>>(a: &CsrMatrix, lanes: usize, x: X, first: usize, out: SliceMutOf<'_, P>, b: Option<&[f64]>) {
         assert_eq!(x.len(), a.ncols(), "spmv_rows: x length");
         assert!(first + out.len() <= a.nrows(), "spmv_rows: rows out of range");
         assert!(lanes >= 1, "spmv_rows: no lanes");
@@ -174,13 +212,13 @@ fma_kernel! {
             assert_eq!(b.len(), out.len(), "spmv_rows: b length");
         }
         match lanes {
-            1 => spmv_rows_lanes::<P, 1>(a, x, first, out, b),
-            2 => spmv_rows_lanes::<P, 2>(a, x, first, out, b),
-            4 => spmv_rows_lanes::<P, 4>(a, x, first, out, b),
-            8 => spmv_rows_lanes::<P, 8>(a, x, first, out, b),
-            16 => spmv_rows_lanes::<P, 16>(a, x, first, out, b),
-            32 => spmv_rows_lanes::<P, 32>(a, x, first, out, b),
-            _ => spmv_rows_any_lanes::<P>(a, lanes, x, first, out, b),
+            1 => spmv_rows_lanes::<P, X, 1>(a, x, first, out, b),
+            2 => spmv_rows_lanes::<P, X, 2>(a, x, first, out, b),
+            4 => spmv_rows_lanes::<P, X, 4>(a, x, first, out, b),
+            8 => spmv_rows_lanes::<P, X, 8>(a, x, first, out, b),
+            16 => spmv_rows_lanes::<P, X, 16>(a, x, first, out, b),
+            32 => spmv_rows_lanes::<P, X, 32>(a, x, first, out, b),
+            _ => spmv_rows_any_lanes::<P, X>(a, lanes, x, first, out, b),
         }
     }
 }
@@ -200,9 +238,9 @@ fn finish_row<P: Precision>(sum: P::Acc, b: Option<f64>) -> P {
 /// Preconditions (checked by `spmv_rows`): `x.len() == a.ncols()`, `first + out.len() <=
 /// a.nrows()`, `b` (if any) has `out.len()` entries.
 #[inline(always)]
-fn spmv_rows_lanes<P: Precision, const L: usize>(
+fn spmv_rows_lanes<P: Precision, X: AccSource<P>, const L: usize>(
     a: &CsrMatrix,
-    x: SliceOf<'_, P>,
+    x: X,
     first: usize,
     mut out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
@@ -255,10 +293,10 @@ fn spmv_rows_lanes<P: Precision, const L: usize>(
 
 /// [`spmv_rows`] for any lane count (the definition, as a plain loop).
 #[inline(always)]
-fn spmv_rows_any_lanes<P: Precision>(
+fn spmv_rows_any_lanes<P: Precision, X: AccSource<P>>(
     a: &CsrMatrix,
     lanes: usize,
-    x: SliceOf<'_, P>,
+    x: X,
     first: usize,
     mut out: SliceMutOf<'_, P>,
     b: Option<&[f64]>,
@@ -298,6 +336,13 @@ fn spmv_rows_any_lanes<P: Precision>(
 pub trait AccSource<P: Precision>: Copy {
     fn len(&self) -> usize;
     fn load(&self, i: usize) -> Cow<'_, P::Acc>;
+    /// [`load`](AccSource::load) without the bounds check.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    unsafe fn load_unchecked(&self, i: usize) -> Cow<'_, P::Acc>;
+    /// The vector as the SIMD kernels read it (`P` has SIMD kernels: double-double or td).
+    fn simd_in(&self) -> simd_dd::SimdIn<'_>;
 }
 
 /// A vector of `P`, read as stored.
@@ -319,6 +364,14 @@ impl<P: Precision> AccSource<P> for Native<'_, P> {
     fn load(&self, i: usize) -> Cow<'_, P::Acc> {
         self.0.load(i)
     }
+    #[inline(always)]
+    unsafe fn load_unchecked(&self, i: usize) -> Cow<'_, P::Acc> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.load_unchecked(i) }
+    }
+    fn simd_in(&self) -> simd_dd::SimdIn<'_> {
+        simd_in::<P>(self.0)
+    }
 }
 
 /// A vector of doubles, each widened exactly to `P::Acc` as it is read.
@@ -333,6 +386,14 @@ impl<P: Precision> AccSource<P> for Widened<'_> {
     #[inline(always)]
     fn load(&self, i: usize) -> Cow<'_, P::Acc> {
         Cow::Owned(P::Acc::from_f64(self.0[i]))
+    }
+    #[inline(always)]
+    unsafe fn load_unchecked(&self, i: usize) -> Cow<'_, P::Acc> {
+        // SAFETY: forwarded from the caller.
+        Cow::Owned(P::Acc::from_f64(unsafe { *self.0.get_unchecked(i) }))
+    }
+    fn simd_in(&self) -> simd_dd::SimdIn<'_> {
+        simd_dd::SimdIn::F64(self.0)
     }
 }
 
@@ -408,7 +469,20 @@ pub fn axpy_chunk<P: Precision>(alpha: &P, x: SliceOf<'_, P>, y: SliceMutOf<'_, 
         // SAFETY: `simd_prefix` found the SIMD kernels available.
         unsafe { simd_dd::axpy(&alpha.to_dd(), xs, ys) };
     }
-    axpy_chunk_scalar::<P>(alpha, x, y);
+    axpy_chunk_scalar::<P, _>(alpha, Native(x), y);
+}
+
+/// [`axpy_chunk`] with `x` a double vector widened to `P` as it is read.
+pub fn axpy_chunk_wide<P: Precision>(alpha: &P, x: &[f64], y: SliceMutOf<'_, P>) {
+    assert_eq!(x.len(), y.len(), "axpy: lengths");
+    let at = simd_prefix::<P>(x.len());
+    let ((xs, x), (ys, y)) = (x.split_at(at), y.split_at_mut(at));
+    if at > 0 {
+        let (xs, ys) = (simd_dd::SimdIn::F64(xs), simd_out::<P>(ys));
+        // SAFETY: `simd_prefix` found the SIMD kernels available.
+        unsafe { simd_dd::axpy(&alpha.to_dd(), xs, ys) };
+    }
+    axpy_chunk_scalar::<P, _>(alpha, Widened(x), y);
 }
 
 /// `y <- x + beta y`.
@@ -499,7 +573,7 @@ pub fn convert_chunk<P: Precision, Q: Precision>(x: SliceOf<'_, P>, mut y: Slice
 
 fma_kernel! {
     /// `y <- alpha x + y`.
-    fn axpy_chunk_scalar<P>(alpha: &P, x: SliceOf<'_, P>, y: SliceMutOf<'_, P>) {
+    fn axpy_chunk_scalar<P, X: AccSource<P>>(alpha: &P, x: X, y: SliceMutOf<'_, P>) {
         assert_eq!(x.len(), y.len(), "axpy: lengths");
         let (alpha, mut y) = (alpha.to_acc(), y);
         for i in 0..x.len() {

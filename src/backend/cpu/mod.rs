@@ -225,6 +225,38 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn spmv_wide<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        x: &CpuVector<f64>,
+        y: &mut CpuVector<P>,
+    ) -> Result<()> {
+        let csr = &*a.csr;
+        assert_eq!(x.len(), csr.ncols(), "spmv: x length");
+        assert_eq!(y.len(), csr.nrows(), "spmv: y length");
+        let sell = a.sell_for::<P>();
+        let rows = y.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
+        rows.into_par_iter().enumerate().for_each(|(task, out)| {
+            let first = task * SPMV_ROWS_PER_TASK;
+            kernels::spmv_rows_wide::<P>(csr, a.lanes, sell, &x.0, first, out)
+        });
+        Ok(())
+    }
+
+    fn axpy_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CpuVector<f64>,
+        y: &mut CpuVector<P>,
+    ) -> Result<()> {
+        same_lengths(&[x.len(), y.len()], "axpy");
+        write::<P>(y)
+            .into_par_iter()
+            .zip(x.0.par_chunks(VECTOR_CHUNK))
+            .for_each(|(y, x)| kernels::axpy_chunk_wide::<P>(alpha, x, y));
+        Ok(())
+    }
+
     fn axpy<P: Precision>(&self, alpha: &P, x: &CpuVector<P>, y: &mut CpuVector<P>) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "axpy");
         write::<P>(y)

@@ -401,7 +401,7 @@ fn check_scalar_kernels<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     );
     let (alpha, beta): (P, P) = (random_value(&mut rng), random_value(&mut rng));
     let mut got = y.clone();
-    kernels::axpy_chunk_scalar::<P>(&alpha, &x, &mut got);
+    kernels::axpy_chunk_scalar::<P, _>(&alpha, kernels::Native(x.as_slice()), &mut got);
     let want: Vec<P> = x.iter().zip(&y).map(|(x, y)| alpha.mul(x).add(y)).collect();
     assert_same_bits(&got, &want, "axpy_chunk_scalar");
     let mut got = y.clone();
@@ -606,7 +606,7 @@ fn simd_td_kernels_of_every_width_match_the_scalar_td_kernels() {
                 SimdOut::Td(got.slice_mut()),
             )
         };
-        kernels::axpy_chunk_scalar::<Td>(&alpha, x.slice(), want.slice_mut());
+        kernels::axpy_chunk_scalar::<Td, _>(&alpha, kernels::Native(x.slice()), want.slice_mut());
         same(&got, &want, &what("axpy"));
         let (mut got, mut want) = (y.clone(), y.clone());
         // SAFETY: as above.
@@ -700,6 +700,15 @@ fn check_wide_reads<P: Precision>(seed: u64) {
         let (got, want) = (got.to_values(), want.to_values());
         assert_eq!(words(&got), words(&want), "{} xpay_wide n = {n}", P::NAME);
 
+        // BiCGStab's x update reads p^ and s^ widened.
+        let alpha: P = random_value(&mut rng);
+        let mut got = x.clone();
+        backend.axpy_wide(&alpha, &z, &mut got).unwrap();
+        let mut want = x.clone();
+        backend.axpy(&alpha, &z_wide, &mut want).unwrap();
+        let (got, want) = (got.to_values(), want.to_values());
+        assert_eq!(words(&got), words(&want), "{} axpy_wide n = {n}", P::NAME);
+
         // CG's direction update with its deferred x update, against axpy then xpay.
         let alpha: P = random_value(&mut rng);
         let s = CpuVector::<P>::from(random_vector::<P>(&mut rng, n));
@@ -720,6 +729,42 @@ fn check_wide_reads<P: Precision>(seed: u64) {
             assert_eq!(words(&xs.to_values()), want_x, "{what}: x");
         }
     }
+}
+
+/// `spmv_wide` (BiCGStab's `A p^` and `A s^` with `p^`, `s^` in double) gives the bits of `spmv`
+/// on the vector converted to `P`: every lane count, SIMD groups and their scalar remainder
+/// rows, signed zeros in `x`.
+fn check_spmv_wide<P: Precision>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    for (nrows, zeros) in [(1, 10), (37, 10), (300, 2), (5003, 10)] {
+        let csr = Arc::new(awkward_matrix(&mut rng, nrows, nrows, zeros));
+        let x = CpuVector::<f64>::from(random_vector_zeros::<f64>(&mut rng, nrows, zeros));
+        let mut x_wide = backend.zeros::<P>(nrows).unwrap();
+        backend.convert(&x, &mut x_wide).unwrap();
+        for lanes in [1, 2, 3, 4, 8, 32] {
+            let a = CpuMatrix {
+                lanes,
+                ..CpuMatrix::new(Arc::clone(&csr))
+            };
+            let (mut got, mut want) = (
+                backend.zeros::<P>(nrows).unwrap(),
+                backend.zeros(nrows).unwrap(),
+            );
+            backend.spmv_wide(&a, &x, &mut got).unwrap();
+            backend.spmv(&a, &x_wide, &mut want).unwrap();
+            let what = format!("{} spmv_wide {nrows} rows, {lanes} lanes", P::NAME);
+            assert_eq!(words(&got.to_values()), words(&want.to_values()), "{what}");
+        }
+    }
+}
+
+#[test]
+fn spmv_wide_matches_spmv_on_the_converted_vector() {
+    check_spmv_wide::<f64>(44);
+    check_spmv_wide::<Dd>(45);
+    check_spmv_wide::<Td>(46);
+    check_spmv_wide::<crate::precision::Qd>(47);
 }
 
 #[test]

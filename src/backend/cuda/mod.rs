@@ -17,6 +17,7 @@ pub use device::probe;
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
 
 use super::{Backend, spmv_lanes};
+use crate::backend::{Operand, OperandOf};
 use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::ilu0::Ilu0Factors;
@@ -489,10 +490,12 @@ impl CudaBackend {
         Ok(())
     }
 
-    fn spmv_like<P: Precision>(
+    /// `{op}_{p}_nt{lanes}`: `spmv` (`x` of `P`) or `spmv_wide` (`x` of doubles).
+    fn spmv_like<P: Precision, X>(
         &self,
+        op: &str,
         a: &CudaMatrix,
-        x: &CudaVector<P>,
+        x: &CudaVector<X>,
         y: &mut CudaVector<P>,
         b: Option<&CudaVector<f64>>,
     ) -> Result<()> {
@@ -501,7 +504,7 @@ impl CudaBackend {
         if a.nrows == 0 {
             return Ok(());
         }
-        let name = format!("spmv_{}_nt{}", Self::suffix::<P>()?, a.lanes);
+        let name = format!("{op}_{}_nt{}", Self::suffix::<P>()?, a.lanes);
         let f = self.kernels.function(&name)?;
         let nrows = a.nrows as i32;
         let has_b: i32 = b.is_some().into();
@@ -521,9 +524,10 @@ impl CudaBackend {
             .vec(y)
             .arg(b_words)
             .arg(&has_b);
-        // SAFETY: matches spmv_{f64,dd}_nt{NT}(int nrows, const int* row_ptr, const int* col_idx,
-        // const double* val, const T* x, T* y, const double* b, int has_b) in kernels/spmv_csr.cu;
-        // b is only read when has_b != 0, and is then a vector of nrows doubles.
+        // SAFETY: matches spmv_{p}_nt{NT}(int nrows, const int* row_ptr, const int* col_idx,
+        // const double* val, const T* x, T* y, const double* b, int has_b) in kernels/spmv_csr.cu
+        // and xprec.cu (spmv_wide_{p}: x of doubles); b is only read when has_b != 0, and is
+        // then a vector of nrows doubles.
         unsafe { args.launch(cfg) }.map_err(driver_error(&name))?;
         Ok(())
     }
@@ -623,7 +627,16 @@ impl Backend for CudaBackend {
         x: &CudaVector<P>,
         y: &mut CudaVector<P>,
     ) -> Result<()> {
-        self.spmv_like(a, x, y, None)
+        self.spmv_like("spmv", a, x, y, None)
+    }
+
+    fn spmv_wide<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaVector<f64>,
+        y: &mut CudaVector<P>,
+    ) -> Result<()> {
+        self.spmv_like(Self::wide_op::<P>("spmv", "spmv_wide")?, a, x, y, None)
     }
 
     fn residual<P: Precision>(
@@ -634,7 +647,7 @@ impl Backend for CudaBackend {
         r: &mut CudaVector<P>,
     ) -> Result<()> {
         assert_eq!(b.len, a.nrows, "residual: b length");
-        self.spmv_like(a, x, r, Some(b))
+        self.spmv_like("spmv", a, x, r, Some(b))
     }
 
     fn dot<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
@@ -771,8 +784,8 @@ impl Backend for CudaBackend {
         &self,
         denominator: f64,
         tol: f64,
-        p_hat: &CudaVector<P>,
-        s_hat: &CudaVector<P>,
+        p_hat: OperandOf<'_, Self, P>,
+        s_hat: OperandOf<'_, Self, P>,
         t: &CudaVector<P>,
         s: &CudaVector<P>,
         r_tilde: &CudaVector<P>,
@@ -806,10 +819,44 @@ impl Backend for CudaBackend {
         };
         // SAFETY: bicg_decide_{p}(T* block, double denominator, double tol), one thread.
         unsafe { args.launch(one_thread) }.map_err(driver_error(&name))?;
-        let (f, name) = self.kernel::<P>("bicg_x")?;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
-        self.launch_elementwise(args, n, &name)?;
+        // bicg_x_{p}(long long n, const T* block, const H* p_hat, const H* s_hat, T* x): H = T,
+        // or double for bicg_x_wide_{p} (p^ and s^ read widened)
+        match (p_hat, s_hat) {
+            (Operand::Own(p_hat), Operand::Own(s_hat)) => {
+                let (f, name) = self.kernel::<P>("bicg_x")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
+                self.launch_elementwise(args, n, &name)?;
+            }
+            (Operand::Wide(p_hat), Operand::Wide(s_hat)) => {
+                let (f, name) = self.kernel::<P>(Self::wide_op::<P>("bicg_x", "bicg_x_wide")?)?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
+                self.launch_elementwise(args, n, &name)?;
+            }
+            // one of each (no solver mixes them): the double one widened first
+            (p_hat, s_hat) => {
+                let (p_wide, s_wide);
+                let p_hat = match p_hat {
+                    Operand::Own(v) => v,
+                    Operand::Wide(v) => {
+                        p_wide = self.widen::<P>(v)?;
+                        &p_wide
+                    }
+                };
+                let s_hat = match s_hat {
+                    Operand::Own(v) => v,
+                    Operand::Wide(v) => {
+                        s_wide = self.widen::<P>(v)?;
+                        &s_wide
+                    }
+                };
+                let (f, name) = self.kernel::<P>("bicg_x")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
+                self.launch_elementwise(args, n, &name)?;
+            }
+        }
         let (rr_partial, _) = self.partials::<P>(n)?;
         let (rho_partial, _) = self.partials::<P>(n)?;
         let (f, name) = self.kernel::<P>("bicg_r")?;

@@ -356,8 +356,9 @@ impl<const W: usize> DdX<W> {
 pub enum SimdIn<'a> {
     Dd(&'a [Dd]),
     Td(TdSlice<'a>),
-    /// Doubles, each widened exactly to `(x, 0)` (CG's preconditioned residual: see
-    /// `kernels::Widened`); read by `dot_chunk` (as `y`) and `xpay` (as `x`) only.
+    /// Doubles, each widened exactly to `(x, 0)` (a preconditioned vector kept in double: see
+    /// `kernels::Widened`); read by `dot_chunk` (as `y`), `xpay` and `axpy` (as `x`) and
+    /// `spmv_rows` (as `x`) only.
     F64(&'a [f64]),
 }
 
@@ -704,12 +705,20 @@ simd_entry! {
 #[inline(always)]
 fn axpy_impl<const W: usize>(alpha: &Dd, x: SimdIn<'_>, y: SimdOut<'_>) -> usize {
     let alpha = DdX::<W>::splat(alpha);
-    with_layout!(in: [x], out: [y], {
-        let mut y = y;
-        elementwise::<W, _>(&[x.len()], &mut y, |at, y| unsafe {
+    #[inline(always)]
+    fn run<const W: usize>(alpha: DdX<W>, x: impl Source, y: &mut impl Sink) -> usize {
+        elementwise::<W, _>(&[x.len()], y, |at, y| unsafe {
             alpha.mul(DdX::read(x, at)).add(DdX::read_out(y, at))
         })
-    })
+    }
+    match (x, y) {
+        (SimdIn::F64(x), SimdOut::Dd(mut y)) => run(alpha, x, &mut y),
+        (SimdIn::F64(x), SimdOut::Td(mut y)) => run(alpha, x, &mut y),
+        (x, y) => with_layout!(in: [x], out: [y], {
+            let mut y = y;
+            run(alpha, x, &mut y)
+        }),
+    }
 }
 
 simd_entry! {
