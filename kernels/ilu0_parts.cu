@@ -17,9 +17,13 @@
 // position: hdep/hval) and right-hand side (by position: rp, filled by ilu0p_gather_*, or yu,
 // filled by the forward solve) are loaded one level ahead; its pairs from other parts are polled
 // just before the barrier that opens its level, and polled again after it only if they were
-// not ready. (Measured on poisson3d:200, benches/results/ilu0-h200.md: loads through ptr and
-// by row cost ~2 us a level; polling a level earlier misses more often and was slower; L2
-// prefetching further ahead did not help.)
+// not ready; the block's last warp prefetches to L2 the records of the level after next
+// (ilu_prefetch_level), so that the load a level ahead is an L2 hit, not an HBM round trip.
+// (Measured on poisson3d:200, benches/results/ilu0-h200.md: loads through ptr and by row cost
+// ~2 us a level; polling a level earlier misses more often and was slower; with the records
+// from HBM a level step took ~1 us even in a part that waits on no other, and the prefetch
+// took L+U from 1.97 to 1.55-1.59 ms; loading in-part dependencies early, or prefetching from
+// every thread, was slower.)
 //
 // Layout (src/backend/cuda/ilu.rs uploads it): positions ordered by part, then by level; part q
 // is the levels part_seg[q]..part_seg[q + 1], level s the positions seg_ptr[s]..seg_ptr[s + 1];

@@ -148,7 +148,7 @@ __device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* 
         if (i < n)
 
 // An input vector read as the compute type: P's own (`Own`), or doubles widened exactly
-// (`Wide`: CG's preconditioned residual, the *_wide_* kernels).
+// (`Wide`: CG's preconditioned residual, BiCGStab's p^ and s^, the *_wide_* kernels).
 template <class O>
 struct Own {
     typename O::Vec v;
