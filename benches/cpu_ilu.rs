@@ -1,5 +1,6 @@
 //! ILU(0) on the CPU: one application (`L` then `U` solve) by each schedule, and whole
-//! preconditioned CG iterations in double and double-double, on the 7-point Poisson matrix of a
+//! preconditioned CG and BiCGStab iterations in double and double-double, on the 7-point
+//! Poisson matrix of a
 //! 100^3 grid (1,000,000 rows, 298 levels per triangle, ~3,356 rows per level).
 //! Run with `cargo bench --bench cpu_ilu`; results in `benches/results/cpu.md`, where SciPy's
 //! `spsolve_triangular` on the same factors (`benches/cpu/scipy_trisolve.py`) is the peer.
@@ -11,9 +12,10 @@ use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
 use precsolve::backend::cpu::trisolve::{CpuIlu, Schedule};
+use precsolve::backend::cpu::{CpuMatrix, CpuVector};
 use precsolve::precond::Ilu0;
 use precsolve::precond::ilu0::Ilu0Factors;
-use precsolve::solver::{NoMonitor, Params, cg};
+use precsolve::solver::{Monitor, NoMonitor, Params, SolveInfo, bicgstab, cg};
 use precsolve::{Dd, Precision};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -64,8 +66,22 @@ fn bench_apply(c: &mut Criterion, f: &Arc<Ilu0Factors>) {
     group.finish();
 }
 
-fn bench_pcg_one<P: Precision>(
+/// One of the solver loops, preconditioned by ILU(0), on the CPU.
+type Method<P> = fn(
+    &CpuBackend,
+    &CpuMatrix,
+    &CpuVector<f64>,
+    &mut CpuVector<P>,
+    &Ilu0<CpuBackend>,
+    &Params,
+    &mut dyn Monitor,
+) -> precsolve::Result<SolveInfo>;
+
+/// Iterations of `method` (named `name`: "pcg", "pbicgstab") in `P`, timed by the loop itself.
+fn bench_method_one<P: Precision>(
     c: &mut Criterion,
+    name: &str,
+    method: Method<P>,
     a: &Arc<precsolve::CsrMatrix>,
     f: &Arc<Ilu0Factors>,
 ) {
@@ -74,7 +90,7 @@ fn bench_pcg_one<P: Precision>(
     let b = backend
         .vector_from_f64::<f64>(&vec![1.0; a.nrows()])
         .unwrap();
-    let mut group = c.benchmark_group("pcg_iteration");
+    let mut group = c.benchmark_group(format!("{name}_iteration"));
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(6))
@@ -89,7 +105,7 @@ fn bench_pcg_one<P: Precision>(
             let ilu = Ilu0::new(&backend, f).unwrap();
             let mut x = backend.zeros::<P>(a.nrows()).unwrap();
             let t0 = Instant::now();
-            let info = cg(&backend, &am, &b, &mut x, &ilu, &params, &mut NoMonitor).unwrap();
+            let info = method(&backend, &am, &b, &mut x, &ilu, &params, &mut NoMonitor).unwrap();
             if info.iterations < iters as usize {
                 // Converged to the last bit before `iters`: time what ran.
                 return t0
@@ -99,7 +115,7 @@ fn bench_pcg_one<P: Precision>(
             let per_iteration = info.time_per_iteration();
             if iters >= 8 {
                 eprintln!(
-                    "{} pcg: {} iterations, preconditioner {:.1}% of the loop",
+                    "{} {name}: {} iterations, preconditioner {:.1}% of the loop",
                     P::NAME,
                     info.iterations,
                     100.0 * ilu_share(&info, &ilu)
@@ -127,8 +143,10 @@ fn bench_all(c: &mut Criterion) {
         f.setup_seconds()
     );
     bench_apply(c, &f);
-    bench_pcg_one::<f64>(c, &a, &f);
-    bench_pcg_one::<Dd>(c, &a, &f);
+    bench_method_one::<f64>(c, "pcg", cg, &a, &f);
+    bench_method_one::<Dd>(c, "pcg", cg, &a, &f);
+    bench_method_one::<f64>(c, "pbicgstab", bicgstab, &a, &f);
+    bench_method_one::<Dd>(c, "pbicgstab", bicgstab, &a, &f);
 }
 
 criterion_group!(benches, bench_all);

@@ -151,15 +151,9 @@ impl Backend for CpuBackend {
         x: &CpuVector<P>,
         y: &mut CpuVector<P>,
     ) -> Result<()> {
-        let csr = &*a.csr;
-        assert_eq!(x.len(), csr.ncols(), "spmv: x length");
-        assert_eq!(y.len(), csr.nrows(), "spmv: y length");
-        let sell = a.sell_for::<P>();
-        let x = x.slice();
-        let rows = y.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
-        rows.into_par_iter().enumerate().for_each(|(task, out)| {
-            let first = task * SPMV_ROWS_PER_TASK;
-            kernels::spmv_rows::<P>(csr, a.lanes, sell, x, first, out, None)
+        let (sell, x) = (a.sell_for::<P>(), x.slice());
+        row_tasks(a, x.len(), y, "spmv", |first, out| {
+            kernels::spmv_rows::<P>(&a.csr, a.lanes, sell, x, first, out, None)
         });
         Ok(())
     }
@@ -171,17 +165,11 @@ impl Backend for CpuBackend {
         x: &CpuVector<P>,
         r: &mut CpuVector<P>,
     ) -> Result<()> {
-        let csr = &*a.csr;
-        assert_eq!(x.len(), csr.ncols(), "residual: x length");
-        assert_eq!(b.len(), csr.nrows(), "residual: b length");
-        assert_eq!(r.len(), csr.nrows(), "residual: r length");
-        let sell = a.sell_for::<P>();
-        let x = x.slice();
-        let rows = r.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
-        rows.into_par_iter().enumerate().for_each(|(task, out)| {
-            let first = task * SPMV_ROWS_PER_TASK;
+        assert_eq!(b.len(), a.csr.nrows(), "residual: b length");
+        let (sell, x) = (a.sell_for::<P>(), x.slice());
+        row_tasks(a, x.len(), r, "residual", |first, out| {
             let b = &b.0[first..first + out.len()];
-            kernels::spmv_rows::<P>(csr, a.lanes, sell, x, first, out, Some(b))
+            kernels::spmv_rows::<P>(&a.csr, a.lanes, sell, x, first, out, Some(b))
         });
         Ok(())
     }
@@ -231,14 +219,9 @@ impl Backend for CpuBackend {
         x: &CpuVector<f64>,
         y: &mut CpuVector<P>,
     ) -> Result<()> {
-        let csr = &*a.csr;
-        assert_eq!(x.len(), csr.ncols(), "spmv: x length");
-        assert_eq!(y.len(), csr.nrows(), "spmv: y length");
         let sell = a.sell_for::<P>();
-        let rows = y.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
-        rows.into_par_iter().enumerate().for_each(|(task, out)| {
-            let first = task * SPMV_ROWS_PER_TASK;
-            kernels::spmv_rows_wide::<P>(csr, a.lanes, sell, &x.0, first, out)
+        row_tasks(a, x.len(), y, "spmv", |first, out| {
+            kernels::spmv_rows_wide::<P>(&a.csr, a.lanes, sell, &x.0, first, out)
         });
         Ok(())
     }
@@ -392,6 +375,24 @@ fn read<P: Precision>(x: &CpuVector<P>) -> Vec<SliceOf<'_, P>> {
 /// `y` in pieces of `VECTOR_CHUNK` elements for the thread pool.
 fn write<P: Precision>(y: &mut CpuVector<P>) -> Vec<SliceMutOf<'_, P>> {
     y.slice_mut().chunks_mut(VECTOR_CHUNK)
+}
+
+/// The rows of `y <- A x` (`x` of `x_len` entries) in tasks of `SPMV_ROWS_PER_TASK` rows,
+/// `rows(first, out)` computing rows `first..first + out.len()`.
+fn row_tasks<P: Precision>(
+    a: &CpuMatrix,
+    x_len: usize,
+    y: &mut CpuVector<P>,
+    what: &str,
+    rows: impl Fn(usize, SliceMutOf<'_, P>) + Sync + Send,
+) {
+    assert_eq!(x_len, a.csr.ncols(), "{what}: x length");
+    assert_eq!(y.len(), a.csr.nrows(), "{what}: y length");
+    let tasks = y.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
+    tasks
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(task, out)| rows(task * SPMV_ROWS_PER_TASK, out));
 }
 
 fn same_lengths(lengths: &[usize], what: &str) {
