@@ -213,10 +213,9 @@ extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2
 // [0] <p, q>, [1] alpha, [2] accepted (non-zero high word when <p, q> is finite and positive),
 // [3] <r, r> after the update, filled by dot_{p}_final on the update's partials.
 // cg_alpha_{p}(int m, const T* partial, S rho, T* scalars)           one block
-// cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x, T* r, T* partial,
-//               int update_x)
-//   x <- alpha p + x (if update_x; else x is not touched) ; r <- (-alpha) q + r ;
-//   partial <r, r>, in the dot products' layout.
+// cg_update_{p}(long long n, const T* scalars, const T* q, T* r, T* partial)
+//   r <- (-alpha) q + r ; partial <r, r>, in the dot products' layout (x <- alpha p + x is
+//   deferred to cg_direction, which reads p anyway).
 // cg_direction_{p}(long long n, S alpha, const T* z, S beta, T* p, T* x)
 // cg_direction_wide_{p}(long long n, S alpha, const double* z, S beta, T* p, T* x)
 //   x <- alpha p + x, then p <- z + beta p (CG's x update deferred into the next direction
@@ -252,19 +251,16 @@ extern "C" __global__ void cg_alpha_dd(int m, const double2* __restrict__ partia
 }
 
 extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__ scalars,
-                                         const double* __restrict__ p,
-                                         const double* __restrict__ q, double* __restrict__ x,
-                                         double* __restrict__ r, double* partial, int update_x) {
+                                         const double* __restrict__ q, double* __restrict__ r,
+                                         double* partial) {
     __shared__ double shared[DOT_THREADS];
     if (scalars[2] == 0.0) return;  // rejected step: nothing changes (same for every thread)
-    const double alpha = scalars[1];
-    const double minus_alpha = -alpha;
+    const double minus_alpha = -scalars[1];
     const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
     double s = 0.0;
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
         if (i < n) {
-            if (update_x) x[i] = __dadd_rn(__dmul_rn(alpha, p[i]), x[i]);
             const double v = __dadd_rn(__dmul_rn(minus_alpha, q[i]), r[i]);
             r[i] = v;
             s = __dadd_rn(s, __dmul_rn(v, v));
@@ -275,20 +271,17 @@ extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__
 }
 
 extern "C" __global__ void cg_update_dd(long long n, const double2* __restrict__ scalars,
-                                        const double2* __restrict__ p,
-                                        const double2* __restrict__ q, double2* __restrict__ x,
-                                        double2* __restrict__ r, double2* partial, int update_x) {
+                                        const double2* __restrict__ q, double2* __restrict__ r,
+                                        double2* partial) {
     __shared__ double shared_hi[DOT_THREADS];
     __shared__ double shared_lo[DOT_THREADS];
     if (scalars[2].x == 0.0) return;  // rejected step: nothing changes (same for every thread)
-    const dd_t alpha = dd_load(scalars, 1);
-    const dd_t minus_alpha = dd_neg(alpha);
+    const dd_t minus_alpha = dd_neg(dd_load(scalars, 1));
     const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
     dd_t s = dd_from_f64(0.0);
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
         if (i < n) {
-            if (update_x) dd_store(x, i, dd_add(dd_mul(alpha, dd_load(p, i)), dd_load(x, i)));
             const dd_t v = dd_add(dd_mul(minus_alpha, dd_load(q, i)), dd_load(r, i));
             dd_store(r, i, v);
             s = dd_add(s, dd_mul(v, v));

@@ -269,17 +269,14 @@ __device__ __forceinline__ void cg_alpha_x(int m, typename O::AVec partial, type
 
 template <class O>
 __device__ __forceinline__ void cg_update_x(long long n, typename O::Vec scalars,
-                                            typename O::Vec p, typename O::Vec q,
-                                            typename O::Vec x, typename O::Vec r,
-                                            typename O::AVec partial, int update_x) {
+                                            typename O::Vec q, typename O::Vec r,
+                                            typename O::AVec partial) {
     X_SHARED(O);
     if (!O::flag(O::load(scalars, 2))) return;  // rejected step (same for every thread)
-    const typename O::V alpha = O::load(scalars, 1);
-    const typename O::V minus_alpha = O::neg(alpha);
+    const typename O::V minus_alpha = O::neg(O::load(scalars, 1));
     X_BASE;
     typename O::A s = O::a_zero();
     X_FOR_CHUNK {
-        if (update_x) O::store(x, i, O::a_add(O::a_mul(alpha, O::load(p, i)), O::load(x, i)));
         const typename O::V v =
             O::round(O::a_add(O::a_mul(minus_alpha, O::load(q, i)), O::load(r, i)));
         O::store(r, i, v);
@@ -489,10 +486,9 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
                                             O::Vec scalars) {                                  \
         cg_alpha_x<O>(m, partial, rho, scalars);                                               \
     }                                                                                          \
-    extern "C" __global__ void cg_update_##P(long long n, O::Vec scalars, O::Vec p, O::Vec q, \
-                                             O::Vec x, O::Vec r, O::AVec partial,              \
-                                             int update_x) {                                   \
-        cg_update_x<O>(n, scalars, p, q, x, r, partial, update_x);                             \
+    extern "C" __global__ void cg_update_##P(long long n, O::Vec scalars, O::Vec q, O::Vec r, \
+                                             O::AVec partial) {                                \
+        cg_update_x<O>(n, scalars, q, r, partial);                                             \
     }                                                                                          \
     extern "C" __global__ void cg_direction_##P(long long n, O::S alpha, O::Vec z, O::S beta, \
                                                 O::Vec p, O::Vec x) {                          \

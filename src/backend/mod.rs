@@ -267,11 +267,11 @@ pub trait Backend: Send + Sync {
         self.dot(y, y)
     }
 
-    /// CG's step from the direction `p`: `q <- A p`, `alpha = rho / <p, q>`, `x <- x + alpha p`
-    /// (when `x` is given: the solver defers it to [`cg_direction`](Backend::cg_direction)),
-    /// `r <- r - alpha q`, returning `(<p, q>, <r, r>)`. Where `<p, q>` is not finite and
-    /// positive, `x` and `r` are left alone, `<r, r>` is returned as zero and the caller reports
-    /// the breakdown. Must give the bits of `spmv`, `dot`, `axpy` and `axpy_norm`; backends fuse
+    /// CG's step from the direction `p`: `q <- A p`, `alpha = rho / <p, q>`,
+    /// `r <- r - alpha q`, returning `(<p, q>, <r, r>)`; the solver defers `x <- x + alpha p`
+    /// to the next [`cg_direction`](Backend::cg_direction), which reads `p` anyway. Where
+    /// `<p, q>` is not finite and positive, `r` is left alone, `<r, r>` is returned as zero and
+    /// the caller reports the breakdown. Must give the bits of `spmv`, `dot` and `axpy_norm`; backends fuse
     /// the passes (the CPU computes each chunk's `<p, q>` while its rows are in cache) and keep
     /// `alpha` on the device, so the step needs one transfer to the host. `alpha` is
     /// `rho.div(&pq)`, which the caller can compute to the same bits.
@@ -281,7 +281,6 @@ pub trait Backend: Send + Sync {
         rho: &P,
         p: &Self::Vector<P>,
         q: &mut Self::Vector<P>,
-        x: Option<&mut Self::Vector<P>>,
         r: &mut Self::Vector<P>,
     ) -> Result<(P, P)> {
         self.spmv(a, p, q)?;
@@ -290,9 +289,6 @@ pub trait Backend: Send + Sync {
             return Ok((pq, P::zero()));
         }
         let alpha = rho.div(&pq);
-        if let Some(x) = x {
-            self.axpy(&alpha, p, x)?;
-        }
         let rr = self.axpy_norm(&alpha.neg(), q, r)?;
         Ok((pq, rr))
     }

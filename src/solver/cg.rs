@@ -98,7 +98,7 @@ pub fn cg<B: Backend, P: Precision, M: Preconditioner<B>>(
         }
         // q <- A p ; alpha <- rho / <p, q> ; r <- r - alpha q ; and <r, r>, in one step with
         // one transfer to the host (r is left alone where <p, q> is not positive and finite)
-        let (pq, new_rr) = backend.cg_step(a, &rho, &p, &mut q, None, &mut r)?;
+        let (pq, new_rr) = backend.cg_step(a, &rho, &p, &mut q, &mut r)?;
         if let Some(stop) = finite_or(&pq, "<p, Ap>") {
             return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
         }

@@ -7,7 +7,7 @@
 use super::kernels::{self, DOT_CHUNK};
 use super::{CpuMatrix, CpuVector, VECTOR_CHUNK};
 use crate::backend::cg_step_accepts;
-use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceMutOf, SliceOf};
+use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
 use rayon::prelude::*;
 
 /// Elements `first..first + len` of `x`.
@@ -39,39 +39,18 @@ pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut Cp
     P::from_acc(kernels::sum_partials(&partials))
 }
 
-/// `x <- x + alpha p` (when `x` is given), `r <- r - alpha q`, returning `<r, r>`.
-pub(super) fn update_norm<P: Precision>(
-    alpha: &P,
-    p: &CpuVector<P>,
-    q: &CpuVector<P>,
-    x: Option<&mut CpuVector<P>>,
-    r: &mut CpuVector<P>,
-) -> P {
-    let n = p.len();
-    assert!(
-        q.len() == n && x.as_ref().is_none_or(|x| x.len() == n) && r.len() == n,
-        "cg update: lengths"
-    );
+/// `r <- r - alpha q`, returning `<r, r>`.
+pub(super) fn update_norm<P: Precision>(alpha: &P, q: &CpuVector<P>, r: &mut CpuVector<P>) -> P {
+    assert_eq!(q.len(), r.len(), "cg update: lengths");
     let minus_alpha = alpha.neg();
-    let (ps, qs) = (p.slice(), q.slice());
-    let xs: Vec<Option<SliceMutOf<'_, P>>> = match x {
-        Some(x) => x
-            .slice_mut()
-            .chunks_mut(DOT_CHUNK)
-            .into_iter()
-            .map(Some)
-            .collect(),
-        None => (0..n.div_ceil(DOT_CHUNK)).map(|_| None).collect(),
-    };
-    let partials: Vec<P::Acc> = xs
+    let qs = q.slice();
+    let partials: Vec<P::Acc> = r
+        .slice_mut()
+        .chunks_mut(DOT_CHUNK)
         .into_par_iter()
-        .zip(r.slice_mut().chunks_mut(DOT_CHUNK))
         .enumerate()
-        .map(|(chunk, (xc, mut rc))| {
+        .map(|(chunk, mut rc)| {
             let (first, len) = (chunk * DOT_CHUNK, rc.len());
-            if let Some(xc) = xc {
-                kernels::axpy_chunk::<P>(alpha, piece::<P>(ps, first, len), xc);
-            }
             let qc = piece::<P>(qs, first, len);
             kernels::axpy_chunk::<P>(&minus_alpha, qc, P::Vector::lend(&mut rc));
             let rc = P::Vector::read_back(&rc);
@@ -122,14 +101,13 @@ pub(super) fn cg_step<P: Precision>(
     rho: &P,
     p: &CpuVector<P>,
     q: &mut CpuVector<P>,
-    x: Option<&mut CpuVector<P>>,
     r: &mut CpuVector<P>,
 ) -> (P, P) {
     let pq = spmv_dot(a, p, q);
     if !cg_step_accepts(&pq) {
         return (pq, P::zero());
     }
-    let rr = update_norm(&rho.div(&pq), p, q, x, r);
+    let rr = update_norm(&rho.div(&pq), q, r);
     (pq, rr)
 }
 

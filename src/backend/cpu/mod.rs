@@ -320,10 +320,9 @@ impl Backend for CpuBackend {
         rho: &P,
         p: &CpuVector<P>,
         q: &mut CpuVector<P>,
-        x: Option<&mut CpuVector<P>>,
         r: &mut CpuVector<P>,
     ) -> Result<(P, P)> {
-        Ok(fused::cg_step(a, rho, p, q, x, r))
+        Ok(fused::cg_step(a, rho, p, q, r))
     }
 
     fn cg_direction<P: Precision>(

@@ -680,12 +680,10 @@ impl Backend for CudaBackend {
         rho: &P,
         p: &CudaVector<P>,
         q: &mut CudaVector<P>,
-        x: Option<&mut CudaVector<P>>,
         r: &mut CudaVector<P>,
     ) -> Result<(P, P)> {
         let n = p.len;
-        let x_len = x.as_ref().map_or(n, |x| x.len);
-        assert!(q.len == n && x_len == n && r.len == n, "cg_step: lengths");
+        assert!(q.len == n && r.len == n, "cg_step: lengths");
         let n64 = n as i64;
         let (mut pq_partial, blocks) = self.partials::<P>(n)?;
         let (rr_partial, _) = self.partials::<P>(n)?;
@@ -704,16 +702,10 @@ impl Backend for CudaBackend {
         // holds four T.
         unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         let (f, name) = self.kernel::<P>("cg_update")?;
-        let update_x = i32::from(x.is_some());
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&n64).vec(&scalars).vec(p).vec(q);
-        match x {
-            Some(x) => args.vec(x),
-            None => args.vec(p), // never written: update_x is 0
-        };
-        args.vec(r).vec(&rr_partial).arg(&update_x);
-        // SAFETY: cg_update_{p}(long long n, const T* scalars, const T* p, const T* q, T* x,
-        // T* r, T* partial, int update_x), reduction layout; x is only written if update_x.
+        args.arg(&n64).vec(&scalars).vec(q).vec(r).vec(&rr_partial);
+        // SAFETY: cg_update_{p}(long long n, const T* scalars, const T* q, T* r, T* partial),
+        // reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         self.final_stage_into::<P>(&rr_partial, blocks, &mut scalars, 3)?;
         let values = self.decode::<P>(&scalars)?;
