@@ -209,3 +209,92 @@ __device__ __forceinline__ dd_t spmv_dot_dd_body(int nrows, const int* __restric
 SPMV_DOT_KERNELS(1)
 SPMV_DOT_KERNELS(2)
 SPMV_DOT_KERNELS(4)
+
+// The fused step staged through shared memory (an experiment of `solver bench --sweep-lanes`):
+// one block of 1024 threads per DOT_CHUNK rows, in four quarters of 2048 rows. In a quarter each
+// thread computes two rows (rows 1024 apart, as spmv_{p}_nt1 sums them: coalesced, as the SpMV)
+// and stores p[row] q[row] in shared memory; then lane t of the dot (t < DOT_THREADS) adds the
+// quarter's products t, t + DOT_THREADS, ... in order. So each lane sums its 32 products in the
+// dot's order and the partials are dot_{p}_partial's bits, without the 32 rows in series per
+// thread of spmv_dot_{p}_r{R}.
+//
+// spmv_dot_{f64,dd}_staged(int nrows, row_ptr, col_idx, val, const T* p, T* q, T* partial),
+// launched with DOT_CHUNK / 8 = 1024 threads per block, one block per DOT_CHUNK rows.
+
+#define STAGED_THREADS 1024
+#define STAGED_ROWS (2 * STAGED_THREADS)
+
+extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
+    spmv_dot_f64_staged(int nrows, const int* __restrict__ row_ptr,
+                        const int* __restrict__ col_idx, const double* __restrict__ val,
+                        const double* __restrict__ p, double* __restrict__ q, double* partial) {
+    __shared__ double prod[STAGED_ROWS];
+    const int u = threadIdx.x;
+    double acc = 0.0;
+    for (int quarter = 0; quarter < DOT_CHUNK / STAGED_ROWS; quarter++) {
+        const long long first = (long long)blockIdx.x * DOT_CHUNK + (long long)quarter * STAGED_ROWS;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const long long row = first + u + h * STAGED_THREADS;
+            if (row < nrows) {
+                double s = 0.0;
+                const int end = row_ptr[row + 1];
+                for (int k = row_ptr[row]; k < end; k++) {
+                    s = __dadd_rn(s, __dmul_rn(val[k], p[col_idx[k]]));
+                }
+                q[row] = s;
+                prod[u + h * STAGED_THREADS] = __dmul_rn(p[row], s);
+            }
+        }
+        __syncthreads();
+        if (u < DOT_THREADS) {
+            for (int j = 0; j < STAGED_ROWS / DOT_THREADS; j++) {
+                if (first + u + j * DOT_THREADS < nrows) acc = __dadd_rn(acc, prod[u + j * DOT_THREADS]);
+            }
+        }
+        __syncthreads();
+    }
+    // the tree over the DOT_THREADS lanes (the other threads' slots are never read)
+    acc = tree_reduce_f64(u < DOT_THREADS ? acc : 0.0, prod);
+    if (u == 0) partial[blockIdx.x] = acc;
+}
+
+extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
+    spmv_dot_dd_staged(int nrows, const int* __restrict__ row_ptr,
+                       const int* __restrict__ col_idx, const double* __restrict__ val,
+                       const double2* __restrict__ p, double2* __restrict__ q, double2* partial) {
+    __shared__ double prod_hi[STAGED_ROWS];
+    __shared__ double prod_lo[STAGED_ROWS];
+    const int u = threadIdx.x;
+    dd_t acc = dd_from_f64(0.0);
+    for (int quarter = 0; quarter < DOT_CHUNK / STAGED_ROWS; quarter++) {
+        const long long first = (long long)blockIdx.x * DOT_CHUNK + (long long)quarter * STAGED_ROWS;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const long long row = first + u + h * STAGED_THREADS;
+            if (row < nrows) {
+                dd_t s = dd_from_f64(0.0);
+                const int end = row_ptr[row + 1];
+                for (int k = row_ptr[row]; k < end; k++) {
+                    s = dd_add(s, dd_mul_f64(dd_load(p, col_idx[k]), val[k]));
+                }
+                dd_store(q, row, s);
+                const dd_t pq = dd_mul(dd_load(p, row), s);
+                prod_hi[u + h * STAGED_THREADS] = pq.hi;
+                prod_lo[u + h * STAGED_THREADS] = pq.lo;
+            }
+        }
+        __syncthreads();
+        if (u < DOT_THREADS) {
+            for (int j = 0; j < STAGED_ROWS / DOT_THREADS; j++) {
+                if (first + u + j * DOT_THREADS < nrows) {
+                    const dd_t pq = {prod_hi[u + j * DOT_THREADS], prod_lo[u + j * DOT_THREADS]};
+                    acc = dd_add(acc, pq);
+                }
+            }
+        }
+        __syncthreads();
+    }
+    acc = tree_reduce_dd(u < DOT_THREADS ? acc : dd_from_f64(0.0), prod_hi, prod_lo);
+    if (u == 0) dd_store(partial, blockIdx.x, acc);
+}

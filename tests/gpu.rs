@@ -429,7 +429,7 @@ mod gpu_checks {
                     &cr.to_values(),
                 )?;
                 accepted += usize::from(precsolve::backend::cg_step_accepts(&c.0));
-                for rows in [0, 1, 2, 4] {
+                for rows in [0, 1, 2, 4, 8] {
                     let mut gq = gpu.zeros::<P>(n).map_err(err)?;
                     let pq = gpu.spmv_dot(&ga, &gp, &mut gq, rows).map_err(err)?;
                     let what = format!("spmv_dot n={n} rows={rows}");

@@ -322,15 +322,14 @@ fn spmv_dot_rows<P: Precision>(
     if !sweep || ga.lanes != 1 {
         return Ok(rows);
     }
-    for k in [1, 2, 4] {
+    for k in [1, 2, 4, super::spmv_dot::STAGED] {
         let ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, k).map(|_| ()))?;
-        let mut r = row(
-            &format!("spmv+dot fused (r={k})"),
-            P::NAME,
-            ms,
-            bytes,
-            copy_gbs,
-        );
+        let label = if k == super::spmv_dot::STAGED {
+            "spmv+dot fused (staged)".to_string()
+        } else {
+            format!("spmv+dot fused (r={k})")
+        };
+        let mut r = row(&label, P::NAME, ms, bytes, copy_gbs);
         r.peer = Some("spmv then dot".into());
         r.speedup_vs_peer = Some(separate_ms / ms);
         rows.push(r);

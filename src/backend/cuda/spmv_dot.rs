@@ -7,7 +7,10 @@
 //! An experiment that lost: `solver bench` times it against `spmv` then `dot`, and the fused
 //! kernel is slower (0.68x in f64, 0.86x in dd on poisson3d:200, `benches/results/h200.md`):
 //! one block per dot chunk leaves each thread 32 dependent row sums in series, against one row
-//! per thread for the SpMV. `Backend::cg_step` does not use it.
+//! per thread for the SpMV. The staged variant (`rows = STAGED`: 1024 threads a chunk, two
+//! coalesced rows each per quarter, products summed from shared memory in the dot's order) ties
+//! with `spmv` then `dot` (1.00x f64, 0.99x dd): the barriers and the lower occupancy cost what
+//! the dot's pass saved. `Backend::cg_step` uses neither.
 
 use super::device::driver_error;
 use super::{CudaBackend, CudaMatrix, CudaVector, PushVector};
@@ -16,6 +19,11 @@ use crate::error::Result;
 use crate::precision::Precision;
 use cudarc::driver::PushKernelArg;
 
+/// `rows` that selects `spmv_dot_{p}_staged`: products staged in shared memory, summed in the
+/// dot's order by its lanes (1024 threads per block, two rows each per quarter of a chunk).
+pub const STAGED: usize = 8;
+const STAGED_THREADS: u32 = 1024;
+
 impl CudaBackend {
     /// The fused kernel for `a` and `P` with `rows` side by side, if there is one: `a` has one
     /// thread per row, `P` is f64 or dd (td and qd go through `spmv` and `dot`).
@@ -23,8 +31,11 @@ impl CudaBackend {
         let fused = a.lanes == 1
             && a.nrows == a.ncols
             && matches!(P::KERNEL_SUFFIX, "f64" | "dd")
-            && matches!(rows, 1 | 2 | 4);
-        fused.then(|| format!("spmv_dot_{}_r{rows}", P::KERNEL_SUFFIX))
+            && matches!(rows, 1 | 2 | 4 | STAGED);
+        fused.then(|| match rows {
+            STAGED => format!("spmv_dot_{}_staged", P::KERNEL_SUFFIX),
+            _ => format!("spmv_dot_{}_r{rows}", P::KERNEL_SUFFIX),
+        })
     }
 
     /// `q <- A p` and the per-block partials of `<p, q>` in the dot product's layout (`blocks`
@@ -57,10 +68,15 @@ impl CudaBackend {
             .vec(p)
             .vec(q)
             .vec(partial);
-        // SAFETY: spmv_dot_{f64,dd}_r{R}(int nrows, const int* row_ptr, const int* col_idx,
-        // const double* val, const T* p, T* q, T* partial) in kernels/spmv_csr.cu, launched as
-        // a reduction: one block of DOT_THREADS threads per DOT_CHUNK rows, one T per block.
-        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        // SAFETY: spmv_dot_{f64,dd}_r{R} / _staged(int nrows, const int* row_ptr,
+        // const int* col_idx, const double* val, const T* p, T* q, T* partial) in
+        // kernels/spmv_csr.cu: one block per DOT_CHUNK rows (DOT_THREADS threads, or
+        // STAGED_THREADS for _staged), one T per block.
+        let mut launch = Self::reduction(blocks);
+        if rows == STAGED {
+            launch.block_dim = (STAGED_THREADS, 1, 1);
+        }
+        unsafe { args.launch(launch) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
