@@ -595,6 +595,18 @@ macro_rules! with_layout {
     };
 }
 
+/// [`with_layout!`] for a kernel of one input `$x` and one output `$y` whose input may also be
+/// doubles read widened ([`SimdIn::F64`], beside either output layout).
+macro_rules! with_layout_or_wide {
+    ($x:ident, $y:ident, $body:expr) => {
+        match ($x, $y) {
+            (SimdIn::F64($x), SimdOut::Dd($y)) => $body,
+            (SimdIn::F64($x), SimdOut::Td($y)) => $body,
+            ($x, $y) => with_layout!(in: [$x], out: [$y], $body),
+        }
+    };
+}
+
 mod spmv;
 #[cfg(test)]
 pub use spmv::spmv_rows_at;
@@ -705,20 +717,12 @@ simd_entry! {
 #[inline(always)]
 fn axpy_impl<const W: usize>(alpha: &Dd, x: SimdIn<'_>, y: SimdOut<'_>) -> usize {
     let alpha = DdX::<W>::splat(alpha);
-    #[inline(always)]
-    fn run<const W: usize>(alpha: DdX<W>, x: impl Source, y: &mut impl Sink) -> usize {
-        elementwise::<W, _>(&[x.len()], y, |at, y| unsafe {
+    with_layout_or_wide!(x, y, {
+        let mut y = y;
+        elementwise::<W, _>(&[x.len()], &mut y, |at, y| unsafe {
             alpha.mul(DdX::read(x, at)).add(DdX::read_out(y, at))
         })
-    }
-    match (x, y) {
-        (SimdIn::F64(x), SimdOut::Dd(mut y)) => run(alpha, x, &mut y),
-        (SimdIn::F64(x), SimdOut::Td(mut y)) => run(alpha, x, &mut y),
-        (x, y) => with_layout!(in: [x], out: [y], {
-            let mut y = y;
-            run(alpha, x, &mut y)
-        }),
-    }
+    })
 }
 
 simd_entry! {
@@ -732,20 +736,12 @@ simd_entry! {
 #[inline(always)]
 fn xpay_impl<const W: usize>(x: SimdIn<'_>, beta: &Dd, y: SimdOut<'_>) -> usize {
     let beta = DdX::<W>::splat(beta);
-    #[inline(always)]
-    fn run<const W: usize>(x: impl Source, beta: DdX<W>, y: &mut impl Sink) -> usize {
-        elementwise::<W, _>(&[x.len()], y, |at, y| unsafe {
+    with_layout_or_wide!(x, y, {
+        let mut y = y;
+        elementwise::<W, _>(&[x.len()], &mut y, |at, y| unsafe {
             DdX::read(x, at).add(beta.mul(DdX::read_out(y, at)))
         })
-    }
-    match (x, y) {
-        (SimdIn::F64(x), SimdOut::Dd(mut y)) => run(x, beta, &mut y),
-        (SimdIn::F64(x), SimdOut::Td(mut y)) => run(x, beta, &mut y),
-        (x, y) => with_layout!(in: [x], out: [y], {
-            let mut y = y;
-            run(x, beta, &mut y)
-        }),
-    }
+    })
 }
 
 simd_entry! {

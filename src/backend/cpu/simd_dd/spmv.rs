@@ -114,18 +114,10 @@ unsafe fn spmv_rows_impl<const W: usize>(
     out: SimdOut<'_>,
     b: Option<&[f64]>,
 ) {
-    // SAFETY (each arm): forwarded from the caller.
-    match (x, out) {
-        (SimdIn::F64(x), SimdOut::Dd(out)) => unsafe {
-            spmv_rows_layout::<W>(a, sell, lanes, x, first, out, b)
-        },
-        (SimdIn::F64(x), SimdOut::Td(out)) => unsafe {
-            spmv_rows_layout::<W>(a, sell, lanes, x, first, out, b)
-        },
-        (x, out) => with_layout!(in: [x], out: [out], unsafe {
-            spmv_rows_layout::<W>(a, sell, lanes, x, first, out, b)
-        }),
-    }
+    // SAFETY: forwarded from the caller.
+    with_layout_or_wide!(x, out, unsafe {
+        spmv_rows_layout::<W>(a, sell, lanes, x, first, out, b)
+    })
 }
 
 /// [`spmv_rows_impl`] on one layout.
