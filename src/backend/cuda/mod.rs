@@ -491,6 +491,38 @@ impl CudaBackend {
     }
 
     /// `{op}_{p}_nt{lanes}`: `spmv` (`x` of `P`) or `spmv_wide` (`x` of doubles).
+    /// BiCGStab's `x` update as `block` decides it: `bicg_x_{p}` with `p^`, `s^` of `P`, or
+    /// `bicg_x_wide_{p}` with doubles read widened.
+    fn launch_bicg_x<P: Precision, H: Precision>(
+        &self,
+        block: &CudaVector<P>,
+        p_hat: &CudaVector<H>,
+        s_hat: &CudaVector<H>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        let n = x.len;
+        assert!(
+            p_hat.len == n && s_hat.len == n,
+            "bicgstab x update: lengths"
+        );
+        assert!(
+            H::KERNEL_SUFFIX == "f64" || H::KERNEL_SUFFIX == P::KERNEL_SUFFIX,
+            "bicgstab x update: p^ and s^ of P or of doubles"
+        );
+        let op = if H::KERNEL_SUFFIX == P::KERNEL_SUFFIX {
+            "bicg_x"
+        } else {
+            Self::wide_op::<P>("bicg_x", "bicg_x_wide")?
+        };
+        let (f, name) = self.kernel::<P>(op)?;
+        let mut args = self.stream.launch_builder(&f);
+        let n64 = n as i64;
+        args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
+        // bicg_x_{p}(long long n, const T* block, const T* p_hat, const T* s_hat, T* x);
+        // bicg_x_wide_{p} the same with p_hat and s_hat of doubles
+        self.launch_elementwise(args, n, &name)
+    }
+
     fn spmv_like<P: Precision, X>(
         &self,
         op: &str,
@@ -811,20 +843,12 @@ impl Backend for CudaBackend {
         };
         // SAFETY: bicg_decide_{p}(T* block, double denominator, double tol), one thread.
         unsafe { args.launch(one_thread) }.map_err(driver_error(&name))?;
-        // bicg_x_{p}(long long n, const T* block, const H* p_hat, const H* s_hat, T* x): H = T,
-        // or double for bicg_x_wide_{p} (p^ and s^ read widened)
         match (p_hat, s_hat) {
             (Operand::Own(p_hat), Operand::Own(s_hat)) => {
-                let (f, name) = self.kernel::<P>("bicg_x")?;
-                let mut args = self.stream.launch_builder(&f);
-                args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
-                self.launch_elementwise(args, n, &name)?;
+                self.launch_bicg_x(block, p_hat, s_hat, x)?
             }
             (Operand::Wide(p_hat), Operand::Wide(s_hat)) => {
-                let (f, name) = self.kernel::<P>(Self::wide_op::<P>("bicg_x", "bicg_x_wide")?)?;
-                let mut args = self.stream.launch_builder(&f);
-                args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
-                self.launch_elementwise(args, n, &name)?;
+                self.launch_bicg_x(block, p_hat, s_hat, x)?
             }
             // one of each (no solver mixes them): the double one widened first
             (p_hat, s_hat) => {
@@ -843,10 +867,7 @@ impl Backend for CudaBackend {
                         &s_wide
                     }
                 };
-                let (f, name) = self.kernel::<P>("bicg_x")?;
-                let mut args = self.stream.launch_builder(&f);
-                args.arg(&n64).vec(block).vec(p_hat).vec(s_hat).vec(x);
-                self.launch_elementwise(args, n, &name)?;
+                self.launch_bicg_x(block, p_hat, s_hat, x)?
             }
         }
         let (rr_partial, _) = self.partials::<P>(n)?;
