@@ -41,6 +41,15 @@ __device__ __forceinline__ dd_t spmv_dd_x(const double* __restrict__ x, int j) {
     return dd_from_f64(x[j]);
 }
 
+// A DD lane loads SPMV_DD_BATCH of its entries (values and x) before it sums any: the loads of
+// a batch are in flight together while the long QuadAdd chain of the previous batch runs, and
+// the sums take the entries in the same order, so the bits do not change. Measured on
+// poisson3d:200 (benches/results/h200.md): dd SpMV 0.285-0.288 -> 0.280-0.281 ms, preconditioned
+// BiCGStab (two SpMVs with x read widened) 4.42 -> 4.33 ms; a batch of 4 gained half as much,
+// and the same batching made the f64 SpMV slower (0.230 -> 0.241 ms), as it did td's and qd's
+// (xprec.cu: 0.267 -> 0.280 and 1.23 -> 1.48 ms), so those keep their one-entry loop.
+#define SPMV_DD_BATCH 8
+
 template <int NT, typename XT>
 __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ row_ptr,
                                              const int* __restrict__ col_idx,
@@ -53,9 +62,21 @@ __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ 
     dd_t s = dd_from_f64(0.0);
     if (row < nrows) {
         const int end = row_ptr[row + 1];
-        for (int k = row_ptr[row] + lane; k < end; k += NT) {
-            // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
-            s = dd_add(s, dd_mul_f64(spmv_dd_x(x, col_idx[k]), val[k]));
+        for (int k = row_ptr[row] + lane; k < end; k += SPMV_DD_BATCH * NT) {
+            dd_t xk[SPMV_DD_BATCH];
+            double ak[SPMV_DD_BATCH];
+#pragma unroll
+            for (int u = 0; u < SPMV_DD_BATCH; u++) {
+                if (k + u * NT < end) {
+                    ak[u] = val[k + u * NT];
+                    xk[u] = spmv_dd_x(x, col_idx[k + u * NT]);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < SPMV_DD_BATCH; u++) {
+                // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
+                if (k + u * NT < end) s = dd_add(s, dd_mul_f64(xk[u], ak[u]));
+            }
         }
     }
     for (int off = NT / 2; off > 0; off >>= 1) {
