@@ -254,6 +254,12 @@ pub trait Backend: Send + Sync {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+    /// Do the one-time work that operations on `P` would otherwise do at first use (CUDA:
+    /// compile the kernels), so that it is charged to no solve: `dispatch` calls it before a
+    /// solve's clock starts. Cheap once done; a no-op on the CPU.
+    fn prepare<P: Precision>(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// `y <- alpha x + y`, returning `<y, y>`: CG's residual update with the norm that follows.
     /// Must give the bits of `axpy` then `dot`; backends fuse it to save a pass over `y`.

@@ -111,9 +111,34 @@ impl KernelStore {
         Ok(f)
     }
 
+    /// Compile the kernel sources that solves in double and double-double use, and with
+    /// `extended` also td's and qd's (`xprec`, much the slowest to compile), each in a thread of
+    /// its own (NVRTC compiles in parallel), so that no later launch waits on the compiler:
+    /// `Backend::prepare`, which solves call before their clocks start.
+    pub fn compile_for(&self, extended: bool) -> Result<()> {
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = SOURCES
+                .iter()
+                .filter(|&&(name, _)| extended || name != "xprec")
+                .map(|&(name, _)| scope.spawn(move || self.module(name).map(drop)))
+                .collect();
+            // (the scope joins any thread left when an error returns early)
+            threads
+                .into_iter()
+                .try_for_each(|t| t.join().expect("a kernel compilation thread panicked"))
+        })
+    }
+
+    /// The compiled module of `source_name`. The cache is not locked while NVRTC runs, so that
+    /// sources compile in parallel; of two threads compiling one source, the first to finish
+    /// stores its module and both use it.
     fn module(&self, source_name: &'static str) -> Result<Arc<CudaModule>> {
-        let mut modules = self.modules.lock().expect("module cache lock");
-        if let Some(m) = modules.get(source_name) {
+        if let Some(m) = self
+            .modules
+            .lock()
+            .expect("module cache lock")
+            .get(source_name)
+        {
             return Ok(m.clone());
         }
         let (_, body) = SOURCES
@@ -145,8 +170,8 @@ impl KernelStore {
             self.arch,
             start.elapsed().as_secs_f64() * 1e3
         );
-        modules.insert(source_name, module.clone());
-        Ok(module)
+        let mut modules = self.modules.lock().expect("module cache lock");
+        Ok(modules.entry(source_name).or_insert(module).clone())
     }
 }
 

@@ -965,6 +965,11 @@ impl Backend for CudaBackend {
         self.launch_elementwise(args, x.len, &name)
     }
 
+    fn prepare<P: Precision>(&self) -> Result<()> {
+        self.kernels
+            .compile_for(matches!(P::KERNEL_SUFFIX, "td" | "qd"))
+    }
+
     fn axpy<P: Precision>(
         &self,
         alpha: &P,
