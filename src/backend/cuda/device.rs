@@ -115,12 +115,24 @@ impl KernelStore {
     /// `extended` also td's and qd's (`xprec`, much the slowest to compile), each in a thread of
     /// its own (NVRTC compiles in parallel), so that no later launch waits on the compiler:
     /// `Backend::prepare`, which solves call before their clocks start.
+    /// Once they are compiled (every solve after the first), it only looks them up: no thread
+    /// is started for a source already in the cache.
     pub fn compile_for(&self, extended: bool) -> Result<()> {
-        std::thread::scope(|scope| {
-            let threads: Vec<_> = SOURCES
+        let missing: Vec<&'static str> = {
+            let modules = self.modules.lock().expect("module cache lock");
+            SOURCES
                 .iter()
-                .filter(|&&(name, _)| extended || name != "xprec")
-                .map(|&(name, _)| scope.spawn(move || self.module(name).map(drop)))
+                .map(|&(name, _)| name)
+                .filter(|name| (extended || *name != "xprec") && !modules.contains_key(name))
+                .collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = missing
+                .into_iter()
+                .map(|name| scope.spawn(move || self.module(name).map(drop)))
                 .collect();
             // (the scope joins any thread left when an error returns early)
             threads
