@@ -9,6 +9,23 @@
 //          spmv_wide_dd_nt{NT}(...): the same with x of doubles read widened to (x, 0), the bits
 //          of spmv_dd on x converted (BiCGStab's preconditioned directions, kept in double)
 
+// Lane `lane` of row `row`'s sum with NT lanes: entries lane, lane + NT, ... summed from zero
+// (the order the CPU's kernels follow). spmv_{p}_body and the staged kernels sum their rows
+// through these; spmv_dot_{p}_r{R} advances R rows step by step in the same order.
+template <int NT>
+__device__ __forceinline__ double spmv_f64_lane(const int* __restrict__ row_ptr,
+                                                const int* __restrict__ col_idx,
+                                                const double* __restrict__ val,
+                                                const double* __restrict__ x, long long row,
+                                                int lane) {
+    double s = 0.0;
+    const int end = row_ptr[row + 1];
+    for (int k = row_ptr[row] + lane; k < end; k += NT) {
+        s = __dadd_rn(s, __dmul_rn(val[k], x[col_idx[k]]));
+    }
+    return s;
+}
+
 template <int NT>
 __device__ __forceinline__ void spmv_f64_body(int nrows, const int* __restrict__ row_ptr,
                                               const int* __restrict__ col_idx,
@@ -18,13 +35,7 @@ __device__ __forceinline__ void spmv_f64_body(int nrows, const int* __restrict__
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long row = tid / NT;
     const int lane = threadIdx.x % NT;
-    double s = 0.0;
-    if (row < nrows) {
-        const int end = row_ptr[row + 1];
-        for (int k = row_ptr[row] + lane; k < end; k += NT) {
-            s = __dadd_rn(s, __dmul_rn(val[k], x[col_idx[k]]));
-        }
-    }
+    double s = row < nrows ? spmv_f64_lane<NT>(row_ptr, col_idx, val, x, row, lane) : 0.0;
     for (int off = NT / 2; off > 0; off >>= 1) {
         s = __dadd_rn(s, __shfl_down_sync(0xffffffffu, s, off, NT));
     }
@@ -50,6 +61,35 @@ __device__ __forceinline__ dd_t spmv_dd_x(const double* __restrict__ x, int j) {
 // (xprec.cu: 0.267 -> 0.280 and 1.23 -> 1.48 ms), so those keep their one-entry loop.
 #define SPMV_DD_BATCH 8
 
+// spmv_f64_lane in double-double, x stored or widened, BATCH entries loaded at a time (the
+// staged experiment keeps its one-entry loop: batched, its 1024-thread blocks ran 0.82x of
+// spmv then dot instead of 1.00x, benches/results/h200.md).
+template <int NT, int BATCH = SPMV_DD_BATCH, typename XT>
+__device__ __forceinline__ dd_t spmv_dd_lane(const int* __restrict__ row_ptr,
+                                             const int* __restrict__ col_idx,
+                                             const double* __restrict__ val,
+                                             const XT* __restrict__ x, long long row, int lane) {
+    dd_t s = dd_from_f64(0.0);
+    const int end = row_ptr[row + 1];
+    for (int k = row_ptr[row] + lane; k < end; k += BATCH * NT) {
+        dd_t xk[BATCH];
+        double ak[BATCH];
+#pragma unroll
+        for (int u = 0; u < BATCH; u++) {
+            if (k + u * NT < end) {
+                ak[u] = val[k + u * NT];
+                xk[u] = spmv_dd_x(x, col_idx[k + u * NT]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < BATCH; u++) {
+            // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
+            if (k + u * NT < end) s = dd_add(s, dd_mul_f64(xk[u], ak[u]));
+        }
+    }
+    return s;
+}
+
 template <int NT, typename XT>
 __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ row_ptr,
                                              const int* __restrict__ col_idx,
@@ -59,26 +99,8 @@ __device__ __forceinline__ void spmv_dd_body(int nrows, const int* __restrict__ 
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long row = tid / NT;
     const int lane = threadIdx.x % NT;
-    dd_t s = dd_from_f64(0.0);
-    if (row < nrows) {
-        const int end = row_ptr[row + 1];
-        for (int k = row_ptr[row] + lane; k < end; k += SPMV_DD_BATCH * NT) {
-            dd_t xk[SPMV_DD_BATCH];
-            double ak[SPMV_DD_BATCH];
-#pragma unroll
-            for (int u = 0; u < SPMV_DD_BATCH; u++) {
-                if (k + u * NT < end) {
-                    ak[u] = val[k + u * NT];
-                    xk[u] = spmv_dd_x(x, col_idx[k + u * NT]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < SPMV_DD_BATCH; u++) {
-                // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
-                if (k + u * NT < end) s = dd_add(s, dd_mul_f64(xk[u], ak[u]));
-            }
-        }
-    }
+    dd_t s = row < nrows ? spmv_dd_lane<NT>(row_ptr, col_idx, val, x, row, lane)
+                         : dd_from_f64(0.0);
     for (int off = NT / 2; off > 0; off >>= 1) {
         dd_t o = {__shfl_down_sync(0xffffffffu, s.hi, off, NT),
                   __shfl_down_sync(0xffffffffu, s.lo, off, NT)};
@@ -258,11 +280,7 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
         for (int h = 0; h < 2; h++) {
             const long long row = first + u + h * STAGED_THREADS;
             if (row < nrows) {
-                double s = 0.0;
-                const int end = row_ptr[row + 1];
-                for (int k = row_ptr[row]; k < end; k++) {
-                    s = __dadd_rn(s, __dmul_rn(val[k], p[col_idx[k]]));
-                }
+                const double s = spmv_f64_lane<1>(row_ptr, col_idx, val, p, row, 0);
                 q[row] = s;
                 prod[u + h * STAGED_THREADS] = __dmul_rn(p[row], s);
             }
@@ -294,11 +312,7 @@ extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
         for (int h = 0; h < 2; h++) {
             const long long row = first + u + h * STAGED_THREADS;
             if (row < nrows) {
-                dd_t s = dd_from_f64(0.0);
-                const int end = row_ptr[row + 1];
-                for (int k = row_ptr[row]; k < end; k++) {
-                    s = dd_add(s, dd_mul_f64(dd_load(p, col_idx[k]), val[k]));
-                }
+                const dd_t s = spmv_dd_lane<1, 1>(row_ptr, col_idx, val, p, row, 0);
                 dd_store(q, row, s);
                 const dd_t pq = dd_mul(dd_load(p, row), s);
                 prod_hi[u + h * STAGED_THREADS] = pq.hi;
