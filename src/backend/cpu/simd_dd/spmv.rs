@@ -202,6 +202,29 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
     }
 }
 
+/// How far ahead of the step being summed (in slots: 8 KB of values with `W = 8`)
+/// [`prefetch_ahead`] asks for the matrix. Without it the loads of the values stalled the kernel
+/// (a quarter of its `perf` samples), whether or not the matrix had just been read: the DD SpMV
+/// took 7.0-7.5 ms, with it 5.2-5.6 (poisson3d(100), 2 threads, best of 30, builds alternated:
+/// `examples/dd_spmv_timing.rs`, `benches/results/cpu.md`). 256 and 4096 slots measured the same
+/// within this machine's noise.
+const PREFETCH_SLOTS: usize = 1024;
+
+/// Ask the cache for the values and column indices [`PREFETCH_SLOTS`] after slot `at` (a hint:
+/// past the end of the arrays it does nothing).
+#[inline(always)]
+fn prefetch_ahead(vals: &[f64], cols: &[i32], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults, whatever the address; `wrapping_add` makes no reference.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(vals.as_ptr().wrapping_add(at + PREFETCH_SLOTS).cast());
+        _mm_prefetch::<_MM_HINT_T0>(cols.as_ptr().wrapping_add(at + PREFETCH_SLOTS).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (vals, cols, at);
+}
+
 /// Groups [`spmv_rows_simd`] sums at once with one lane per row: independent QuadAdd chains in
 /// flight, so that one group's additions fill the latency of another's (one group's chain left
 /// the FP ports idle two thirds of the time). With more lanes per row a group has `L` chains
@@ -254,6 +277,7 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
                 unroll!(N, <= 4, |g| {
                     if k < width[g] {
                         let at = base[g] + W * k;
+                        prefetch_ahead(vals, cols, at);
                         let m: [bool; W] = std::array::from_fn(|r| k < len[g][r]);
                         let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
                         let col: [usize; W] = std::array::from_fn(|r| unsafe {
