@@ -136,6 +136,73 @@ SPMV_KERNELS(8)
 SPMV_KERNELS(16)
 SPMV_KERNELS(32)
 
+// Sliced ELLPACK (SELL_C rows per slice; the layout of src/sparse/sell.rs): one thread per row,
+// for the matrices that CSR would give one thread per row (NT = 1). Entry k of row r sits at
+// slice_ptr[r / SELL_C] + SELL_C k + r % SELL_C for k < row_ptr[r + 1] - row_ptr[r], so a warp's
+// k-th loads of values and column indices are one contiguous segment, where CSR's are 32
+// scattered ones (61% of the DD kernel's L2 sectors were excess, benches/results/h200.md). Each
+// row is summed entry by entry from zero, as spmv_{p}_nt1 sums it: the same bits. The DD sum
+// takes one entry at a time: loaded in batches (as spmv_dd_lane) it needs more registers and
+// ran slower here (benches/gpu/sell_probe.cu: 0.244 ms one at a time, 0.267 batched by 4,
+// 0.331 by 8, CSR 0.281 on poisson3d:200).
+//
+// Kernels: spmv_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
+//          const int* col_idx, const double* val, const T* x, T* y, const double* b, int has_b)
+//          spmv_wide_dd_sell(...): x of doubles read widened, as spmv_wide_dd_nt{NT}
+#define SELL_C 32
+
+extern "C" __global__ void spmv_f64_sell(int nrows, const int* __restrict__ row_ptr,
+                                         const int* __restrict__ slice_ptr,
+                                         const int* __restrict__ col_idx,
+                                         const double* __restrict__ val,
+                                         const double* __restrict__ x, double* __restrict__ y,
+                                         const double* __restrict__ b, int has_b) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= nrows) return;
+    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+    const int len = row_ptr[row + 1] - row_ptr[row];
+    double s = 0.0;
+    for (int k = 0; k < len; k++) {
+        const int at = first + k * SELL_C;
+        s = __dadd_rn(s, __dmul_rn(val[at], x[col_idx[at]]));
+    }
+    y[row] = has_b ? __dsub_rn(b[row], s) : s;
+}
+
+template <typename XT>
+__device__ __forceinline__ void spmv_dd_sell_body(int nrows, const int* __restrict__ row_ptr,
+                                                  const int* __restrict__ slice_ptr,
+                                                  const int* __restrict__ col_idx,
+                                                  const double* __restrict__ val,
+                                                  const XT* __restrict__ x,
+                                                  double2* __restrict__ y,
+                                                  const double* __restrict__ b, int has_b) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= nrows) return;
+    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+    const int len = row_ptr[row + 1] - row_ptr[row];
+    dd_t s = dd_from_f64(0.0);
+    for (int k = 0; k < len; k++) {
+        const int at = first + k * SELL_C;
+        // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
+        s = dd_add(s, dd_mul_f64(spmv_dd_x(x, col_idx[at]), val[at]));
+    }
+    dd_store(y, row, has_b ? dd_sub(dd_from_f64(b[row]), s) : s);
+}
+
+extern "C" __global__ void spmv_dd_sell(int nrows, const int* row_ptr, const int* slice_ptr,
+                                        const int* col_idx, const double* val, const double2* x,
+                                        double2* y, const double* b, int has_b) {
+    spmv_dd_sell_body(nrows, row_ptr, slice_ptr, col_idx, val, x, y, b, has_b);
+}
+
+extern "C" __global__ void spmv_wide_dd_sell(int nrows, const int* row_ptr,
+                                             const int* slice_ptr, const int* col_idx,
+                                             const double* val, const double* x, double2* y,
+                                             const double* b, int has_b) {
+    spmv_dd_sell_body(nrows, row_ptr, slice_ptr, col_idx, val, x, y, b, has_b);
+}
+
 // CG's q = A p fused with <p, q>, for one thread per row (NT = 1): one block of DOT_THREADS
 // threads per DOT_CHUNK rows, as dot_{p}_partial; thread t computes rows t, t + DOT_THREADS, ...
 // of its chunk (each row summed as spmv_{p}_nt1 sums it), stores them, and adds p[row] q[row] to

@@ -430,6 +430,42 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
     }
 }
 
+// SELL SpMV (spmv_csr.cu's spmv_{f64,dd}_sell): one thread per row, entries read from the sliced
+// layout, each row summed as spmv_x<O, 1> sums it.
+#define SELL_C 32
+template <class O, class X>
+__device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ row_ptr,
+                                            const int* __restrict__ slice_ptr,
+                                            const int* __restrict__ col_idx,
+                                            const double* __restrict__ val, X x,
+                                            typename O::Vec y, const double* __restrict__ b,
+                                            int has_b) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= nrows) return;
+    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+    const int len = row_ptr[row + 1] - row_ptr[row];
+    typename O::A s = O::a_zero();
+    for (int k = 0; k < len; k++) {
+        const int at = first + k * SELL_C;
+        s = O::a_add_mul_f64(s, val[at], x[col_idx[at]]);
+    }
+    O::store(y, row, has_b ? O::a_sub(O::a_from_f64(b[row]), s) : s);
+}
+
+#define X_SPMV_SELL(P, O)                                                                      \
+    extern "C" __global__ void spmv_##P##_sell(int nrows, const int* row_ptr,                  \
+                                               const int* slice_ptr, const int* col_idx,       \
+                                               const double* val, O::Vec x, O::Vec y,          \
+                                               const double* b, int has_b) {                   \
+        spmv_sell_x<O>(nrows, row_ptr, slice_ptr, col_idx, val, Own<O>{x}, y, b, has_b);      \
+    }                                                                                          \
+    extern "C" __global__ void spmv_wide_##P##_sell(int nrows, const int* row_ptr,             \
+                                                    const int* slice_ptr, const int* col_idx,  \
+                                                    const double* val, const double* x,        \
+                                                    O::Vec y, const double* b, int has_b) {    \
+        spmv_sell_x<O>(nrows, row_ptr, slice_ptr, col_idx, val, Wide<O>{x}, y, b, has_b);     \
+    }
+
 #define X_SPMV(P, O, NT)                                                                       \
     extern "C" __global__ void spmv_##P##_nt##NT(int nrows, const int* row_ptr,                \
                                                  const int* col_idx, const double* val,        \
@@ -531,7 +567,8 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
     X_SPMV(P, O, 4)                                                                            \
     X_SPMV(P, O, 8)                                                                            \
     X_SPMV(P, O, 16)                                                                           \
-    X_SPMV(P, O, 32)
+    X_SPMV(P, O, 32)                                                                           \
+    X_SPMV_SELL(P, O)
 
 X_KERNELS(td, TdOps)
 X_KERNELS(qd, QdOps)

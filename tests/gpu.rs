@@ -7,10 +7,10 @@
 
 #[cfg(feature = "cuda")]
 mod gpu_checks {
-    use precsolve::backend::Backend;
     use precsolve::backend::cpu::{CpuBackend, CpuVector};
     use precsolve::backend::cuda::CudaBackend;
-    use precsolve::backend::cuda::{IluConfig, IluSchedule};
+    use precsolve::backend::cuda::{IluConfig, IluSchedule, SpmvLayout};
+    use precsolve::backend::{Backend, spmv_lanes};
     use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
     use precsolve::precond::{Identity, Ilu0, Preconditioner};
@@ -134,6 +134,8 @@ mod gpu_checks {
         Ok(v)
     }
 
+    /// Both GPU layouts (CSR with the CPU's lane count, and sliced) on random matrices, and on
+    /// the same without the dense row (the shape the automatic choice slices).
     fn spmv_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
         let cpu = CpuBackend::new();
         for (n, mean) in [
@@ -144,48 +146,83 @@ mod gpu_checks {
             (2049, 12.0),
             (777, 40.0),
         ] {
-            let a = Arc::new(random_matrix(rng, n, mean));
-            let x: Vec<P> = random_vec(rng, n);
-            let b: Vec<f64> = (0..n).map(|_| rng.value()).collect();
-            let (ga, ca) = (gpu.matrix(&a).map_err(err)?, cpu.matrix(&a).map_err(err)?);
-            let gx = upload(gpu, &x)?;
-            let gb = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
-            let mut gy = gpu.zeros::<P>(n).map_err(err)?;
-            let mut cy = cpu.zeros::<P>(n).map_err(err)?;
-            let (cx, cb) = (CpuVector::from(x.clone()), CpuVector::from(b.clone()));
-            gpu.spmv(&ga, &gx, &mut gy).map_err(err)?;
-            cpu.spmv(&ca, &cx, &mut cy).map_err(err)?;
-            same_bits(
-                &format!("spmv n={n} lanes={}", ca.lanes),
-                &gpu.to_host(&gy).map_err(err)?,
-                &cy.to_values(),
-            )?;
-            gpu.residual(&ga, &gb, &gx, &mut gy).map_err(err)?;
-            cpu.residual(&ca, &cb, &cx, &mut cy).map_err(err)?;
-            same_bits(
-                &format!("residual n={n}"),
-                &gpu.to_host(&gy).map_err(err)?,
-                &cy.to_values(),
-            )?;
-            // BiCGStab's A p^ with p^ in double, read widened: against the CPU's, and against
-            // spmv on the converted vector on the GPU.
-            let xd = CpuVector::from(b.clone());
-            let gxd = gpu.vector_from_f64::<f64>(&b).map_err(err)?;
-            gpu.spmv_wide(&ga, &gxd, &mut gy).map_err(err)?;
-            cpu.spmv_wide(&ca, &xd, &mut cy).map_err(err)?;
-            let got = gpu.to_host(&gy).map_err(err)?;
-            let what = format!("spmv_wide n={n} lanes={}", ca.lanes);
-            same_bits(&what, &got, &cy.to_values())?;
-            let mut gxw = gpu.zeros::<P>(n).map_err(err)?;
-            gpu.convert(&gxd, &mut gxw).map_err(err)?;
-            gpu.spmv(&ga, &gxw, &mut gy).map_err(err)?;
-            same_bits(
-                &format!("{what} vs spmv"),
-                &got,
-                &gpu.to_host(&gy).map_err(err)?,
-            )?;
+            let dense = random_matrix(rng, n, mean);
+            let regular = without_dense_row(&dense);
+            for a in [dense, regular] {
+                let a = Arc::new(a);
+                let x: Vec<P> = random_vec(rng, n);
+                let b: Vec<f64> = (0..n).map(|_| rng.value()).collect();
+                spmv_layout_for(gpu, &cpu, &a, SpmvLayout::Csr, &x, &b)?;
+                // the sliced layout sums a row in one thread, as the CPU does for these only
+                if spmv_lanes(&a) == 1 {
+                    spmv_layout_for(gpu, &cpu, &a, SpmvLayout::Sell, &x, &b)?;
+                }
+            }
         }
         Ok(())
+    }
+
+    fn spmv_layout_for<P: Precision>(
+        gpu: &CudaBackend,
+        cpu: &CpuBackend,
+        a: &Arc<CsrMatrix>,
+        layout: SpmvLayout,
+        x: &[P],
+        b: &[f64],
+    ) -> Result<(), String> {
+        let n = a.nrows();
+        let ga = gpu.matrix_with_layout(a, layout).map_err(err)?;
+        let ca = cpu.matrix(a).map_err(err)?;
+        let gx = upload(gpu, x)?;
+        let gb = gpu.vector_from_f64::<f64>(b).map_err(err)?;
+        let mut gy = gpu.zeros::<P>(n).map_err(err)?;
+        let mut cy = cpu.zeros::<P>(n).map_err(err)?;
+        let (cx, cb) = (CpuVector::from(x.to_vec()), CpuVector::from(b.to_vec()));
+        let shape = format!("n={n} nnz={} lanes={} {layout:?}", a.nnz(), ca.lanes);
+        gpu.spmv(&ga, &gx, &mut gy).map_err(err)?;
+        cpu.spmv(&ca, &cx, &mut cy).map_err(err)?;
+        same_bits(
+            &format!("spmv {shape}"),
+            &gpu.to_host(&gy).map_err(err)?,
+            &cy.to_values(),
+        )?;
+        gpu.residual(&ga, &gb, &gx, &mut gy).map_err(err)?;
+        cpu.residual(&ca, &cb, &cx, &mut cy).map_err(err)?;
+        same_bits(
+            &format!("residual {shape}"),
+            &gpu.to_host(&gy).map_err(err)?,
+            &cy.to_values(),
+        )?;
+        // BiCGStab's A p^ with p^ in double, read widened: against the CPU's, and against
+        // spmv on the converted vector on the GPU.
+        let xd = CpuVector::from(b.to_vec());
+        let gxd = gpu.vector_from_f64::<f64>(b).map_err(err)?;
+        gpu.spmv_wide(&ga, &gxd, &mut gy).map_err(err)?;
+        cpu.spmv_wide(&ca, &xd, &mut cy).map_err(err)?;
+        let got = gpu.to_host(&gy).map_err(err)?;
+        let what = format!("spmv_wide {shape}");
+        same_bits(&what, &got, &cy.to_values())?;
+        let mut gxw = gpu.zeros::<P>(n).map_err(err)?;
+        gpu.convert(&gxd, &mut gxw).map_err(err)?;
+        gpu.spmv(&ga, &gxw, &mut gy).map_err(err)?;
+        same_bits(
+            &format!("{what} vs spmv"),
+            &got,
+            &gpu.to_host(&gy).map_err(err)?,
+        )
+    }
+
+    /// `a` without the entries of its dense row (`random_matrix` puts it at `n / 2`).
+    fn without_dense_row(a: &CsrMatrix) -> CsrMatrix {
+        let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+        for i in (0..a.nrows()).filter(|&i| i != a.nrows() / 2) {
+            for k in a.row_ptr()[i]..a.row_ptr()[i + 1] {
+                rows.push(i as u32);
+                cols.push(a.col_idx()[k] as u32);
+                vals.push(a.values()[k]);
+            }
+        }
+        CsrMatrix::from_coo(a.nrows(), a.ncols(), &rows, &cols, &vals, Symmetry::General).unwrap()
     }
 
     fn spmv_and_residual(gpu: &CudaBackend) -> Result<(), String> {
@@ -392,8 +429,8 @@ mod gpu_checks {
         .unwrap()
     }
 
-    /// `Backend::cg_step` (fused SpMV and `<p, q>` where NT = 1) and `spmv_dot` with every
-    /// number of rows side by side, against the CPU's step on the same inputs.
+    /// `Backend::cg_step` on both layouts, and `spmv_dot` with every number of rows side by side
+    /// (fused on CSR with NT = 1), against the CPU's step on the same inputs.
     fn cg_steps_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
         let cpu = CpuBackend::new();
         let mut accepted = 0;
@@ -402,10 +439,16 @@ mod gpu_checks {
             // The same step on A and on -A: one of the two is accepted.
             let (p, r): (Vec<P>, Vec<P>) = (random_vec(rng, n), random_vec(rng, n));
             let rho = rng.of::<P>();
-            for a in [negated(&random), random] {
+            // the sliced layout where it applies (one thread per row), on one of the two signs
+            let sliced = match spmv_lanes(&random) {
+                1 => SpmvLayout::Sell,
+                _ => SpmvLayout::Csr,
+            };
+            for (a, layout) in [(negated(&random), SpmvLayout::Csr), (random, sliced)] {
                 let a = Arc::new(a);
-                let (ga, ca) = (gpu.matrix(&a).map_err(err)?, cpu.matrix(&a).map_err(err)?);
-                let what = format!("cg_step n={n} lanes={}", ca.lanes);
+                let ga = gpu.matrix_with_layout(&a, layout).map_err(err)?;
+                let ca = cpu.matrix(&a).map_err(err)?;
+                let what = format!("cg_step n={n} lanes={} {layout:?}", ca.lanes);
                 let gp = upload(gpu, &p)?;
                 let (mut gq, mut gr) = (gpu.zeros::<P>(n).map_err(err)?, upload(gpu, &r)?);
                 let cp = CpuVector::from(p.clone());

@@ -1,4 +1,4 @@
-//! Sparse matrices: the validated CSR type, the Matrix Market reader, and generated test problems.
+//! Sparse matrices: the validated CSR type, its sliced-ELLPACK copy for the SpMV kernels, the Matrix Market reader, and generated test problems.
 
 mod csr;
 mod generate;
@@ -6,10 +6,12 @@ mod mm;
 mod mm_body;
 mod mm_header;
 mod mm_scan;
+mod sell;
 
 pub use csr::{CsrError, CsrMatrix, Symmetry};
 pub use generate::{GeneratedMatrix, poisson2d, poisson3d};
 pub use mm::{MmError, MmErrorKind, parse_matrix_market, read_matrix_market, read_vector};
+pub use sell::SellEntries;
 
 use crate::error::{Error, Result};
 use std::path::Path;

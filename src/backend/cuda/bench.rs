@@ -4,7 +4,7 @@
 
 use super::cusparse::CusparseSpmv;
 use super::cusparse_ilu::CusparseIlu;
-use super::{CudaBackend, CudaMatrix, CudaVector, IluConfig, IluSchedule};
+use super::{CudaBackend, CudaMatrix, CudaVector, IluConfig, IluSchedule, SpmvLayout};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::precision::{Dd, Precision, Qd, Td};
@@ -121,6 +121,12 @@ pub fn run(
     let timer = Timer { gpu, reps };
     let n = a.nrows();
     let mut ga = gpu.matrix(a)?;
+    // cuSPARSE, the lane sweep and the fused spmv_dot experiment read CSR: a CSR copy where the
+    // solvers' layout is another
+    let mut csr_copy = match ga.layout() {
+        SpmvLayout::Csr => None,
+        SpmvLayout::Sell => Some(gpu.matrix_with_layout(a, SpmvLayout::Csr)?),
+    };
 
     let (copy_gbs, copy_row) = copy_reference(gpu, &timer, n)?;
     let mut rows = vec![copy_row];
@@ -132,7 +138,7 @@ pub fn run(
     let mut y64 = gpu.zeros::<f64>(n)?;
     let mut ydd = gpu.zeros::<Dd>(n)?;
     let mut y_peer = gpu.zeros::<f64>(n)?;
-    let mut peer = CusparseSpmv::new(gpu, &ga, &x64, &mut y_peer)?;
+    let mut peer = CusparseSpmv::new(gpu, csr_copy.as_ref().unwrap_or(&ga), &x64, &mut y_peer)?;
     let peer_ms = timer.median_ms(|| peer.run(gpu))?;
     let ours_ms = timer.median_ms(|| gpu.spmv(&ga, &x64, &mut y64))?;
     let agreement = max_relative_difference(&gpu.to_host(&y64)?, &gpu.to_host(&y_peer)?);
@@ -155,15 +161,28 @@ pub fn run(
     r.speedup_vs_peer = Some(peer_ms / dd_ms);
     rows.push(r);
     drop(peer);
+    if let Some(csr) = &csr_copy {
+        // the layout the solvers do not use, for comparison
+        let f_ms = timer.median_ms(|| gpu.spmv(csr, &x64, &mut y64))?;
+        let d_ms = timer.median_ms(|| gpu.spmv(csr, &xdd, &mut ydd))?;
+        for (p, ms, s) in [("f64", f_ms, 8), ("dd", d_ms, 16)] {
+            let label = format!("spmv, CSR with NT={}", csr.lanes);
+            let mut r = row(&label, p, ms, spmv_bytes(a, s), copy_gbs);
+            r.speedup_vs_peer = Some(peer_ms / ms);
+            r.peer = Some("cuSPARSE f64".into());
+            rows.push(r);
+        }
+    }
     if sweep_lanes {
-        let chosen = ga.lanes;
+        let csr = csr_copy.as_mut().unwrap_or(&mut ga);
+        let chosen = csr.lanes;
         for lanes in [1, 2, 4, 8, 16, 32] {
-            ga.lanes = lanes;
-            let f_ms = timer.median_ms(|| gpu.spmv(&ga, &x64, &mut y64))?;
-            let d_ms = timer.median_ms(|| gpu.spmv(&ga, &xdd, &mut ydd))?;
+            csr.lanes = lanes;
+            let f_ms = timer.median_ms(|| gpu.spmv(csr, &x64, &mut y64))?;
+            let d_ms = timer.median_ms(|| gpu.spmv(csr, &xdd, &mut ydd))?;
             for (p, ms, s) in [("f64", f_ms, 8), ("dd", d_ms, 16)] {
                 let mut r = row(
-                    &format!("spmv with NT={lanes}"),
+                    &format!("spmv, CSR with NT={lanes}"),
                     p,
                     ms,
                     spmv_bytes(a, s),
@@ -174,7 +193,7 @@ pub fn run(
                 rows.push(r);
             }
         }
-        ga.lanes = chosen;
+        csr.lanes = chosen;
     }
 
     rows.extend(vector_rows::<f64>(
@@ -186,6 +205,7 @@ pub fn run(
             gpu,
             &timer,
             &ga,
+            csr_copy.as_ref().unwrap_or(&ga),
             a,
             &x64,
             &mut y64,
@@ -196,6 +216,7 @@ pub fn run(
             gpu,
             &timer,
             &ga,
+            csr_copy.as_ref().unwrap_or(&ga),
             a,
             &xdd,
             &mut ydd,
@@ -203,7 +224,7 @@ pub fn run(
             sweep_lanes,
         )?);
     }
-    drop((x64, xdd, y64, ydd, y_peer));
+    drop((x64, xdd, y64, ydd, y_peer, csr_copy));
     // td and qd (issue #6): SpMV and the vector kernels on values that use the whole format.
     rows.extend(extended_rows::<Td>(
         gpu, &timer, &ga, a, &xh, copy_gbs, peer_ms,
@@ -304,12 +325,14 @@ fn vector_rows<P: Precision>(
 }
 
 /// CG's `q = A p` with `<p, q>` (result on the host): `spmv` then `dot`, and with `sweep` (NT = 1
-/// only) the fused experiment with every number of rows side by side. Bytes: the SpMV's minimum.
+/// only) the fused experiment, on `csr` (the fused kernels read CSR), with every number of rows
+/// side by side. Bytes: the SpMV's minimum.
 #[allow(clippy::too_many_arguments)]
 fn spmv_dot_rows<P: Precision>(
     gpu: &CudaBackend,
     timer: &Timer<'_>,
     ga: &CudaMatrix,
+    csr: &CudaMatrix,
     a: &CsrMatrix,
     p: &CudaVector<P>,
     q: &mut CudaVector<P>,
@@ -319,11 +342,11 @@ fn spmv_dot_rows<P: Precision>(
     let bytes = spmv_bytes(a, P::BYTES);
     let separate_ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, 0).map(|_| ()))?;
     let mut rows = vec![row("spmv then dot", P::NAME, separate_ms, bytes, copy_gbs)];
-    if !sweep || ga.lanes != 1 {
+    if !sweep || csr.lanes != 1 {
         return Ok(rows);
     }
     for k in [1, 2, 4, super::spmv_dot::STAGED] {
-        let ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, k).map(|_| ()))?;
+        let ms = timer.median_ms(|| gpu.spmv_dot(csr, p, q, k).map(|_| ()))?;
         let label = if k == super::spmv_dot::STAGED {
             "spmv+dot fused (staged)".to_string()
         } else {

@@ -37,6 +37,10 @@ impl CusparseSpmv {
         x: &CudaVector<f64>,
         y: &mut CudaVector<f64>,
     ) -> Result<Self> {
+        assert!(
+            a.slice_ptr.is_none(),
+            "cuSPARSE's SpMV reads CSR: upload the matrix with SpmvLayout::Csr"
+        );
         let stream = gpu.stream();
         let mut handle = std::ptr::null_mut();
         // SAFETY: plain cuSPARSE setup calls with out-pointers to locals; every pointer handed to

@@ -11,10 +11,12 @@ mod cusparse;
 mod cusparse_ilu;
 mod device;
 mod ilu;
+mod sell;
 mod spmv_dot;
 
 pub use device::probe;
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
+pub use sell::{SELL_ROWS, SpmvLayout};
 
 use super::{Backend, spmv_lanes};
 use crate::backend::{Operand, OperandOf};
@@ -121,8 +123,12 @@ pub struct CudaMatrix {
     nrows: usize,
     ncols: usize,
     nnz: usize,
+    /// CSR threads per row (`spmv_lanes`); the sliced layout has one.
     lanes: usize,
     row_ptr: CudaSlice<i32>,
+    /// The sliced layout's slice offsets ([`SpmvLayout::Sell`]); `None` for CSR.
+    slice_ptr: Option<CudaSlice<i32>>,
+    /// The entries in the SpMV's layout: by row (CSR) or by slice.
     col_idx: CudaSlice<i32>,
     values: CudaSlice<f64>,
 }
@@ -536,21 +542,29 @@ impl CudaBackend {
         if a.nrows == 0 {
             return Ok(());
         }
-        let name = format!("{op}_{}_nt{}", Self::suffix::<P>()?, a.lanes);
+        let suffix = Self::suffix::<P>()?;
+        let (name, threads) = match a.slice_ptr {
+            Some(_) => (format!("{op}_{suffix}_sell"), a.nrows as u64),
+            None => (
+                format!("{op}_{suffix}_nt{}", a.lanes),
+                a.nrows as u64 * a.lanes as u64,
+            ),
+        };
         let f = self.kernels.function(&name)?;
         let nrows = a.nrows as i32;
         let has_b: i32 = b.is_some().into();
         let b_words = b.map(|b| &b.words).unwrap_or(&a.values);
-        let threads = a.nrows as u64 * a.lanes as u64;
         let cfg = LaunchConfig {
             grid_dim: (threads.div_ceil(BLOCK as u64) as u32, 1, 1),
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&nrows)
-            .arg(&a.row_ptr)
-            .arg(&a.col_idx)
+        args.arg(&nrows).arg(&a.row_ptr);
+        if let Some(slice_ptr) = &a.slice_ptr {
+            args.arg(slice_ptr);
+        }
+        args.arg(&a.col_idx)
             .arg(&a.values)
             .vec(x)
             .vec(y)
@@ -558,8 +572,9 @@ impl CudaBackend {
             .arg(&has_b);
         // SAFETY: matches spmv_{p}_nt{NT}(int nrows, const int* row_ptr, const int* col_idx,
         // const double* val, const T* x, T* y, const double* b, int has_b) in kernels/spmv_csr.cu
-        // and xprec.cu (spmv_wide_{p}: x of doubles); b is only read when has_b != 0, and is
-        // then a vector of nrows doubles.
+        // and xprec.cu (spmv_wide_{p}: x of doubles), or spmv_{p}_sell with slice_ptr after
+        // row_ptr and the entries in the sliced layout (one thread per row); b is only read
+        // when has_b != 0, and is then a vector of nrows doubles.
         unsafe { args.launch(cfg) }.map_err(driver_error(&name))?;
         Ok(())
     }
@@ -575,45 +590,12 @@ impl Backend for CudaBackend {
     }
 
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<CudaMatrix> {
-        if a.nnz() > i32::MAX as usize {
-            return Err(Error::Backend {
-                backend: "cuda",
-                message: format!(
-                    "{} nonzeros exceed the GPU kernels' 32-bit row pointers",
-                    a.nnz()
-                ),
-            });
-        }
-        let row_ptr: Vec<i32> = a.row_ptr().iter().map(|&p| p as i32).collect();
-        let upload_err = driver_error("copying the matrix to the GPU");
-        let bytes = a.nnz() * 12 + row_ptr.len() * 4;
-        let oom = |e| Error::Backend {
-            backend: "cuda",
-            message: format!(
-                "could not allocate {:.1} MiB for the matrix on the GPU: {e:?}",
-                bytes as f64 / 1048576.0
-            ),
-        };
-        let row_ptr_d = self.stream.clone_htod(&row_ptr).map_err(oom)?;
-        let col_idx = if a.nnz() == 0 {
-            self.stream.alloc_zeros::<i32>(1).map_err(oom)?
-        } else {
-            self.stream.clone_htod(a.col_idx()).map_err(oom)?
-        };
-        let values = if a.nnz() == 0 {
-            self.stream.alloc_zeros::<f64>(1).map_err(oom)?
-        } else {
-            self.stream.clone_htod(a.values()).map_err(upload_err)?
-        };
-        Ok(CudaMatrix {
-            nrows: a.nrows(),
-            ncols: a.ncols(),
-            nnz: a.nnz(),
-            lanes: spmv_lanes(a),
-            row_ptr: row_ptr_d,
-            col_idx,
-            values,
-        })
+        let layout = SpmvLayout::for_matrix(a);
+        log::debug!(
+            "GPU SpMV layout: {layout:?} ({} CSR threads per row)",
+            spmv_lanes(a)
+        );
+        self.matrix_with_layout(a, layout)
     }
 
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<CudaIlu> {

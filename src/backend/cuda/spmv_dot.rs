@@ -25,10 +25,11 @@ pub const STAGED: usize = 8;
 const STAGED_THREADS: u32 = 1024;
 
 impl CudaBackend {
-    /// The fused kernel for `a` and `P` with `rows` side by side, if there is one: `a` has one
-    /// thread per row, `P` is f64 or dd (td and qd go through `spmv` and `dot`).
+    /// The fused kernel for `a` and `P` with `rows` side by side, if there is one: `a` is CSR
+    /// with one thread per row, `P` is f64 or dd (td and qd go through `spmv` and `dot`).
     fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix, rows: usize) -> Option<String> {
         let fused = a.lanes == 1
+            && a.slice_ptr.is_none()
             && a.nrows == a.ncols
             && matches!(P::KERNEL_SUFFIX, "f64" | "dd")
             && matches!(rows, 1 | 2 | 4 | STAGED);

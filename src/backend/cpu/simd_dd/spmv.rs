@@ -7,61 +7,30 @@
 //! kept fewer values in registers.
 
 use super::{DdX, F, Level, SimdIn, SimdOut, Sink, Source, lanes, level, select};
-use crate::sparse::CsrMatrix;
+use crate::sparse::{CsrMatrix, SellEntries};
 use std::sync::Arc;
 
-/// The CSR entries regrouped for [`spmv_rows`] ("SELL-W", sliced ELLPACK): for each group of `w`
-/// consecutive rows `w g .. w g + w`, step `k` of the group holds entry `k` of each of its rows
-/// side by side, so one step loads `w` values and `w` column indices contiguously (16% faster
-/// than selecting them from CSR, measured with `w = 8`). Rows shorter than the group's longest
-/// are padded with zeros that the kernel never uses (~1% for a 7-point stencil). Only whole
-/// groups are stored; the last `nrows % w` rows go through the scalar kernel. Memory: 12 bytes
-/// per stored entry plus padding, a second copy of the matrix.
+/// The CSR entries regrouped for [`spmv_rows`] ("SELL-W", [`SellEntries`] with slices of `w`
+/// rows): one step loads `w` values and `w` column indices contiguously (16% faster than
+/// selecting them from CSR, measured with `w = 8`). Padding is ~1% for a 7-point stencil. Only
+/// whole groups are used; the last `nrows % w` rows go through the scalar kernel. Memory: 12
+/// bytes per stored entry plus padding, a second copy of the matrix.
 #[derive(Debug)]
 pub struct Sell {
     /// The matrix this is a copy of (held, so that its address identifies it).
     source: Arc<CsrMatrix>,
     /// Rows per group: the SIMD width it was built for.
     w: usize,
-    /// Slot of the first step of each group (`groups + 1` entries); a step is `w` slots.
-    group_ptr: Vec<usize>,
-    vals: Vec<f64>,
-    cols: Vec<i32>,
+    entries: SellEntries,
 }
 
 impl Sell {
     /// The layout of `source` for groups of `w` rows.
     pub fn new(source: &Arc<CsrMatrix>, w: usize) -> Sell {
-        assert!(w > 0, "Sell: empty groups");
-        let a = &**source;
-        let row_ptr = a.row_ptr();
-        let groups = a.nrows() / w;
-        let mut group_ptr = Vec::with_capacity(groups + 1);
-        group_ptr.push(0);
-        for g in 0..groups {
-            let width = (0..w)
-                .map(|r| row_ptr[w * g + r + 1] - row_ptr[w * g + r])
-                .max()
-                .unwrap_or(0);
-            group_ptr.push(group_ptr[g] + w * width);
-        }
-        let slots = group_ptr[groups];
-        let (mut vals, mut cols) = (vec![0.0; slots], vec![0; slots]);
-        for g in 0..groups {
-            for r in 0..w {
-                let (start, end) = (row_ptr[w * g + r], row_ptr[w * g + r + 1]);
-                for k in 0..end - start {
-                    vals[group_ptr[g] + w * k + r] = a.values()[start + k];
-                    cols[group_ptr[g] + w * k + r] = a.col_idx()[start + k];
-                }
-            }
-        }
         Sell {
             source: Arc::clone(source),
             w,
-            group_ptr,
-            vals,
-            cols,
+            entries: SellEntries::new(source, w),
         }
     }
 
@@ -246,7 +215,8 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     group: usize,
 ) -> [DdX<W>; N] {
     let row_ptr = a.row_ptr();
-    let (vals, cols) = (&sell.vals[..], &sell.cols[..]);
+    let (vals, cols) = (sell.entries.vals(), sell.entries.cols());
+    let group_ptr = sell.entries.slice_ptr();
     // SAFETY (all unchecked accesses below): `row + W <= nrows < row_ptr.len()` and
     // `group + N < group_ptr.len()` since `sell` was built from `a` with groups of `W` rows.
     // Step `k < width[g]` of group `group + g` occupies slots `base[g] + W k ..+ W`, inside
@@ -259,11 +229,9 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
             *row_ptr.get_unchecked(row + r + 1) - *row_ptr.get_unchecked(row + r)
         })
     });
-    let base: [usize; N] =
-        std::array::from_fn(|g| unsafe { *sell.group_ptr.get_unchecked(group + g) });
-    let width: [usize; N] = std::array::from_fn(|g| {
-        (unsafe { *sell.group_ptr.get_unchecked(group + g + 1) } - base[g]) / W
-    });
+    let base: [usize; N] = std::array::from_fn(|g| unsafe { *group_ptr.get_unchecked(group + g) });
+    let width: [usize; N] =
+        std::array::from_fn(|g| (unsafe { *group_ptr.get_unchecked(group + g + 1) } - base[g]) / W);
     let widest = width.iter().copied().max().unwrap_or(0);
     let mut s = [[DdX::<W>::ZERO; L]; N];
     let mut chunk = 0;
