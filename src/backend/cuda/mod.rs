@@ -108,6 +108,9 @@ pub struct CudaBackend {
     name: String,
     /// Launch setting given to new ILU(0) factors (`IluConfig::default()` unless set).
     ilu_config: std::sync::Mutex<IluConfig>,
+    /// The SpMV layout matrices uploaded from now on get, where it applies (`None`: chosen
+    /// by [`SpmvLayout::for_matrix`]).
+    spmv_layout: std::sync::Mutex<Option<SpmvLayout>>,
 }
 
 /// A device vector of `len` elements of `P`.
@@ -159,6 +162,7 @@ impl CudaBackend {
             kernels,
             name,
             ilu_config: std::sync::Mutex::new(IluConfig::default()),
+            spmv_layout: std::sync::Mutex::new(None),
         })
     }
 
@@ -590,7 +594,11 @@ impl Backend for CudaBackend {
     }
 
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<CudaMatrix> {
-        let layout = SpmvLayout::for_matrix(a);
+        let layout = match self.spmv_layout() {
+            Some(SpmvLayout::Sell) if spmv_lanes(a) == 1 => SpmvLayout::Sell,
+            Some(_) => SpmvLayout::Csr,
+            None => SpmvLayout::for_matrix(a, self.resident_threads()?),
+        };
         log::debug!(
             "GPU SpMV layout: {layout:?} ({} CSR threads per row)",
             spmv_lanes(a)

@@ -4,7 +4,13 @@
 //! enough for one thread a row (`NT = 1`), a warp's loads then touch 32 scattered CSR offsets;
 //! the sliced layout ([`SellEntries`], slices of a warp's 32 rows, `spmv_{p}_sell`) makes them
 //! one contiguous segment, with the same per-row order and so the same bits. Measured on
-//! poisson3d:200 (`benches/results/h200.md`): f64 SpMV 0.230 -> 0.208 ms, dd 0.281 -> 0.244 ms.
+//! poisson3d:200 (`benches/results/h200.md`): f64 SpMV 0.230 -> 0.209 ms, dd 0.281 -> 0.245 ms.
+//!
+//! That holds once the rows fill the GPU. With fewer rows than it keeps threads resident (one
+//! wave; 270,336 on the H200), the SpMV is bound by each thread's chain of loads, and CSR, whose
+//! row's entries share a cache line, is as fast or faster: on poisson3d:8..50 (512 to 125,000
+//! rows) CSR took 0.1-1.0 us less, from 512,000 rows the sliced layout 1-16 us less
+//! (`benches/gpu/sell_sizes.sh`).
 
 use super::{CudaBackend, CudaMatrix};
 use crate::backend::spmv_lanes;
@@ -31,10 +37,11 @@ pub enum SpmvLayout {
 }
 
 impl SpmvLayout {
-    /// The layout [`crate::backend::Backend::matrix`] uploads: sliced where CSR would give a row
-    /// one thread and the slices pad the entries by at most 25%, else CSR.
-    pub fn for_matrix(a: &CsrMatrix) -> SpmvLayout {
-        if spmv_lanes(a) != 1 || a.nnz() == 0 {
+    /// The layout [`crate::backend::Backend::matrix`] uploads on a GPU that keeps
+    /// `resident_threads` threads at once: sliced where CSR would give a row one thread, the rows
+    /// fill the GPU at least once, and the slices pad the entries by at most 25%; else CSR.
+    pub fn for_matrix(a: &CsrMatrix, resident_threads: usize) -> SpmvLayout {
+        if spmv_lanes(a) != 1 || a.nnz() == 0 || a.nrows() < resident_threads {
             return SpmvLayout::Csr;
         }
         let slots = SellEntries::slots(a, SELL_ROWS);
@@ -59,6 +66,35 @@ impl CudaMatrix {
 }
 
 impl CudaBackend {
+    /// Give matrices uploaded from now on `layout` wherever it applies (the sliced layout only
+    /// to matrices with one CSR thread per row), or with `None` the automatic choice again.
+    pub fn set_spmv_layout(&self, layout: Option<SpmvLayout>) {
+        *self.spmv_layout.lock().unwrap_or_else(|e| e.into_inner()) = layout;
+    }
+
+    pub fn spmv_layout(&self) -> Option<SpmvLayout> {
+        *self.spmv_layout.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Threads the GPU keeps resident at once (SMs times threads per SM).
+    pub fn resident_threads(&self) -> Result<usize> {
+        use cudarc::driver::sys::CUdevice_attribute as Attr;
+        let read = |attribute, what| {
+            self.ctx
+                .attribute(attribute)
+                .map_err(super::device::driver_error(what))
+        };
+        let sms = read(
+            Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "reading the SM count",
+        )?;
+        let per_sm = read(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            "reading the threads per SM",
+        )?;
+        Ok(sms.max(1) as usize * per_sm.max(1) as usize)
+    }
+
     /// Upload `a` with its entries in `layout`, whatever [`SpmvLayout::for_matrix`] would
     /// choose (the tests check both layouts; `solver bench` needs CSR for cuSPARSE). The sliced
     /// layout sums each row in one thread, the CPU's order only where `spmv_lanes(a)` is 1: for
@@ -164,21 +200,17 @@ mod tests {
 
     #[test]
     fn short_even_rows_are_sliced_and_the_rest_stay_csr() {
-        assert_eq!(SpmvLayout::for_matrix(&poisson3d(12)), SpmvLayout::Sell);
-        assert_eq!(
-            SpmvLayout::for_matrix(&banded(1000, 5, 0)),
-            SpmvLayout::Sell
-        );
+        // a GPU that keeps 1000 threads resident
+        let layout = |a: &CsrMatrix| SpmvLayout::for_matrix(a, 1000);
+        assert_eq!(layout(&poisson3d(12)), SpmvLayout::Sell);
+        assert_eq!(layout(&banded(1000, 5, 0)), SpmvLayout::Sell);
+        // fewer rows than resident threads
+        assert_eq!(layout(&banded(999, 5, 0)), SpmvLayout::Csr);
+        assert_eq!(layout(&poisson3d(9)), SpmvLayout::Csr);
         // one row of 400 entries pads its slice with 31 * 395 empty slots: 245% of 5000
-        assert_eq!(
-            SpmvLayout::for_matrix(&banded(1000, 5, 400)),
-            SpmvLayout::Csr
-        );
+        assert_eq!(layout(&banded(1000, 5, 400)), SpmvLayout::Csr);
         // CSR gives these rows several threads
-        assert_eq!(
-            SpmvLayout::for_matrix(&banded(1000, 40, 0)),
-            SpmvLayout::Csr
-        );
-        assert_eq!(SpmvLayout::for_matrix(&banded(0, 0, 0)), SpmvLayout::Csr);
+        assert_eq!(layout(&banded(1000, 40, 0)), SpmvLayout::Csr);
+        assert_eq!(layout(&banded(0, 0, 0)), SpmvLayout::Csr);
     }
 }
