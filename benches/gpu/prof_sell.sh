@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Kernel times (ncu gpu__time_duration) of 24 launches of the dd ILU(0)-CG iteration, solver-base
+# (206e304) against solver-sell (617d5f7), then 5 alternated rounds of ab_pcg_solve.sh (CG, 300 iterations).
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 cd "$(dirname "$0")"
