@@ -9,7 +9,7 @@
 //! That holds once the rows fill the GPU. With fewer rows than it keeps threads resident (one
 //! wave; 270,336 on the H200), the SpMV is bound by each thread's chain of loads, and CSR, whose
 //! row's entries share a cache line, is as fast or faster: on poisson3d:8..50 (512 to 125,000
-//! rows) CSR took 0.1-1.0 us less, from 512,000 rows the sliced layout 1-16 us less
+//! rows) CSR took up to 1.7 us less, from 512,000 rows the sliced layout 1.2-11 us less
 //! (`benches/gpu/sell_sizes.sh`).
 
 use super::{CudaBackend, CudaMatrix};
