@@ -649,19 +649,27 @@ mod gpu_checks {
         Ok(gi)
     }
 
-    /// poisson3d:40 has fewer rows than the H200 keeps threads, so its SpMV is CSR; each solve
-    /// runs again with the sliced layout forced.
     fn solves_poisson(gpu: &CudaBackend) -> Result<(), String> {
+        poisson_solves_in_both_layouts(gpu, None)
+    }
+
+    /// CG and BiCGStab on poisson3d:40 in every precision, with `factors` as ILU(0) if given,
+    /// once with the automatic layout (CSR: fewer rows than the H200 keeps threads) and once
+    /// with the sliced one forced.
+    fn poisson_solves_in_both_layouts(
+        gpu: &CudaBackend,
+        factors: Option<&Arc<Ilu0Factors>>,
+    ) -> Result<(), String> {
         let a = Arc::new(poisson3d(40));
         for layout in [None, Some(SpmvLayout::Sell)] {
             gpu.set_spmv_layout(layout);
             let label = format!("poisson3d:40 {layout:?}");
             let result = (|| -> Result<(), String> {
                 for use_cg in [true, false] {
-                    compare_solve::<f64>(gpu, &a, use_cg, &label, None)?;
-                    compare_solve::<Dd>(gpu, &a, use_cg, &label, None)?;
-                    compare_solve::<Td>(gpu, &a, use_cg, &label, None)?;
-                    compare_solve::<Qd>(gpu, &a, use_cg, &label, None)?;
+                    compare_solve::<f64>(gpu, &a, use_cg, &label, factors)?;
+                    compare_solve::<Dd>(gpu, &a, use_cg, &label, factors)?;
+                    compare_solve::<Td>(gpu, &a, use_cg, &label, factors)?;
+                    compare_solve::<Qd>(gpu, &a, use_cg, &label, factors)?;
                 }
                 Ok(())
             })();
@@ -912,24 +920,9 @@ mod gpu_checks {
     }
 
     fn precond_solves_poisson(gpu: &CudaBackend) -> Result<(), String> {
-        let a = Arc::new(poisson3d(40));
+        let a = poisson3d(40);
         let f = Arc::new(Ilu0Factors::new(&a, None).map_err(err)?);
-        for layout in [None, Some(SpmvLayout::Sell)] {
-            gpu.set_spmv_layout(layout);
-            let label = format!("poisson3d:40 {layout:?}");
-            let result = (|| -> Result<(), String> {
-                for use_cg in [true, false] {
-                    compare_solve::<f64>(gpu, &a, use_cg, &label, Some(&f))?;
-                    compare_solve::<Dd>(gpu, &a, use_cg, &label, Some(&f))?;
-                    compare_solve::<Td>(gpu, &a, use_cg, &label, Some(&f))?;
-                    compare_solve::<Qd>(gpu, &a, use_cg, &label, Some(&f))?;
-                }
-                Ok(())
-            })();
-            gpu.set_spmv_layout(None);
-            result?;
-        }
-        Ok(())
+        poisson_solves_in_both_layouts(gpu, Some(&f))
     }
 
     fn precond_solves_shared(gpu: &CudaBackend) -> Result<(), String> {

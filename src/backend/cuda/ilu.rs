@@ -292,12 +292,10 @@ impl CudaBackend {
                 ),
             });
         }
-        let sm_count = self
-            .ctx
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
-            .map_err(driver_error("reading the SM count"))? as u32;
+        let sm_count = self.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "reading the SM count",
+        )? as u32;
         let ticket = self
             .stream
             .alloc_zeros::<u64>(1)

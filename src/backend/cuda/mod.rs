@@ -180,6 +180,16 @@ impl CudaBackend {
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
+
+    /// A device attribute (never negative for the counts read here), `what` naming it in errors.
+    fn attribute(
+        &self,
+        attribute: cudarc::driver::sys::CUdevice_attribute,
+        what: &str,
+    ) -> Result<usize> {
+        let value = self.ctx.attribute(attribute).map_err(driver_error(what))?;
+        Ok(value.max(0) as usize)
+    }
 }
 
 impl Backend for CudaBackend {

@@ -79,20 +79,15 @@ impl CudaBackend {
     /// Threads the GPU keeps resident at once (SMs times threads per SM).
     pub fn resident_threads(&self) -> Result<usize> {
         use cudarc::driver::sys::CUdevice_attribute as Attr;
-        let read = |attribute, what| {
-            self.ctx
-                .attribute(attribute)
-                .map_err(super::device::driver_error(what))
-        };
-        let sms = read(
+        let sms = self.attribute(
             Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
             "reading the SM count",
         )?;
-        let per_sm = read(
+        let per_sm = self.attribute(
             Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
             "reading the threads per SM",
         )?;
-        Ok(sms.max(1) as usize * per_sm.max(1) as usize)
+        Ok(sms.max(1) * per_sm.max(1))
     }
 
     /// Upload `a` with its entries in `layout`, whatever [`SpmvLayout::for_matrix`] would

@@ -19,8 +19,7 @@ use std::sync::Arc;
 pub struct Sell {
     /// The matrix this is a copy of (held, so that its address identifies it).
     source: Arc<CsrMatrix>,
-    /// Rows per group: the SIMD width it was built for.
-    w: usize,
+    /// Groups of the SIMD width it was built for.
     entries: SellEntries,
 }
 
@@ -29,20 +28,20 @@ impl Sell {
     pub fn new(source: &Arc<CsrMatrix>, w: usize) -> Sell {
         Sell {
             source: Arc::clone(source),
-            w,
             entries: SellEntries::new(source, w),
         }
     }
 
     /// Rows per group.
     pub fn rows_at_once(&self) -> usize {
-        self.w
+        self.entries.slice_height()
     }
 
     /// Whether this is the layout of `a` (the very matrix: `CsrMatrix` never changes) for the
     /// SIMD width of this CPU.
     pub fn built_for(&self, a: &CsrMatrix) -> bool {
-        std::ptr::eq(Arc::as_ptr(&self.source), a) && level().map(Level::width) == Some(self.w)
+        std::ptr::eq(Arc::as_ptr(&self.source), a)
+            && level().map(Level::width) == Some(self.rows_at_once())
     }
 }
 
@@ -108,7 +107,7 @@ unsafe fn spmv_rows_layout<const W: usize>(
         "spmv_rows: whole groups"
     );
     assert!(
-        std::ptr::eq(Arc::as_ptr(&sell.source), a) && sell.w == W,
+        std::ptr::eq(Arc::as_ptr(&sell.source), a) && sell.rows_at_once() == W,
         "spmv_rows: layout of another matrix or width"
     );
     assert!(
