@@ -36,6 +36,44 @@ extern "C" __global__ void dot_f64_final(int m, const double* __restrict__ parti
     if (threadIdx.x == 0) out[0] = s;
 }
 
+// <x, y> in the tiled order of CG's <p, q> (common/reduce.cuh, TILE_ROWS): the first stage of
+// cg_step where the SpMV cannot compute it (CSR with several threads a row; td and qd: xprec.cu).
+// dot_tile_{p}_partial(long long n, const T* x, const T* y, T* partial): one block of TILE_ROWS
+// threads per tile, one partial per tile.
+// dot_tile_{p}_final(int m, const T* partial, T* out): one block of TILE_FINAL_THREADS.
+extern "C" __global__ void dot_tile_f64_partial(long long n, const double* __restrict__ x,
+                                                const double* __restrict__ y, double* partial) {
+    __shared__ double shared[DOT_THREADS];
+    const long long i = (long long)blockIdx.x * TILE_ROWS + threadIdx.x;
+    const double s = tree_reduce_f64(i < n ? __dmul_rn(x[i], y[i]) : 0.0, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+extern "C" __global__ void dot_tile_dd_partial(long long n, const double2* __restrict__ x,
+                                               const double2* __restrict__ y, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    const long long i = (long long)blockIdx.x * TILE_ROWS + threadIdx.x;
+    const dd_t prod = i < n ? dd_mul(dd_load(x, i), dd_load(y, i)) : dd_from_f64(0.0);
+    const dd_t s = tree_reduce_dd(prod, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
+    dot_tile_f64_final(int m, const double* __restrict__ partial, double* out) {
+    __shared__ double shared[32];
+    const double s = tile_final_f64(m, partial, shared);
+    if (threadIdx.x == 0) out[0] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
+    dot_tile_dd_final(int m, const double2* __restrict__ partial, double2* out) {
+    __shared__ double shared_hi[32];
+    __shared__ double shared_lo[32];
+    const dd_t s = tile_final_dd(m, partial, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(out, 0, s);
+}
+
 extern "C" __global__ void dot_dd_partial(long long n, const double2* __restrict__ x,
                                           const double2* __restrict__ y, double2* partial) {
     __shared__ double shared_hi[DOT_THREADS];
@@ -212,7 +250,8 @@ extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2
 // CG's step with alpha kept on the device (Backend::cg_step). The scalars array holds, as T:
 // [0] <p, q>, [1] alpha, [2] accepted (non-zero high word when <p, q> is finite and positive),
 // [3] <r, r> after the update, filled by dot_{p}_final on the update's partials.
-// cg_alpha_{p}(int m, const T* partial, S rho, T* scalars)           one block
+// cg_alpha_{p}(int m, const T* partial, S rho, T* scalars)
+//   one block of TILE_FINAL_THREADS: <p, q> from the tile partials (common/reduce.cuh)
 // cg_update_{p}(long long n, const T* scalars, const T* q, T* r, T* partial)
 //   r <- (-alpha) q + r ; partial <r, r>, in the dot products' layout (x <- alpha p + x is
 //   deferred to cg_direction, which reads p anyway).
@@ -221,12 +260,10 @@ extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2
 //   x <- alpha p + x, then p <- z + beta p (CG's x update deferred into the next direction
 //   update, which reads p anyway): the bits of axpy then xpay; _wide reads z widened.
 
-extern "C" __global__ void cg_alpha_f64(int m, const double* __restrict__ partial, double rho,
-                                        double* scalars) {
-    __shared__ double shared[DOT_THREADS];
-    double s = 0.0;
-    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, partial[i]);
-    s = tree_reduce_f64(s, shared);
+extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
+    cg_alpha_f64(int m, const double* __restrict__ partial, double rho, double* scalars) {
+    __shared__ double shared[32];
+    const double s = tile_final_f64(m, partial, shared);
     if (threadIdx.x == 0) {
         const int ok = isfinite(s) && s > 0.0;
         scalars[0] = s;
@@ -235,13 +272,11 @@ extern "C" __global__ void cg_alpha_f64(int m, const double* __restrict__ partia
     }
 }
 
-extern "C" __global__ void cg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho,
-                                       double2* scalars) {
-    __shared__ double shared_hi[DOT_THREADS];
-    __shared__ double shared_lo[DOT_THREADS];
-    dd_t s = dd_from_f64(0.0);
-    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_load(partial, i));
-    s = tree_reduce_dd(s, shared_hi, shared_lo);
+extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
+    cg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho, double2* scalars) {
+    __shared__ double shared_hi[32];
+    __shared__ double shared_lo[32];
+    const dd_t s = tile_final_dd(m, partial, shared_hi, shared_lo);
     if (threadIdx.x == 0) {
         const int ok = isfinite(s.hi) && isfinite(s.lo) && dd_to_f64(s) > 0.0;
         dd_store(scalars, 0, s);

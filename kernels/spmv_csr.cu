@@ -10,8 +10,8 @@
 //          of spmv_dd on x converted (BiCGStab's preconditioned directions, kept in double)
 
 // Lane `lane` of row `row`'s sum with NT lanes: entries lane, lane + NT, ... summed from zero
-// (the order the CPU's kernels follow). spmv_{p}_body and the staged kernels sum their rows
-// through these; spmv_dot_{p}_r{R} advances R rows step by step in the same order.
+// (the order the CPU's kernels follow). spmv_{p}_body and spmv_dot_{p}_nt1 sum their rows
+// through these.
 template <int NT>
 __device__ __forceinline__ double spmv_f64_lane(const int* __restrict__ row_ptr,
                                                 const int* __restrict__ col_idx,
@@ -61,9 +61,7 @@ __device__ __forceinline__ dd_t spmv_dd_x(const double* __restrict__ x, int j) {
 // (xprec.cu: 0.267 -> 0.280 and 1.23 -> 1.48 ms), so those keep their one-entry loop.
 #define SPMV_DD_BATCH 8
 
-// spmv_f64_lane in double-double, x stored or widened, BATCH entries loaded at a time (the
-// staged experiment keeps its one-entry loop: batched, its 1024-thread blocks ran 0.82x of
-// spmv then dot instead of 1.00x, benches/results/h200.md).
+// spmv_f64_lane in double-double, x stored or widened, BATCH entries loaded at a time.
 template <int NT, int BATCH = SPMV_DD_BATCH, typename XT>
 __device__ __forceinline__ dd_t spmv_dd_lane(const int* __restrict__ row_ptr,
                                              const int* __restrict__ col_idx,
@@ -151,6 +149,39 @@ SPMV_KERNELS(32)
 //          spmv_wide_dd_sell(...): x of doubles read widened, as spmv_wide_dd_nt{NT}
 #define SELL_C 32
 
+// Row `row`'s sum in the sliced layout, entry by entry from zero.
+__device__ __forceinline__ double sell_row_f64(int row, const int* __restrict__ row_ptr,
+                                               const int* __restrict__ slice_ptr,
+                                               const int* __restrict__ col_idx,
+                                               const double* __restrict__ val,
+                                               const double* __restrict__ x) {
+    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+    const int len = row_ptr[row + 1] - row_ptr[row];
+    double s = 0.0;
+    for (int k = 0; k < len; k++) {
+        const int at = first + k * SELL_C;
+        s = __dadd_rn(s, __dmul_rn(val[at], x[col_idx[at]]));
+    }
+    return s;
+}
+
+template <typename XT>
+__device__ __forceinline__ dd_t sell_row_dd(int row, const int* __restrict__ row_ptr,
+                                            const int* __restrict__ slice_ptr,
+                                            const int* __restrict__ col_idx,
+                                            const double* __restrict__ val,
+                                            const XT* __restrict__ x) {
+    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+    const int len = row_ptr[row + 1] - row_ptr[row];
+    dd_t s = dd_from_f64(0.0);
+    for (int k = 0; k < len; k++) {
+        const int at = first + k * SELL_C;
+        // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
+        s = dd_add(s, dd_mul_f64(spmv_dd_x(x, col_idx[at]), val[at]));
+    }
+    return s;
+}
+
 extern "C" __global__ void spmv_f64_sell(int nrows, const int* __restrict__ row_ptr,
                                          const int* __restrict__ slice_ptr,
                                          const int* __restrict__ col_idx,
@@ -159,13 +190,7 @@ extern "C" __global__ void spmv_f64_sell(int nrows, const int* __restrict__ row_
                                          const double* __restrict__ b, int has_b) {
     const int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= nrows) return;
-    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
-    const int len = row_ptr[row + 1] - row_ptr[row];
-    double s = 0.0;
-    for (int k = 0; k < len; k++) {
-        const int at = first + k * SELL_C;
-        s = __dadd_rn(s, __dmul_rn(val[at], x[col_idx[at]]));
-    }
+    const double s = sell_row_f64(row, row_ptr, slice_ptr, col_idx, val, x);
     y[row] = has_b ? __dsub_rn(b[row], s) : s;
 }
 
@@ -179,14 +204,7 @@ __device__ __forceinline__ void spmv_dd_sell_body(int nrows, const int* __restri
                                                   const double* __restrict__ b, int has_b) {
     const int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= nrows) return;
-    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
-    const int len = row_ptr[row + 1] - row_ptr[row];
-    dd_t s = dd_from_f64(0.0);
-    for (int k = 0; k < len; k++) {
-        const int at = first + k * SELL_C;
-        // s <- s + a_k x_j, as Precision::add_mul_f64: add(s, mul_f64(x_j, a_k))
-        s = dd_add(s, dd_mul_f64(spmv_dd_x(x, col_idx[at]), val[at]));
-    }
+    const dd_t s = sell_row_dd(row, row_ptr, slice_ptr, col_idx, val, x);
     dd_store(y, row, has_b ? dd_sub(dd_from_f64(b[row]), s) : s);
 }
 
@@ -203,200 +221,83 @@ extern "C" __global__ void spmv_wide_dd_sell(int nrows, const int* row_ptr,
     spmv_dd_sell_body(nrows, row_ptr, slice_ptr, col_idx, val, x, y, b, has_b);
 }
 
-// CG's q = A p fused with <p, q>, for one thread per row (NT = 1): one block of DOT_THREADS
-// threads per DOT_CHUNK rows, as dot_{p}_partial; thread t computes rows t, t + DOT_THREADS, ...
-// of its chunk (each row summed as spmv_{p}_nt1 sums it), stores them, and adds p[row] q[row] to
-// its lane of the dot product in that order, so the partials are those of dot_{p}_partial(p, q)
-// and q is bitwise spmv's. R of a thread's rows are summed side by side (independent chains
-// whose loads overlap); the lane sum still takes them in row order. Saves the dot's pass over
-// p and q. Finish the partials with dot_{p}_final (or cg_alpha_{p}).
+// CG's q = A p fused with <p, q> in the tiled order (common/reduce.cuh, TILE_ROWS), for the
+// matrices given one thread per row (sliced, or CSR with NT = 1): one block of TILE_ROWS threads
+// per tile, each thread computing its row as spmv_{p}_sell / spmv_{p}_nt1 does (q is bitwise
+// spmv's) and putting p[row] q[row] into the block's tree. The dot's own pass over p and q (and
+// its launch) goes away; p[row] is mostly in cache, since the row's diagonal entry gathered it.
+// Finish the partials with cg_alpha_{p} (or dot_tile_{p}_final).
 //
-// spmv_dot_{f64,dd}_r{1,2,4}(int nrows, const int* row_ptr, const int* col_idx,
-//                            const double* val, const T* p, T* q, T* partial)
+// spmv_dot_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
+//                        const int* col_idx, const double* val, const T* p, T* q, T* partial)
+// spmv_dot_{f64,dd}_nt1(int nrows, const int* row_ptr, const int* col_idx, const double* val,
+//                       const T* p, T* q, T* partial)
+// launched with TILE_ROWS threads a block, ceil(nrows / TILE_ROWS) blocks.
 
-template <int R>
-__device__ __forceinline__ double spmv_dot_f64_body(int nrows, const int* __restrict__ row_ptr,
-                                                    const int* __restrict__ col_idx,
-                                                    const double* __restrict__ val,
+// The tile's sum and its partial, after thread `row` computed q[row] = s.
+__device__ __forceinline__ void spmv_dot_f64_finish(int nrows, int row, double s,
                                                     const double* __restrict__ p,
-                                                    double* __restrict__ q) {
-    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
-    double acc = 0.0;
-    for (int j0 = 0; j0 < DOT_PER_THREAD; j0 += R) {
-        int k[R], len[R];
-        double s[R];
-        int longest = 0;
-#pragma unroll
-        for (int g = 0; g < R; g++) {
-            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
-            k[g] = row < nrows ? row_ptr[row] : 0;
-            len[g] = row < nrows ? row_ptr[row + 1] - k[g] : 0;
-            s[g] = 0.0;
-            longest = max(longest, len[g]);
-        }
-        for (int step = 0; step < longest; step++) {
-#pragma unroll
-            for (int g = 0; g < R; g++) {
-                if (step < len[g]) {
-                    const int at = k[g] + step;
-                    s[g] = __dadd_rn(s[g], __dmul_rn(val[at], p[col_idx[at]]));
-                }
-            }
-        }
-#pragma unroll
-        for (int g = 0; g < R; g++) {
-            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
-            if (row < nrows) {
-                q[row] = s[g];
-                acc = __dadd_rn(acc, __dmul_rn(p[row], s[g]));
-            }
-        }
+                                                    double* __restrict__ q, double* partial) {
+    __shared__ double shared[DOT_THREADS];
+    double prod = 0.0;
+    if (row < nrows) {
+        q[row] = s;
+        prod = __dmul_rn(p[row], s);
     }
-    return acc;
+    prod = tree_reduce_f64(prod, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = prod;
 }
 
-template <int R>
-__device__ __forceinline__ dd_t spmv_dot_dd_body(int nrows, const int* __restrict__ row_ptr,
-                                                 const int* __restrict__ col_idx,
-                                                 const double* __restrict__ val,
-                                                 const double2* __restrict__ p,
-                                                 double2* __restrict__ q) {
-    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
-    dd_t acc = dd_from_f64(0.0);
-    for (int j0 = 0; j0 < DOT_PER_THREAD; j0 += R) {
-        int k[R], len[R];
-        dd_t s[R];
-        int longest = 0;
-#pragma unroll
-        for (int g = 0; g < R; g++) {
-            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
-            k[g] = row < nrows ? row_ptr[row] : 0;
-            len[g] = row < nrows ? row_ptr[row + 1] - k[g] : 0;
-            s[g] = dd_from_f64(0.0);
-            longest = max(longest, len[g]);
-        }
-        for (int step = 0; step < longest; step++) {
-#pragma unroll
-            for (int g = 0; g < R; g++) {
-                if (step < len[g]) {
-                    const int at = k[g] + step;
-                    s[g] = dd_add(s[g], dd_mul_f64(dd_load(p, col_idx[at]), val[at]));
-                }
-            }
-        }
-#pragma unroll
-        for (int g = 0; g < R; g++) {
-            const long long row = base + (long long)(j0 + g) * DOT_THREADS;
-            if (row < nrows) {
-                dd_store(q, row, s[g]);
-                acc = dd_add(acc, dd_mul(dd_load(p, row), s[g]));
-            }
-        }
+__device__ __forceinline__ void spmv_dot_dd_finish(int nrows, int row, dd_t s,
+                                                   const double2* __restrict__ p,
+                                                   double2* __restrict__ q, double2* partial) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    dd_t prod = dd_from_f64(0.0);
+    if (row < nrows) {
+        dd_store(q, row, s);
+        prod = dd_mul(dd_load(p, row), s);
     }
-    return acc;
+    prod = tree_reduce_dd(prod, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, prod);
 }
 
-#define SPMV_DOT_KERNELS(R)                                                                     \
-    extern "C" __global__ void spmv_dot_f64_r##R(int nrows, const int* row_ptr,                 \
-                                                 const int* col_idx, const double* val,         \
-                                                 const double* p, double* q, double* partial) { \
-        __shared__ double shared[DOT_THREADS];                                                  \
-        double s = spmv_dot_f64_body<R>(nrows, row_ptr, col_idx, val, p, q);                    \
-        s = tree_reduce_f64(s, shared);                                                         \
-        if (threadIdx.x == 0) partial[blockIdx.x] = s;                                          \
-    }                                                                                           \
-    extern "C" __global__ void spmv_dot_dd_r##R(int nrows, const int* row_ptr,                  \
-                                                const int* col_idx, const double* val,          \
-                                                const double2* p, double2* q,                   \
-                                                double2* partial) {                             \
-        __shared__ double shared_hi[DOT_THREADS];                                               \
-        __shared__ double shared_lo[DOT_THREADS];                                               \
-        dd_t s = spmv_dot_dd_body<R>(nrows, row_ptr, col_idx, val, p, q);                       \
-        s = tree_reduce_dd(s, shared_hi, shared_lo);                                            \
-        if (threadIdx.x == 0) dd_store(partial, blockIdx.x, s);                                 \
-    }
-
-SPMV_DOT_KERNELS(1)
-SPMV_DOT_KERNELS(2)
-SPMV_DOT_KERNELS(4)
-
-// The fused step staged through shared memory (an experiment of `solver bench --sweep-lanes`):
-// one block of 1024 threads per DOT_CHUNK rows, in four quarters of 2048 rows. In a quarter each
-// thread computes two rows (rows 1024 apart, as spmv_{p}_nt1 sums them: coalesced, as the SpMV)
-// and stores p[row] q[row] in shared memory; then lane t of the dot (t < DOT_THREADS) adds the
-// quarter's products t, t + DOT_THREADS, ... in order. So each lane sums its 32 products in the
-// dot's order and the partials are dot_{p}_partial's bits, without the 32 rows in series per
-// thread of spmv_dot_{p}_r{R}.
-//
-// spmv_dot_{f64,dd}_staged(int nrows, row_ptr, col_idx, val, const T* p, T* q, T* partial),
-// launched with DOT_CHUNK / 8 = 1024 threads per block, one block per DOT_CHUNK rows.
-
-#define STAGED_THREADS 1024
-#define STAGED_ROWS (2 * STAGED_THREADS)
-
-extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
-    spmv_dot_f64_staged(int nrows, const int* __restrict__ row_ptr,
-                        const int* __restrict__ col_idx, const double* __restrict__ val,
-                        const double* __restrict__ p, double* __restrict__ q, double* partial) {
-    __shared__ double prod[STAGED_ROWS];
-    const int u = threadIdx.x;
-    double acc = 0.0;
-    for (int quarter = 0; quarter < DOT_CHUNK / STAGED_ROWS; quarter++) {
-        const long long first = (long long)blockIdx.x * DOT_CHUNK + (long long)quarter * STAGED_ROWS;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const long long row = first + u + h * STAGED_THREADS;
-            if (row < nrows) {
-                const double s = spmv_f64_lane<1>(row_ptr, col_idx, val, p, row, 0);
-                q[row] = s;
-                prod[u + h * STAGED_THREADS] = __dmul_rn(p[row], s);
-            }
-        }
-        __syncthreads();
-        if (u < DOT_THREADS) {
-            for (int j = 0; j < STAGED_ROWS / DOT_THREADS; j++) {
-                if (first + u + j * DOT_THREADS < nrows) acc = __dadd_rn(acc, prod[u + j * DOT_THREADS]);
-            }
-        }
-        __syncthreads();
-    }
-    // the tree over the DOT_THREADS lanes (the other threads' slots are never read)
-    acc = tree_reduce_f64(u < DOT_THREADS ? acc : 0.0, prod);
-    if (u == 0) partial[blockIdx.x] = acc;
+extern "C" __global__ void __launch_bounds__(TILE_ROWS)
+    spmv_dot_f64_sell(int nrows, const int* __restrict__ row_ptr,
+                      const int* __restrict__ slice_ptr, const int* __restrict__ col_idx,
+                      const double* __restrict__ val, const double* __restrict__ p,
+                      double* __restrict__ q, double* partial) {
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    const double s = row < nrows ? sell_row_f64(row, row_ptr, slice_ptr, col_idx, val, p) : 0.0;
+    spmv_dot_f64_finish(nrows, row, s, p, q, partial);
 }
 
-extern "C" __global__ void __launch_bounds__(STAGED_THREADS)
-    spmv_dot_dd_staged(int nrows, const int* __restrict__ row_ptr,
-                       const int* __restrict__ col_idx, const double* __restrict__ val,
-                       const double2* __restrict__ p, double2* __restrict__ q, double2* partial) {
-    __shared__ double prod_hi[STAGED_ROWS];
-    __shared__ double prod_lo[STAGED_ROWS];
-    const int u = threadIdx.x;
-    dd_t acc = dd_from_f64(0.0);
-    for (int quarter = 0; quarter < DOT_CHUNK / STAGED_ROWS; quarter++) {
-        const long long first = (long long)blockIdx.x * DOT_CHUNK + (long long)quarter * STAGED_ROWS;
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const long long row = first + u + h * STAGED_THREADS;
-            if (row < nrows) {
-                const dd_t s = spmv_dd_lane<1, 1>(row_ptr, col_idx, val, p, row, 0);
-                dd_store(q, row, s);
-                const dd_t pq = dd_mul(dd_load(p, row), s);
-                prod_hi[u + h * STAGED_THREADS] = pq.hi;
-                prod_lo[u + h * STAGED_THREADS] = pq.lo;
-            }
-        }
-        __syncthreads();
-        if (u < DOT_THREADS) {
-            for (int j = 0; j < STAGED_ROWS / DOT_THREADS; j++) {
-                if (first + u + j * DOT_THREADS < nrows) {
-                    const dd_t pq = {prod_hi[u + j * DOT_THREADS], prod_lo[u + j * DOT_THREADS]};
-                    acc = dd_add(acc, pq);
-                }
-            }
-        }
-        __syncthreads();
-    }
-    acc = tree_reduce_dd(u < DOT_THREADS ? acc : dd_from_f64(0.0), prod_hi, prod_lo);
-    if (u == 0) dd_store(partial, blockIdx.x, acc);
+extern "C" __global__ void __launch_bounds__(TILE_ROWS)
+    spmv_dot_dd_sell(int nrows, const int* __restrict__ row_ptr,
+                     const int* __restrict__ slice_ptr, const int* __restrict__ col_idx,
+                     const double* __restrict__ val, const double2* __restrict__ p,
+                     double2* __restrict__ q, double2* partial) {
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    const dd_t s = row < nrows ? sell_row_dd(row, row_ptr, slice_ptr, col_idx, val, p)
+                               : dd_from_f64(0.0);
+    spmv_dot_dd_finish(nrows, row, s, p, q, partial);
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_ROWS)
+    spmv_dot_f64_nt1(int nrows, const int* __restrict__ row_ptr,
+                     const int* __restrict__ col_idx, const double* __restrict__ val,
+                     const double* __restrict__ p, double* __restrict__ q, double* partial) {
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    const double s = row < nrows ? spmv_f64_lane<1>(row_ptr, col_idx, val, p, row, 0) : 0.0;
+    spmv_dot_f64_finish(nrows, row, s, p, q, partial);
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_ROWS)
+    spmv_dot_dd_nt1(int nrows, const int* __restrict__ row_ptr,
+                    const int* __restrict__ col_idx, const double* __restrict__ val,
+                    const double2* __restrict__ p, double2* __restrict__ q, double2* partial) {
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    const dd_t s = row < nrows ? spmv_dd_lane<1>(row_ptr, col_idx, val, p, row, 0)
+                               : dd_from_f64(0.0);
+    spmv_dot_dd_finish(nrows, row, s, p, q, partial);
 }

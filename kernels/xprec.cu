@@ -174,6 +174,50 @@ __device__ __forceinline__ void dot_partial_x(long long n, typename O::Vec x, Y 
     if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
 }
 
+// The tiled order of CG's <p, q> (common/reduce.cuh): a tile's sum (the block's tree), and the
+// final sum of the tile sums (one block of TILE_FINAL_THREADS), in A. Tile sums loaded 4 at a
+// time in the final (qd's 4 words a value).
+#define X_FINAL_BATCH 4
+template <class O>
+__device__ __forceinline__ typename O::A warp_tree_x(typename O::A s) {
+    for (int off = 16; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, 32));
+    return s;  // valid in lane 0
+}
+
+template <class O>
+__device__ __forceinline__ typename O::A tile_final_x(int m, typename O::AVec partial,
+                                                      double* shared) {
+    typename O::A s = O::a_zero();
+    for (int i0 = threadIdx.x; i0 < m; i0 += X_FINAL_BATCH * TILE_FINAL_THREADS) {
+        typename O::A v[X_FINAL_BATCH];
+#pragma unroll
+        for (int u = 0; u < X_FINAL_BATCH; u++) {
+            const int i = i0 + u * TILE_FINAL_THREADS;
+            v[u] = i < m ? O::a_load(partial, i) : O::a_zero();
+        }
+#pragma unroll
+        for (int u = 0; u < X_FINAL_BATCH; u++) {
+            if (i0 + u * TILE_FINAL_THREADS < m) s = O::a_add(s, v[u]);
+        }
+    }
+    s = warp_tree_x<O>(s);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) O::put(shared, warp, s);
+    __syncthreads();
+    if (warp == 0) s = warp_tree_x<O>(O::get(shared, lane));
+    return s;  // valid in thread 0
+}
+
+template <class O>
+__device__ __forceinline__ void dot_tile_partial_x(long long n, typename O::Vec x,
+                                                   typename O::Vec y, typename O::AVec partial) {
+    X_SHARED(O);
+    const long long i = (long long)blockIdx.x * TILE_ROWS + threadIdx.x;
+    const typename O::A prod = i < n ? O::a_mul(O::load(x, i), O::load(y, i)) : O::a_zero();
+    const typename O::A s = tree_reduce_x<O>(prod, shared);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, s);
+}
+
 // The final stage's sum over m partials (strided lane sums, then the tree), in A; the caller
 // rounds it to a P value (the reduction's result).
 template <class O>
@@ -258,7 +302,7 @@ template <class O>
 __device__ __forceinline__ void cg_alpha_x(int m, typename O::AVec partial, typename O::S rho,
                                            typename O::Vec scalars) {
     X_SHARED(O);
-    const typename O::V s = O::round(sum_partials_x<O>(m, partial, shared));
+    const typename O::V s = O::round(tile_final_x<O>(m, partial, shared));
     if (threadIdx.x == 0) {
         const bool ok = O::is_finite(s) && O::to_f64(s) > 0.0;
         O::store(scalars, 0, s);
@@ -452,6 +496,74 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
     O::store(y, row, has_b ? O::a_sub(O::a_from_f64(b[row]), s) : s);
 }
 
+// CG's q = A p fused with <p, q> in the tiled order (spmv_csr.cu's spmv_dot_{f64,dd}_{sell,nt1}):
+// one block of TILE_ROWS threads per tile, each row as spmv_sell_x / spmv_x<O, 1> sums it; the
+// product takes q as stored (rounded to P), as the CPU's dot of p and q does.
+template <class O>
+__device__ __forceinline__ void spmv_dot_finish_x(int nrows, int row, typename O::A s,
+                                                  typename O::Vec p, typename O::Vec q,
+                                                  typename O::AVec partial) {
+    X_SHARED(O);
+    typename O::A prod = O::a_zero();
+    if (row < nrows) {
+        O::store(q, row, s);
+        prod = O::a_mul(O::load(p, row), O::load(q, row));
+    }
+    prod = tree_reduce_x<O>(prod, shared);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, prod);
+}
+
+template <class O>
+__device__ __forceinline__ void spmv_dot_sell_x(int nrows, const int* __restrict__ row_ptr,
+                                                const int* __restrict__ slice_ptr,
+                                                const int* __restrict__ col_idx,
+                                                const double* __restrict__ val,
+                                                typename O::Vec p, typename O::Vec q,
+                                                typename O::AVec partial) {
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    typename O::A s = O::a_zero();
+    if (row < nrows) {
+        const Own<O> x{p};
+        const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+        const int len = row_ptr[row + 1] - row_ptr[row];
+        for (int k = 0; k < len; k++) {
+            const int at = first + k * SELL_C;
+            s = O::a_add_mul_f64(s, val[at], x[col_idx[at]]);
+        }
+    }
+    spmv_dot_finish_x<O>(nrows, row, s, p, q, partial);
+}
+
+template <class O>
+__device__ __forceinline__ void spmv_dot_nt1_x(int nrows, const int* __restrict__ row_ptr,
+                                               const int* __restrict__ col_idx,
+                                               const double* __restrict__ val,
+                                               typename O::Vec p, typename O::Vec q,
+                                               typename O::AVec partial) {
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    typename O::A s = O::a_zero();
+    if (row < nrows) {
+        const Own<O> x{p};
+        for (int k = row_ptr[row]; k < row_ptr[row + 1]; k++) {
+            s = O::a_add_mul_f64(s, val[k], x[col_idx[k]]);
+        }
+    }
+    spmv_dot_finish_x<O>(nrows, row, s, p, q, partial);
+}
+
+#define X_SPMV_DOT(P, O)                                                                       \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS)                                    \
+        spmv_dot_##P##_sell(int nrows, const int* row_ptr, const int* slice_ptr,               \
+                            const int* col_idx, const double* val, O::Vec p, O::Vec q,         \
+                            O::AVec partial) {                                                 \
+        spmv_dot_sell_x<O>(nrows, row_ptr, slice_ptr, col_idx, val, p, q, partial);            \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS)                                    \
+        spmv_dot_##P##_nt1(int nrows, const int* row_ptr, const int* col_idx,                  \
+                           const double* val, O::Vec p, O::Vec q, O::AVec partial) {           \
+        spmv_dot_nt1_x<O>(nrows, row_ptr, col_idx, val, p, q, partial);                        \
+    }
+
 #define X_SPMV_SELL(P, O)                                                                      \
     extern "C" __global__ void spmv_##P##_sell(int nrows, const int* row_ptr,                  \
                                                const int* slice_ptr, const int* col_idx,       \
@@ -489,6 +601,16 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
                                                       O::AVec partial) {                       \
         dot_partial_x<O>(n, x, Wide<O>{y}, partial);                                           \
     }                                                                                          \
+    extern "C" __global__ void dot_tile_##P##_partial(long long n, O::Vec x, O::Vec y,        \
+                                                      O::AVec partial) {                       \
+        dot_tile_partial_x<O>(n, x, y, partial);                                               \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                           \
+        dot_tile_##P##_final(int m, O::AVec partial, O::Vec out) {                             \
+        X_SHARED(O);                                                                           \
+        const O::A s = tile_final_x<O>(m, partial, shared);                                    \
+        if (threadIdx.x == 0) O::store(out, 0, O::round(s));                                   \
+    }                                                                                          \
     extern "C" __global__ void dot_##P##_final(int m, O::AVec partial, O::Vec out) {          \
         dot_final_x<O>(m, partial, out);                                                       \
     }                                                                                          \
@@ -518,7 +640,8 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
                                             O::Vec s, O::Vec x) {                              \
         x_update_x<O>(n, alpha, p, omega, s, x);                                               \
     }                                                                                          \
-    extern "C" __global__ void cg_alpha_##P(int m, O::AVec partial, O::S rho,                 \
+    extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                           \
+        cg_alpha_##P(int m, O::AVec partial, O::S rho,                                         \
                                             O::Vec scalars) {                                  \
         cg_alpha_x<O>(m, partial, rho, scalars);                                               \
     }                                                                                          \
@@ -572,6 +695,9 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
 
 X_KERNELS(td, TdOps)
 X_KERNELS(qd, QdOps)
+// td only: qd's SpMV is bound by its arithmetic, and the tile's tree cost more there than the
+// dot's pass saved (src/backend/cuda/spmv_dot.rs).
+X_SPMV_DOT(td, TdOps)
 
 // Conversions through double-double, as Backend::convert: Q::from_dd(P::to_dd(x)).
 // f64::from_dd is the high word, Qd::to_dd keeps (x0, x1), Td::from_dd is td_pack.

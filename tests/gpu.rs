@@ -429,8 +429,8 @@ mod gpu_checks {
         .unwrap()
     }
 
-    /// `Backend::cg_step` on both layouts, and `spmv_dot` with every number of rows side by side
-    /// (fused on CSR with NT = 1), against the CPU's step on the same inputs.
+    /// `Backend::cg_step` on both layouts, `spmv_dot` fused (one thread per row) and not, and
+    /// the tiled dot alone, against the CPU's step and dot on the same inputs.
     fn cg_steps_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
         let cpu = CpuBackend::new();
         let mut accepted = 0;
@@ -472,13 +472,17 @@ mod gpu_checks {
                     &cr.to_values(),
                 )?;
                 accepted += usize::from(precsolve::backend::cg_step_accepts(&c.0));
-                for rows in [0, 1, 2, 4, 8] {
+                for fuse in [false, true] {
                     let mut gq = gpu.zeros::<P>(n).map_err(err)?;
-                    let pq = gpu.spmv_dot(&ga, &gp, &mut gq, rows).map_err(err)?;
-                    let what = format!("spmv_dot n={n} rows={rows}");
+                    let pq = gpu.spmv_dot(&ga, &gp, &mut gq, fuse).map_err(err)?;
+                    let what = format!("{what} spmv_dot fuse={fuse}");
                     same_bits(&what, &[pq], std::slice::from_ref(&c.0))?;
                     same_bits(&what, &gpu.to_host(&gq).map_err(err)?, &cq.to_values())?;
                 }
+                // the tiled dot alone, on p and r (lengths that end mid-tile)
+                let tiled = gpu.dot_tiled(&gp, &gr).map_err(err)?;
+                let want = cpu.dot_tiled(&cp, &cr);
+                same_bits(&format!("{what} dot_tiled"), &[tiled], &[want])?;
             }
         }
         if accepted < 4 {

@@ -52,3 +52,77 @@ __device__ __forceinline__ dd_t tree_reduce_dd(dd_t s, double* shared_hi, double
     }
     return s;  // valid in thread 0
 }
+
+// The tiled order of CG's <p, q> beside its SpMV (src/backend/cpu/kernels.rs, TILE_ROWS): rows
+// in tiles of TILE_ROWS = DOT_THREADS consecutive rows; a tile's products (zero past the last
+// row) are summed by the halving tree above (tree_reduce_*, one product a lane), so a block of
+// the SpMV that computes one row per thread is a tile. The tile sums are reduced by
+// TILE_FINAL_THREADS lanes: lane t sums tiles t, t + TILE_FINAL_THREADS, ... in order from
+// zero; then the halving tree within each warp's 32 lanes, then over the 32 warp sums.
+#define TILE_ROWS DOT_THREADS
+#define TILE_FINAL_THREADS 1024
+// Tile sums a lane of the final block loads before it adds them (same order, the loads overlap).
+#define TILE_FINAL_BATCH 8
+
+__device__ __forceinline__ double warp_tree_f64(double s) {
+    for (int off = 16; off > 0; off >>= 1) s = __dadd_rn(s, __shfl_down_sync(0xffffffffu, s, off));
+    return s;  // valid in lane 0
+}
+
+__device__ __forceinline__ dd_t warp_tree_dd(dd_t s) {
+    for (int off = 16; off > 0; off >>= 1) {
+        dd_t o = {__shfl_down_sync(0xffffffffu, s.hi, off), __shfl_down_sync(0xffffffffu, s.lo, off)};
+        s = dd_add(s, o);
+    }
+    return s;  // valid in lane 0
+}
+
+// The sum of m tile sums, by one block of TILE_FINAL_THREADS threads (shared: 32 doubles).
+__device__ __forceinline__ double tile_final_f64(int m, const double* __restrict__ partial,
+                                                 double* shared) {
+    double s = 0.0;
+    for (int i0 = threadIdx.x; i0 < m; i0 += TILE_FINAL_BATCH * TILE_FINAL_THREADS) {
+        double v[TILE_FINAL_BATCH];
+#pragma unroll
+        for (int u = 0; u < TILE_FINAL_BATCH; u++) {
+            const int i = i0 + u * TILE_FINAL_THREADS;
+            v[u] = i < m ? partial[i] : 0.0;
+        }
+#pragma unroll
+        for (int u = 0; u < TILE_FINAL_BATCH; u++) {
+            if (i0 + u * TILE_FINAL_THREADS < m) s = __dadd_rn(s, v[u]);
+        }
+    }
+    s = warp_tree_f64(s);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) shared[warp] = s;
+    __syncthreads();
+    if (warp == 0) s = warp_tree_f64(shared[lane]);
+    return s;  // valid in thread 0
+}
+
+__device__ __forceinline__ dd_t tile_final_dd(int m, const double2* __restrict__ partial,
+                                              double* shared_hi, double* shared_lo) {
+    dd_t s = dd_from_f64(0.0);
+    for (int i0 = threadIdx.x; i0 < m; i0 += TILE_FINAL_BATCH * TILE_FINAL_THREADS) {
+        dd_t v[TILE_FINAL_BATCH];
+#pragma unroll
+        for (int u = 0; u < TILE_FINAL_BATCH; u++) {
+            const int i = i0 + u * TILE_FINAL_THREADS;
+            v[u] = i < m ? dd_load(partial, i) : dd_from_f64(0.0);
+        }
+#pragma unroll
+        for (int u = 0; u < TILE_FINAL_BATCH; u++) {
+            if (i0 + u * TILE_FINAL_THREADS < m) s = dd_add(s, v[u]);
+        }
+    }
+    s = warp_tree_dd(s);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) {
+        shared_hi[warp] = s.hi;
+        shared_lo[warp] = s.lo;
+    }
+    __syncthreads();
+    if (warp == 0) s = warp_tree_dd(dd_t{shared_hi[lane], shared_lo[lane]});
+    return s;  // valid in thread 0
+}

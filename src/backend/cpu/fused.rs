@@ -2,7 +2,9 @@
 //! vectors instead of five, BiCGStab's `s` and `r` updates with their norms. Each pass works on
 //! the dot product's chunks ([`DOT_CHUNK`] elements, one rayon task each) and computes a chunk's
 //! partial right after writing the chunk, while it is still in cache; the partials are the ones
-//! `dot` computes over the same chunks, so the bits are those of the unfused kernels.
+//! `dot` computes over the same chunks, so the bits are those of the unfused kernels, except
+//! CG's `<p, q>`, which follows the tiled order of [`kernels::TILE_ROWS`] (what the GPU can
+//! compute inside its SpMV) and equals [`dot_tiled`].
 
 use super::kernels::{self, DOT_CHUNK};
 use super::{CpuMatrix, CpuVector, VECTOR_CHUNK};
@@ -15,7 +17,8 @@ fn piece<'a, P: Precision>(x: SliceOf<'a, P>, first: usize, len: usize) -> Slice
     x.split_at(first).1.split_at(len).0
 }
 
-/// `q <- A p`, returning `<p, q>`.
+/// `q <- A p`, returning `<p, q>` in the tiled order of [`kernels::TILE_ROWS`] (the order the
+/// GPU's fused kernel gives).
 pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut CpuVector<P>) -> P {
     let csr = &*a.csr;
     assert!(
@@ -24,7 +27,7 @@ pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut Cp
     );
     let sell = a.sell_for::<P>();
     let ps = p.slice();
-    let partials: Vec<P::Acc> = q
+    let tiles: Vec<Vec<P::Acc>> = q
         .slice_mut()
         .chunks_mut(DOT_CHUNK)
         .into_par_iter()
@@ -33,10 +36,31 @@ pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut Cp
             let (first, len) = (chunk * DOT_CHUNK, out.len());
             let rows = P::Vector::lend(&mut out);
             kernels::spmv_rows::<P>(csr, a.lanes, sell, ps, first, rows, None);
-            kernels::dot_chunk::<P>(piece::<P>(ps, first, len), P::Vector::read_back(&out))
+            let mut tiles = Vec::with_capacity(DOT_CHUNK / kernels::TILE_ROWS);
+            let (pc, qc) = (piece::<P>(ps, first, len), P::Vector::read_back(&out));
+            kernels::dot_tiles::<P>(pc, qc, &mut tiles);
+            tiles
         })
         .collect();
-    P::from_acc(kernels::sum_partials(&partials))
+    P::from_acc(kernels::sum_tiles(&tiles.concat()))
+}
+
+/// `<x, y>` in the order of CG's `<p, q>` beside its SpMV ([`kernels::TILE_ROWS`]), not the
+/// order of `dot`.
+pub(super) fn dot_tiled<P: Precision>(x: &CpuVector<P>, y: &CpuVector<P>) -> P {
+    assert_eq!(x.len(), y.len(), "dot_tiled: lengths");
+    let xs = x.slice().chunks(DOT_CHUNK);
+    let ys = y.slice().chunks(DOT_CHUNK);
+    let tiles: Vec<Vec<P::Acc>> = xs
+        .into_par_iter()
+        .zip(ys)
+        .map(|(x, y)| {
+            let mut tiles = Vec::with_capacity(DOT_CHUNK / kernels::TILE_ROWS);
+            kernels::dot_tiles::<P>(x, y, &mut tiles);
+            tiles
+        })
+        .collect();
+    P::from_acc(kernels::sum_tiles(&tiles.concat()))
 }
 
 /// `r <- r - alpha q`, returning `<r, r>`.

@@ -8,7 +8,9 @@
 //! views of `precision::host_vector` (`SliceOf`, `SliceMutOf`), so one body serves every layout.
 
 use super::simd_dd;
-use crate::precision::{HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available};
+use crate::precision::{
+    Dd, HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available,
+};
 use crate::sparse::CsrMatrix;
 use std::borrow::Cow;
 
@@ -26,7 +28,8 @@ pub const DOT_THREADS: usize = 256;
 pub const DOT_PER_THREAD: usize = 32;
 pub const DOT_CHUNK: usize = DOT_THREADS * DOT_PER_THREAD;
 
-/// The halving tree over `DOT_THREADS` lane sums; the result is in lane 0.
+/// The halving tree over the lane sums (`DOT_THREADS` of a dot, or a tile's groups); the result
+/// is in lane 0.
 #[inline(always)]
 fn tree_reduce<A: Precision>(lanes: &mut [A]) -> A {
     let mut off = lanes.len() / 2;
@@ -453,6 +456,72 @@ pub fn sum_partials<A: Precision>(partials: &[A]) -> A {
         }
     }
     tree_reduce(&mut lanes)
+}
+
+/// CG's `<p, q>` computed beside the SpMV that produces `q` follows its own order, the one a GPU
+/// block computing one row per thread can follow (`spmv_dot_{p}_*` in kernels/spmv_csr.cu,
+/// `tile_final_*` in kernels/common/reduce.cuh): the rows in tiles of `TILE_ROWS` consecutive
+/// rows; a tile's products `x_i y_i` (zero past the last row) are summed by the halving tree
+/// `s[t] = s[t] + s[t + off]`, `off = TILE_ROWS/2, ..., 1` (a dot block's tree, one product a
+/// lane). The tile sums are reduced by [`sum_tiles`]. All of it in `P::Acc`.
+pub const TILE_ROWS: usize = DOT_THREADS;
+/// Lanes of the final sum of the tile sums ([`sum_tiles`]).
+pub const TILE_FINAL_LANES: usize = 1024;
+const _: () = assert!(DOT_CHUNK.is_multiple_of(TILE_ROWS));
+
+/// The tile partials of `<x, y>` (see [`TILE_ROWS`]) over a run of elements that starts a tile,
+/// appended to `out`. Whole tiles of double-double and td vectors go through the SIMD kernel
+/// where the CPU has one; both paths give the same bits.
+pub fn dot_tiles<P: Precision>(x: SliceOf<'_, P>, y: SliceOf<'_, P>, out: &mut Vec<P::Acc>) {
+    assert_eq!(x.len(), y.len(), "dot_tiles: lengths");
+    let mut done = 0;
+    let whole = x.len() / TILE_ROWS * TILE_ROWS;
+    if whole > 0 && simd_dd::available() && simd_dd::has_kernels::<P>() {
+        let mut sums = [Dd::ZERO; DOT_CHUNK / TILE_ROWS];
+        for first in (0..whole).step_by(DOT_CHUNK) {
+            let len = DOT_CHUNK.min(whole - first);
+            let xs = x.split_at(first).1.split_at(len).0;
+            let ys = y.split_at(first).1.split_at(len).0;
+            let sums = &mut sums[..len / TILE_ROWS];
+            // SAFETY: the SIMD kernels are available (checked above).
+            unsafe { simd_dd::dot_tiles(simd_in::<P>(xs), simd_in::<P>(ys), sums) };
+            // P is Dd or Td, so P::Acc is Dd: exact
+            out.extend(sums.iter().map(|s| P::Acc::from_dd(*s)));
+        }
+        done = whole;
+    }
+    dot_tiles_scalar::<P>(x.split_at(done).1, y.split_at(done).1, out);
+}
+
+fma_kernel! {
+    /// [`dot_tiles`] one element at a time, in `P::Acc`.
+    fn dot_tiles_scalar<P>(x: SliceOf<'_, P>, y: SliceOf<'_, P>, out: &mut Vec<P::Acc>) {
+        assert_eq!(x.len(), y.len(), "dot_tiles: lengths");
+        for first in (0..x.len()).step_by(TILE_ROWS) {
+            let mut lanes: [P::Acc; TILE_ROWS] = std::array::from_fn(|t| match first + t < x.len() {
+                true => x.load(first + t).mul(&y.load(first + t)),
+                false => P::Acc::zero(),
+            });
+            out.push(tree_reduce(&mut lanes));
+        }
+    }
+}
+
+/// The sum of the tile partials (in `Acc`, as [`dot_tiles`] gives them), in the order of the
+/// GPU's final block of `TILE_FINAL_LANES` threads: lane `t` sums tiles `t, t +
+/// TILE_FINAL_LANES, ...` from zero, then the halving tree within each 32 lanes (a warp), then
+/// over the 32 warp sums. The caller rounds the sum to `P`.
+pub fn sum_tiles<A: Precision>(tiles: &[A]) -> A {
+    const WARP: usize = 32;
+    let mut lanes: Vec<A> = vec![A::zero(); TILE_FINAL_LANES];
+    for row in tiles.chunks(TILE_FINAL_LANES) {
+        for (lane, t) in lanes.iter_mut().zip(row) {
+            *lane = lane.add(t);
+        }
+    }
+    let mut warps: [A; TILE_FINAL_LANES / WARP] =
+        std::array::from_fn(|w| tree_reduce(&mut lanes[w * WARP..(w + 1) * WARP]));
+    tree_reduce(&mut warps)
 }
 
 // The element-wise updates: whole SIMD registers of double-double and td vectors through the

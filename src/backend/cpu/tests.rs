@@ -4,7 +4,7 @@
 use super::simd_dd::{SimdIn, SimdOut};
 use super::{CpuBackend, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
 use crate::backend::Backend;
-use crate::precision::{Dd, Precision, Td};
+use crate::precision::{Dd, HostSlice, Precision, Td};
 use crate::sparse::{CsrMatrix, Symmetry};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -142,6 +142,32 @@ fn reference_dot<P: Precision>(x: &[P], y: &[P]) -> P {
     reference_tree(s)
 }
 
+/// One tile's sum in the tiled order of CG's `<p, q>`: the products of 256 rows (zero past the
+/// end), then the tree.
+fn reference_dot_tile<P: Precision>(x: &[P], y: &[P]) -> P {
+    let products = (0..256).map(|i| match i < x.len() {
+        true => x[i].mul(&y[i]),
+        false => P::zero(),
+    });
+    reference_tree(products.collect())
+}
+
+/// `<x, y>` in the tiled order: 1024 lanes sum the tile sums strided, from zero; then the tree
+/// within each 32 lanes, then over the 32 results.
+fn reference_dot_tiled<P: Precision>(x: &[P], y: &[P]) -> P {
+    let tiles: Vec<P> = x
+        .chunks(256)
+        .zip(y.chunks(256))
+        .map(|(x, y)| reference_dot_tile(x, y))
+        .collect();
+    let mut s = vec![P::zero(); 1024];
+    for (i, t) in tiles.iter().enumerate() {
+        s[i % 1024] = s[i % 1024].add(t);
+    }
+    let warps = s.chunks(32).map(|w| reference_tree(w.to_vec()));
+    reference_tree(warps.collect())
+}
+
 fn check_spmv<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
@@ -191,7 +217,7 @@ fn spmv_matches_reference_dd() {
 }
 
 /// The fused CG step (two passes over dot-product chunks) against the reference loops:
-/// `q = A p`, `<p, q>`, `r - alpha q` and `<r, r>` in the contract's orders,
+/// `q = A p`, `<p, q>` (tiled), `r - alpha q` and `<r, r>` in the contract's orders,
 /// on square matrices whose sizes straddle the chunk boundaries, one and four lanes per row.
 fn check_cg_step<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -208,7 +234,7 @@ fn check_cg_step<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
                 ..CpuMatrix::new(Arc::clone(&csr))
             };
             let q_want = reference_spmv(&csr, lanes, &p, None);
-            let pq_want = reference_dot(&p, &q_want);
+            let pq_want = reference_dot_tiled(&p, &q_want);
             let (mut q, mut rg) = (
                 CpuVector::from(vec![P::zero(); n]),
                 CpuVector::from(r.clone()),
@@ -272,10 +298,12 @@ fn dot_lengths() -> Vec<usize> {
 fn check_dot<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
-    for n in dot_lengths() {
+    // and more tiles than the tiled order's final lanes (1024 tiles of 256)
+    for n in dot_lengths().into_iter().chain([1024 * 256 + 3000]) {
         let x: Vec<P> = random_vector(&mut rng, n);
         let y: Vec<P> = random_vector(&mut rng, n);
         let want = reference_dot(&x, &y);
+        let want_tiled = reference_dot_tiled(&x, &y);
         for threads in [1, 2, 3] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -287,6 +315,13 @@ fn check_dot<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
                 bits(&got),
                 bits(&want),
                 "{} dot n = {n}, {threads} threads: {got:?} != {want:?}",
+                P::NAME
+            );
+            let got = pool.install(|| backend.dot_tiled(&xv, &yv));
+            assert_eq!(
+                bits(&got),
+                bits(&want_tiled),
+                "{} dot_tiled n = {n}, {threads} threads: {got:?} != {want_tiled:?}",
                 P::NAME
             );
         }
@@ -475,6 +510,16 @@ fn simd_kernels_of_every_width_match_reference() {
             let got = unsafe { simd_dd::dot_chunk_at(level, SimdIn::Dd(&x), SimdIn::Dd(&y)) };
             let want = reference_dot_chunk(&x, &y);
             assert_eq!(bits(&got), bits(&want), "{} n = {n}", what("dot_chunk"));
+            // and the whole tiles of it in CG's tiled order
+            let tiles = n / 256;
+            let mut got = vec![Dd::default(); tiles];
+            let (xt, yt) = (&x[..256 * tiles], &y[..256 * tiles]);
+            // SAFETY: as above.
+            unsafe { simd_dd::dot_tiles_at(level, SimdIn::Dd(xt), SimdIn::Dd(yt), &mut got) };
+            let want: Vec<Dd> = (0..tiles)
+                .map(|k| reference_dot_tile(&x[256 * k..256 * k + 256], &y[256 * k..256 * k + 256]))
+                .collect();
+            assert_same_bits(&got, &want, &format!("{} n = {n}", what("dot_tiles")));
         }
         // Vector updates, with a tail the SIMD code leaves to the caller.
         let n = 1003;
@@ -575,6 +620,15 @@ fn simd_td_kernels_of_every_width_match_the_scalar_td_kernels() {
             };
             let want = kernels::dot_chunk_scalar::<Td, _>(x.slice(), kernels::Native(y.slice()));
             assert_eq!(bits(&got), bits(&want), "{} n = {n}", what("dot_chunk"));
+            // the tiled order, whole tiles
+            let whole = n / 256 * 256;
+            let (xt, yt) = (x.slice().split_at(whole).0, y.slice().split_at(whole).0);
+            let mut got = vec![Dd::default(); n / 256];
+            // SAFETY: as above.
+            unsafe { simd_dd::dot_tiles_at(level, SimdIn::Td(xt), SimdIn::Td(yt), &mut got) };
+            let mut want = Vec::new();
+            kernels::dot_tiles_scalar::<Td>(xt, yt, &mut want);
+            assert_same_bits(&got, &want, &format!("{} n = {n}", what("dot_tiles")));
         }
         let n = 1003 / w * w;
         let (x, y, v) = (

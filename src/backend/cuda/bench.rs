@@ -109,7 +109,7 @@ fn spmv_bytes(a: &CsrMatrix, s: usize) -> f64 {
 
 /// Benchmark the kernels of one matrix. `solve_iterations` sets the length of the timed solves.
 /// With `sweep_lanes`, our SpMV is also timed with every lane count NT in 1..=32 (an experiment:
-/// the solvers always use `spmv_lanes`, which the CPU shares), and the fused `spmv_dot`.
+/// the solvers always use `spmv_lanes`, which the CPU shares).
 pub fn run(
     gpu: &CudaBackend,
     name: &str,
@@ -121,8 +121,7 @@ pub fn run(
     let timer = Timer { gpu, reps };
     let n = a.nrows();
     let mut ga = gpu.matrix(a)?;
-    // cuSPARSE, the lane sweep and the fused spmv_dot experiment read CSR: a CSR copy where the
-    // solvers' layout is another
+    // cuSPARSE and the lane sweep read CSR: a CSR copy where the solvers' layout is another
     let mut csr_copy = match ga.layout() {
         SpmvLayout::Csr => None,
         SpmvLayout::Sell => Some(gpu.matrix_with_layout(a, SpmvLayout::Csr)?),
@@ -202,26 +201,10 @@ pub fn run(
     rows.extend(vector_rows::<Dd>(gpu, &timer, n, copy_gbs, &xdd, &mut ydd)?);
     if a.nrows() == a.ncols() {
         rows.extend(spmv_dot_rows::<f64>(
-            gpu,
-            &timer,
-            &ga,
-            csr_copy.as_ref().unwrap_or(&ga),
-            a,
-            &x64,
-            &mut y64,
-            copy_gbs,
-            sweep_lanes,
+            gpu, &timer, &ga, a, &x64, &mut y64, copy_gbs,
         )?);
         rows.extend(spmv_dot_rows::<Dd>(
-            gpu,
-            &timer,
-            &ga,
-            csr_copy.as_ref().unwrap_or(&ga),
-            a,
-            &xdd,
-            &mut ydd,
-            copy_gbs,
-            sweep_lanes,
+            gpu, &timer, &ga, a, &xdd, &mut ydd, copy_gbs,
         )?);
     }
     drop((x64, xdd, y64, ydd, y_peer, csr_copy));
@@ -324,39 +307,28 @@ fn vector_rows<P: Precision>(
     ])
 }
 
-/// CG's `q = A p` with `<p, q>` (result on the host): `spmv` then `dot`, and with `sweep` (NT = 1
-/// only) the fused experiment, on `csr` (the fused kernels read CSR), with every number of rows
-/// side by side. Bytes: the SpMV's minimum.
-#[allow(clippy::too_many_arguments)]
+/// CG's `q = A p` with `<p, q>` in the tiled order (result on the host): `spmv` then the dot,
+/// and the fused kernel where the matrix gives each row one thread. Bytes: the SpMV's minimum.
 fn spmv_dot_rows<P: Precision>(
     gpu: &CudaBackend,
     timer: &Timer<'_>,
     ga: &CudaMatrix,
-    csr: &CudaMatrix,
     a: &CsrMatrix,
     p: &CudaVector<P>,
     q: &mut CudaVector<P>,
     copy_gbs: f64,
-    sweep: bool,
 ) -> Result<Vec<BenchRow>> {
     let bytes = spmv_bytes(a, P::BYTES);
-    let separate_ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, 0).map(|_| ()))?;
+    let separate_ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, false).map(|_| ()))?;
     let mut rows = vec![row("spmv then dot", P::NAME, separate_ms, bytes, copy_gbs)];
-    if !sweep || csr.lanes != 1 {
+    if ga.lanes != 1 {
         return Ok(rows);
     }
-    for k in [1, 2, 4, super::spmv_dot::STAGED] {
-        let ms = timer.median_ms(|| gpu.spmv_dot(csr, p, q, k).map(|_| ()))?;
-        let label = if k == super::spmv_dot::STAGED {
-            "spmv+dot fused (staged)".to_string()
-        } else {
-            format!("spmv+dot fused (r={k})")
-        };
-        let mut r = row(&label, P::NAME, ms, bytes, copy_gbs);
-        r.peer = Some("spmv then dot".into());
-        r.speedup_vs_peer = Some(separate_ms / ms);
-        rows.push(r);
-    }
+    let ms = timer.median_ms(|| gpu.spmv_dot(ga, p, q, true).map(|_| ()))?;
+    let mut r = row("spmv+dot fused", P::NAME, ms, bytes, copy_gbs);
+    r.peer = Some("spmv then dot".into());
+    r.speedup_vs_peer = Some(separate_ms / ms);
+    rows.push(r);
     Ok(rows)
 }
 

@@ -17,7 +17,17 @@ impl CudaBackend {
     /// for td a double-double buffer (`double2*`, no structure of arrays), otherwise `P`'s own
     /// layout. Only the reduction kernels read and write it (never `decode` or `elem`).
     pub(super) fn partials<P: Precision>(&self, n: usize) -> Result<(CudaVector<P>, usize)> {
-        let blocks = n.div_ceil(DOT_CHUNK).max(1);
+        self.partials_per::<P>(n, DOT_CHUNK)
+    }
+
+    /// [`Self::partials`] with one partial per `chunk` elements (`TILE_ROWS` for the tiled
+    /// order of CG's `<p, q>`).
+    pub(super) fn partials_per<P: Precision>(
+        &self,
+        n: usize,
+        chunk: usize,
+    ) -> Result<(CudaVector<P>, usize)> {
+        let blocks = n.div_ceil(chunk).max(1);
         if Self::layout::<P>() == Layout::TdSoa {
             let words = alloc_words(&self.stream, 2 * blocks)?;
             let v = CudaVector {

@@ -315,22 +315,22 @@ impl Backend for CudaBackend {
         let n = p.len;
         assert!(q.len == n && r.len == n, "cg_step: lengths");
         let n64 = n as i64;
-        let (mut pq_partial, blocks) = self.partials::<P>(n)?;
-        let (rr_partial, _) = self.partials::<P>(n)?;
+        // <p, q> in the tiled order, fused with the SpMV where a kernel exists
+        let (mut pq_partial, tiles) = self.tile_partials::<P>(n)?;
+        let (rr_partial, blocks) = self.partials::<P>(n)?;
         // [<p, q>, alpha, accepted, <r, r>], each one T: the step's only transfer to the host.
         let mut scalars = self.alloc_vector::<P>(4)?;
-        self.spmv(a, p, q)?;
-        self.launch_dot_partial(p, q, &mut pq_partial, blocks)?;
+        self.spmv_dot_partial(a, p, q, &mut pq_partial, tiles, true)?;
         let (f, name) = self.kernel::<P>("cg_alpha")?;
         let rho = Self::scalar(rho);
-        let m = blocks as i32;
+        let m = tiles as i32;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&m).vec(&pq_partial);
         push_scalar(&mut args, &rho);
         args.vec(&scalars);
-        // SAFETY: cg_alpha_{p}(int m, const T* partial, S rho, T* scalars), one block; scalars
-        // holds four T.
-        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        // SAFETY: cg_alpha_{p}(int m, const T* partial, S rho, T* scalars), one block of
+        // TILE_FINAL_THREADS over the tile partials; scalars holds four T.
+        unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
         let (f, name) = self.kernel::<P>("cg_update")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64).vec(&scalars).vec(q).vec(r).vec(&rr_partial);

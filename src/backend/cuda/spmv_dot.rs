@@ -1,47 +1,102 @@
-//! CG's `q = A p` fused with `<p, q>` (`spmv_dot_{p}_r{R}` in `kernels/spmv_csr.cu`): with one
-//! thread per row, each thread of a dot-product block computes the rows whose products its lane
-//! of the dot sums, so the partials come out in the dot's layout and the pass of the dot over
-//! `p` and `q` goes away. Same bits as `spmv` then `dot` (the CPU's `fused::spmv_dot` is the
-//! twin, checked in `tests/gpu.rs`).
+//! CG's `q = A p` fused with `<p, q>` in the tiled order (`kernels/common/reduce.cuh`,
+//! `kernels::TILE_ROWS` on the CPU): tiles of `TILE_ROWS` consecutive rows, whose products are
+//! summed by the halving tree of a dot product's block (one product a lane); the tile sums are
+//! then summed by `TILE_FINAL_THREADS` lanes and two trees. Where the SpMV gives each row one
+//! thread (the sliced layout, or CSR with NT = 1) a block of the SpMV is a tile
+//! (`spmv_dot_{p}_{sell,nt1}`, `kernels/spmv_csr.cu` and `xprec.cu`), so the separate pass of
+//! the dot over `p` and `q` goes away. Elsewhere (CSR with several threads a row, and qd) `spmv`
+//! then `dot_tile_{p}_partial` give the same bits. The CPU's `fused::spmv_dot` is the twin, checked
+//! in `tests/gpu.rs`.
 //!
-//! An experiment that lost: `solver bench` times it against `spmv` then `dot`, and the fused
-//! kernel is slower (0.68x in f64, 0.86x in dd on poisson3d:200, `benches/results/h200.md`):
-//! one block per dot chunk leaves each thread 32 dependent row sums in series, against one row
-//! per thread for the SpMV. The staged variant (`rows = STAGED`: 1024 threads a chunk, two
-//! coalesced rows each per quarter, products summed from shared memory in the dot's order) ties
-//! with `spmv` then `dot` (1.00x f64, 0.99x dd): the barriers and the lower occupancy cost what
-//! the dot's pass saved. `Backend::cg_step` uses neither.
+//! CG has its own order because `dot`'s (each thread summing 32 elements 256 apart) would leave
+//! a thread 32 rows in series, or the rows staged through shared memory for a whole 8192-row
+//! chunk: both were tried and were no faster than `spmv` then `dot` (`benches/results/h200.md`).
+//! Three other tilings were measured on poisson3d:200 (`benches/results/h200.md`): a shuffle
+//! tree within each warp (five DD additions per row in every lane), one warp summing the
+//! staged products of its block (the block waits on that warp), and one warp computing a whole
+//! tile's rows in series: their fused DD kernels took 262, 273 and 328 us, this one 258.
 
 use super::device::driver_error;
 use super::{CudaBackend, CudaMatrix, CudaVector, PushVector};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::precision::Precision;
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-/// `rows` that selects `spmv_dot_{p}_staged`: products staged in shared memory, summed in the
-/// dot's order by its lanes (1024 threads per block, two rows each per quarter of a chunk).
-pub const STAGED: usize = 8;
-const STAGED_THREADS: u32 = 1024;
+/// Rows a tile of the tiled order: TILE_ROWS in kernels/common/reduce.cuh and the CPU's
+/// `kernels::TILE_ROWS`; one block of this many threads per tile.
+pub(super) const TILE_ROWS: usize = 256;
+/// Threads of the block that sums the tile partials: TILE_FINAL_THREADS in reduce.cuh, the CPU's
+/// `kernels::TILE_FINAL_LANES`.
+const TILE_FINAL_THREADS: u32 = 1024;
 
 impl CudaBackend {
-    /// The fused kernel for `a` and `P` with `rows` side by side, if there is one: `a` is CSR
-    /// with one thread per row, `P` is f64 or dd (td and qd go through `spmv` and `dot`).
-    fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix, rows: usize) -> Option<String> {
-        let fused = a.lanes == 1
-            && a.slice_ptr.is_none()
-            && a.nrows == a.ncols
-            && matches!(P::KERNEL_SUFFIX, "f64" | "dd")
-            && matches!(rows, 1 | 2 | 4 | STAGED);
-        fused.then(|| match rows {
-            STAGED => format!("spmv_dot_{}_staged", P::KERNEL_SUFFIX),
-            _ => format!("spmv_dot_{}_r{rows}", P::KERNEL_SUFFIX),
-        })
+    /// The fused kernel for `a` and `P`, if there is one: one thread per row, and not qd,
+    /// whose SpMV is bound by its arithmetic: the tile's tree in the SpMV cost more there than
+    /// the dot's pass saved (CG iteration 2.83 against 2.73 ms on poisson3d:200).
+    fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix) -> Option<String> {
+        let fused = a.lanes == 1 && a.nrows == a.ncols && P::KERNEL_SUFFIX != "qd";
+        let layout = if a.slice_ptr.is_some() { "sell" } else { "nt1" };
+        fused.then(|| format!("spmv_dot_{}_{layout}", P::KERNEL_SUFFIX))
     }
 
-    /// `q <- A p` and the per-block partials of `<p, q>` in the dot product's layout (`blocks`
-    /// of them, as [`CudaBackend::partials`] gives), fused with `rows` side by side where
-    /// [`Self::spmv_dot_kernel`] has a kernel, otherwise `spmv` then the dot's first stage.
+    /// One block per tile, `tiles` of them.
+    fn tiles(tiles: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (tiles as u32, 1, 1),
+            block_dim: (TILE_ROWS as u32, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The one block that sums the tile partials (`dot_tile_{p}_final`, `cg_alpha_{p}`).
+    pub(super) fn tile_final() -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (TILE_FINAL_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// The sum of `blocks` tile partials, copied to the host.
+    fn finish_tiles<P: Precision>(&self, partial: &CudaVector<P>, blocks: usize) -> Result<P> {
+        let (f, name) = self.staged_kernel::<P>("dot_tile", "final")?;
+        let out = self.alloc_vector::<P>(1)?;
+        let m = blocks as i32;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).vec(partial).vec(&out);
+        // SAFETY: dot_tile_{p}_final(int m, const A* partial, T* out), one block of
+        // TILE_FINAL_THREADS; out is one T.
+        unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
+        Ok(self.decode::<P>(&out)?.remove(0))
+    }
+
+    /// Scratch for the tile partials of a vector of `n` elements, and their number.
+    pub(super) fn tile_partials<P: Precision>(&self, n: usize) -> Result<(CudaVector<P>, usize)> {
+        self.partials_per::<P>(n, TILE_ROWS)
+    }
+
+    /// The tile partials of `<x, y>` (`blocks` of them, from [`Self::tile_partials`]).
+    fn launch_dot_tile_partial<P: Precision>(
+        &self,
+        x: &CudaVector<P>,
+        y: &CudaVector<P>,
+        partial: &mut CudaVector<P>,
+        blocks: usize,
+    ) -> Result<()> {
+        let (f, name) = self.staged_kernel::<P>("dot_tile", "partial")?;
+        let n = x.len as i64;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n).vec(x).vec(y).vec(partial);
+        // SAFETY: dot_tile_{p}_partial(long long n, const T* x, const T* y, A* partial), one
+        // block of TILE_ROWS threads per TILE_ROWS elements, one A per block.
+        unsafe { args.launch(Self::tiles(blocks)) }.map_err(driver_error(&name))?;
+        Ok(())
+    }
+
+    /// `q <- A p` and the tile partials of `<p, q>` (`blocks` of them, from
+    /// [`Self::tile_partials`]): fused where [`Self::spmv_dot_kernel`] has a kernel and `fuse`
+    /// is set, otherwise `spmv` then `dot_tile_{p}_partial` (the same bits).
     pub(super) fn spmv_dot_partial<P: Precision>(
         &self,
         a: &CudaMatrix,
@@ -49,49 +104,56 @@ impl CudaBackend {
         q: &mut CudaVector<P>,
         partial: &mut CudaVector<P>,
         blocks: usize,
-        rows: usize,
+        fuse: bool,
     ) -> Result<()> {
         assert!(
             p.len == a.ncols && q.len == a.nrows && a.nrows == a.ncols,
             "spmv_dot: a square matrix and vectors of its size"
         );
-        let Some(name) = Self::spmv_dot_kernel::<P>(a, rows) else {
+        let kernel = Self::spmv_dot_kernel::<P>(a).filter(|_| fuse && a.nrows > 0);
+        let Some(name) = kernel else {
             self.spmv(a, p, q)?;
-            return self.launch_dot_partial(p, q, partial, blocks);
+            return self.launch_dot_tile_partial(p, q, partial, blocks);
         };
         let f = self.kernels.function(&name)?;
         let nrows = a.nrows as i32;
         let mut args = self.stream.launch_builder(&f);
-        args.arg(&nrows)
-            .arg(&a.row_ptr)
-            .arg(&a.col_idx)
+        args.arg(&nrows).arg(&a.row_ptr);
+        if let Some(slice_ptr) = &a.slice_ptr {
+            args.arg(slice_ptr);
+        }
+        args.arg(&a.col_idx)
             .arg(&a.values)
             .vec(p)
             .vec(q)
             .vec(partial);
-        // SAFETY: spmv_dot_{f64,dd}_r{R} / _staged(int nrows, const int* row_ptr,
-        // const int* col_idx, const double* val, const T* p, T* q, T* partial) in
-        // kernels/spmv_csr.cu: one block per DOT_CHUNK rows (DOT_THREADS threads, or
-        // STAGED_THREADS for _staged), one T per block.
-        let mut launch = Self::reduction(blocks);
-        if rows == STAGED {
-            launch.block_dim = (STAGED_THREADS, 1, 1);
-        }
-        unsafe { args.launch(launch) }.map_err(driver_error(&name))?;
+        // SAFETY: spmv_dot_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
+        // const int* col_idx, const double* val, const T* p, T* q, T* partial) for a sliced
+        // matrix, spmv_dot_{f64,dd}_nt1 (no slice_ptr) for CSR with one thread per row, in
+        // kernels/spmv_csr.cu: one block of TILE_ROWS threads per tile, one T per block.
+        unsafe { args.launch(Self::tiles(blocks)) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
-    /// `q <- A p`, returning `<p, q>` (one transfer): fused with `rows` side by side where a
-    /// kernel exists, `rows = 0` for `spmv` then `dot`. For `solver bench` and the GPU tests.
+    /// `q <- A p`, returning `<p, q>` in the tiled order (one transfer): fused where a kernel
+    /// exists and `fuse` is set. For `solver bench` and the GPU tests.
     pub fn spmv_dot<P: Precision>(
         &self,
         a: &CudaMatrix,
         p: &CudaVector<P>,
         q: &mut CudaVector<P>,
-        rows: usize,
+        fuse: bool,
     ) -> Result<P> {
-        let (mut partial, blocks) = self.partials::<P>(p.len)?;
-        self.spmv_dot_partial(a, p, q, &mut partial, blocks, rows)?;
-        self.finish_reduction(&partial, blocks)
+        let (mut partial, blocks) = self.tile_partials::<P>(p.len)?;
+        self.spmv_dot_partial(a, p, q, &mut partial, blocks, fuse)?;
+        self.finish_tiles(&partial, blocks)
+    }
+
+    /// `<x, y>` in the tiled order of CG's `<p, q>` (`CpuBackend::dot_tiled`'s twin).
+    pub fn dot_tiled<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
+        assert_eq!(x.len, y.len, "dot_tiled: lengths");
+        let (mut partial, blocks) = self.tile_partials::<P>(x.len)?;
+        self.launch_dot_tile_partial(x, y, &mut partial, blocks)?;
+        self.finish_tiles(&partial, blocks)
     }
 }

@@ -27,7 +27,7 @@
 //! Measured on the old branch (one thread, Xeon Emerald Rapids): AVX-512 took 28% less time than
 //! AVX2 for the SpMV and 10-16% less for the dot product and axpy.
 
-use super::kernels::{DOT_CHUNK, DOT_THREADS};
+use super::kernels::{DOT_CHUNK, DOT_THREADS, TILE_ROWS};
 use crate::precision::{Dd, Precision, TdSlice, TdSliceMut, td};
 use std::any::TypeId;
 
@@ -700,6 +700,73 @@ fn dot_chunk_layout<const W: usize>(x: impl Source, y: impl Source) -> Dd {
         off /= 2;
     }
     sums[0]
+}
+
+simd_entry! {
+    /// The tile partials of `<x, y>` as `kernels::dot_tiles` defines them (CG's `<p, q>` beside
+    /// its SpMV), for whole tiles: `x.len() == TILE_ROWS * out.len()`, tile `k`'s sum in `out[k]`.
+    ///
+    /// # Safety
+    /// [`available()`] is true.
+    fn dot_tiles / dot_tiles_at(x: SimdIn<'_>, y: SimdIn<'_>, out: &mut [Dd]) => dot_tiles_impl
+}
+
+#[inline(always)]
+fn dot_tiles_impl<const W: usize>(x: SimdIn<'_>, y: SimdIn<'_>, out: &mut [Dd]) {
+    with_layout!(in: [x, y], out: [], dot_tiles_layout::<W>(x, y, out))
+}
+
+/// A tile's halving tree with its lanes in registers (`W` lanes each): the first two levels
+/// (`off` = 128, 64) as each register of the first 64 lanes is formed, `(p[t] + p[t + 128]) +
+/// (p[t + 64] + p[t + 192])`, then whole registers while `off >= W`, then within the last
+/// register, its lanes rotated by `off`.
+#[inline(always)]
+fn dot_tiles_layout<const W: usize>(x: impl Source, y: impl Source, out: &mut [Dd]) {
+    const {
+        assert!(
+            TILE_ROWS == 256,
+            "dot_tiles: the first two levels are written out"
+        )
+    };
+    assert!(64 % W == 0 && 64 / W <= 16, "dot_tiles: lanes per register");
+    assert!(
+        x.len() == y.len() && x.len() == out.len() * TILE_ROWS,
+        "dot_tiles: whole tiles"
+    );
+    for (tile, sum) in out.iter_mut().enumerate() {
+        let first = tile * TILE_ROWS;
+        let product = |t: usize| {
+            // SAFETY: `t + W <= TILE_ROWS`, so `first + t + W <= x.len()`.
+            let (xt, yt) = unsafe { (DdX::<W>::read(x, first + t), DdX::<W>::read(y, first + t)) };
+            xt.mul(yt)
+        };
+        let mut r = [DdX::<W>::ZERO; 16];
+        for (g, rg) in r.iter_mut().take(64 / W).enumerate() {
+            let t = W * g;
+            let low = product(t).add(product(t + 128));
+            let high = product(t + 64).add(product(t + 192));
+            *rg = low.add(high);
+        }
+        let mut regs = 64 / W;
+        while regs > 1 {
+            regs /= 2;
+            for g in 0..regs {
+                r[g] = r[g].add(r[g + regs]);
+            }
+        }
+        // Lane t of `v` gets lane t + off added (the lanes past `off` add whatever, unread).
+        let mut v = r[0];
+        let mut off = W / 2;
+        while off > 0 {
+            let shifted = DdX {
+                hi: lanes(|t| v.hi[(t + off) % W]),
+                lo: lanes(|t| v.lo[(t + off) % W]),
+            };
+            v = v.add(shifted);
+            off /= 2;
+        }
+        *sum = Dd::new(v.hi[0], v.lo[0]);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
