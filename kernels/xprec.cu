@@ -452,6 +452,39 @@ __device__ __forceinline__ void bicg_r_x(long long n, typename O::Vec block, typ
 
 // CSR-vector SpMV (spmv_csr.cu), lane sums by Precision::add_mul_f64 in A, then the shuffle
 // tree in A, then b - sum in A; one rounding when the row is stored.
+// Lane `lane` of row `row`'s sum with NT lanes (entries lane, lane + NT, ... from zero), and a
+// row's sum in the sliced layout (entry by entry from zero): spmv_x, spmv_sell_x and the fused
+// spmv_dot_* kernels sum their rows through these.
+template <class O, int NT, class X>
+__device__ __forceinline__ typename O::A csr_lane_x(const int* __restrict__ row_ptr,
+                                                    const int* __restrict__ col_idx,
+                                                    const double* __restrict__ val, X x,
+                                                    long long row, int lane) {
+    typename O::A s = O::a_zero();
+    const int end = row_ptr[row + 1];
+    for (int k = row_ptr[row] + lane; k < end; k += NT) {
+        s = O::a_add_mul_f64(s, val[k], x[col_idx[k]]);
+    }
+    return s;
+}
+
+#define SELL_C 32
+template <class O, class X>
+__device__ __forceinline__ typename O::A sell_row_x(const int* __restrict__ row_ptr,
+                                                    const int* __restrict__ slice_ptr,
+                                                    const int* __restrict__ col_idx,
+                                                    const double* __restrict__ val, X x,
+                                                    int row) {
+    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
+    const int len = row_ptr[row + 1] - row_ptr[row];
+    typename O::A s = O::a_zero();
+    for (int k = 0; k < len; k++) {
+        const int at = first + k * SELL_C;
+        s = O::a_add_mul_f64(s, val[at], x[col_idx[at]]);
+    }
+    return s;
+}
+
 template <class O, int NT, class X>
 __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_ptr,
                                        const int* __restrict__ col_idx,
@@ -461,13 +494,8 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
     const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long row = tid / NT;
     const int lane = threadIdx.x % NT;
-    typename O::A s = O::a_zero();
-    if (row < nrows) {
-        const int end = row_ptr[row + 1];
-        for (int k = row_ptr[row] + lane; k < end; k += NT) {
-            s = O::a_add_mul_f64(s, val[k], x[col_idx[k]]);
-        }
-    }
+    typename O::A s = row < nrows ? csr_lane_x<O, NT>(row_ptr, col_idx, val, x, row, lane)
+                                  : O::a_zero();
     for (int off = NT / 2; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, NT));
     if (row < nrows && lane == 0) {
         O::store(y, row, has_b ? O::a_sub(O::a_from_f64(b[row]), s) : s);
@@ -476,7 +504,6 @@ __device__ __forceinline__ void spmv_x(int nrows, const int* __restrict__ row_pt
 
 // SELL SpMV (spmv_csr.cu's spmv_{f64,dd}_sell): one thread per row, entries read from the sliced
 // layout, each row summed as spmv_x<O, 1> sums it.
-#define SELL_C 32
 template <class O, class X>
 __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ row_ptr,
                                             const int* __restrict__ slice_ptr,
@@ -486,13 +513,7 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
                                             int has_b) {
     const int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= nrows) return;
-    const int first = slice_ptr[row / SELL_C] + row % SELL_C;
-    const int len = row_ptr[row + 1] - row_ptr[row];
-    typename O::A s = O::a_zero();
-    for (int k = 0; k < len; k++) {
-        const int at = first + k * SELL_C;
-        s = O::a_add_mul_f64(s, val[at], x[col_idx[at]]);
-    }
+    const typename O::A s = sell_row_x<O>(row_ptr, slice_ptr, col_idx, val, x, row);
     O::store(y, row, has_b ? O::a_sub(O::a_from_f64(b[row]), s) : s);
 }
 
@@ -521,16 +542,8 @@ __device__ __forceinline__ void spmv_dot_sell_x(int nrows, const int* __restrict
                                                 typename O::Vec p, typename O::Vec q,
                                                 typename O::AVec partial) {
     const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    typename O::A s = O::a_zero();
-    if (row < nrows) {
-        const Own<O> x{p};
-        const int first = slice_ptr[row / SELL_C] + row % SELL_C;
-        const int len = row_ptr[row + 1] - row_ptr[row];
-        for (int k = 0; k < len; k++) {
-            const int at = first + k * SELL_C;
-            s = O::a_add_mul_f64(s, val[at], x[col_idx[at]]);
-        }
-    }
+    const typename O::A s =
+        row < nrows ? sell_row_x<O>(row_ptr, slice_ptr, col_idx, val, Own<O>{p}, row) : O::a_zero();
     spmv_dot_finish_x<O>(nrows, row, s, p, q, partial);
 }
 
@@ -541,13 +554,8 @@ __device__ __forceinline__ void spmv_dot_nt1_x(int nrows, const int* __restrict_
                                                typename O::Vec p, typename O::Vec q,
                                                typename O::AVec partial) {
     const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    typename O::A s = O::a_zero();
-    if (row < nrows) {
-        const Own<O> x{p};
-        for (int k = row_ptr[row]; k < row_ptr[row + 1]; k++) {
-            s = O::a_add_mul_f64(s, val[k], x[col_idx[k]]);
-        }
-    }
+    const typename O::A s =
+        row < nrows ? csr_lane_x<O, 1>(row_ptr, col_idx, val, Own<O>{p}, row, 0) : O::a_zero();
     spmv_dot_finish_x<O>(nrows, row, s, p, q, partial);
 }
 

@@ -481,7 +481,7 @@ mod gpu_checks {
                 }
                 // the tiled dot alone, on p and r (lengths that end mid-tile)
                 let tiled = gpu.dot_tiled(&gp, &gr).map_err(err)?;
-                let want = cpu.dot_tiled(&cp, &cr);
+                let want = cpu.dot_tiled(&cp, &cr).map_err(err)?;
                 same_bits(&format!("{what} dot_tiled"), &[tiled], &[want])?;
             }
         }

@@ -217,7 +217,7 @@ fn td_vector_kernels_are_the_dd_kernels_on_widened_inputs_rounded_once() {
     let p = host(&rng.vec(n));
     let mut q = cpu.zeros::<Td>(n).unwrap();
     cpu.spmv(&a, &p, &mut q).unwrap();
-    let pq = cpu.dot_tiled(&p, &q);
+    let pq = cpu.dot_tiled(&p, &q).unwrap();
     let (mut rg, mut qg) = (cy.clone(), cpu.zeros::<Td>(n).unwrap());
     let (pq_got, rr_got) = cpu.cg_step(&a, &rho, &p, &mut qg, &mut rg).unwrap();
     assert_eq!(pq_got.parts(), pq.parts(), "cg_step <p, q>");

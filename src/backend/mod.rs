@@ -173,6 +173,10 @@ pub trait Backend: Send + Sync {
     ) -> Result<()>;
     /// `<x, y>` with a reduction order fixed by the vector length alone.
     fn dot<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P>;
+    /// `<x, y>` in the tiled order of CG's `<p, q>` (tiles of 256 elements, each summed by a
+    /// halving tree; `backend::cpu::kernels::TILE_ROWS`), the order an SpMV that computes one
+    /// row per thread can sum its products in: what [`cg_step`](Backend::cg_step) returns.
+    fn dot_tiled<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P>;
     /// `||x||_2`.
     fn nrm2<P: Precision>(&self, x: &Self::Vector<P>) -> Result<P> {
         Ok(self.dot(x, x)?.sqrt())
@@ -277,9 +281,10 @@ pub trait Backend: Send + Sync {
     /// `r <- r - alpha q`, returning `(<p, q>, <r, r>)`; the solver defers `x <- x + alpha p`
     /// to the next [`cg_direction`](Backend::cg_direction), which reads `p` anyway. Where
     /// `<p, q>` is not finite and positive, `r` is left alone, `<r, r>` is returned as zero and
-    /// the caller reports the breakdown. Must give the bits of `spmv`, `dot` and `axpy_norm`; backends fuse
-    /// the passes (the CPU computes each chunk's `<p, q>` while its rows are in cache) and keep
-    /// `alpha` on the device, so the step needs one transfer to the host. `alpha` is
+    /// the caller reports the breakdown. Must give the bits of `spmv`, `dot_tiled` and
+    /// `axpy_norm`; backends fuse the passes (the CPU computes each chunk's `<p, q>` while its
+    /// rows are in cache, the GPU inside the SpMV) and keep `alpha` on the device, so the step
+    /// needs one transfer to the host. `alpha` is
     /// `rho.div(&pq)`, which the caller can compute to the same bits.
     fn cg_step<P: Precision>(
         &self,
@@ -290,7 +295,7 @@ pub trait Backend: Send + Sync {
         r: &mut Self::Vector<P>,
     ) -> Result<(P, P)> {
         self.spmv(a, p, q)?;
-        let pq = self.dot(p, q)?;
+        let pq = self.dot_tiled(p, q)?;
         if !cg_step_accepts(&pq) {
             return Ok((pq, P::zero()));
         }

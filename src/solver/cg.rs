@@ -10,10 +10,11 @@ use crate::precond::Preconditioner;
 /// Solve `A x = b` for symmetric positive definite `A`, starting from the `x` given.
 ///
 /// Memory traffic per iteration, unpreconditioned, with `s` bytes per `P` element, `n` rows:
-/// SpMV `12 nnz + 8 n + 2 s n` (plus the gather of `x`), `<p, q>` `2 s n`, the `r` update fused
-/// with `<r, r>` `3 s n`, and the direction update `p <- r + beta p` carrying the previous
-/// step's `x <- x + alpha p` (both read the old `p`) `5 s n`: about `12 nnz + 8 n + 12 s n`
-/// bytes. `<r, r>` serves both as the residual norm and as the next `rho`, so the identity case
+/// SpMV `12 nnz + 8 n + 2 s n` (plus the gather of `x`) with `<p, q>` summed inside it where the
+/// backend can (`Backend::cg_step`; the CPU and the GPU's one-thread-a-row SpMVs do, otherwise
+/// `2 s n` more), the `r` update fused with `<r, r>` `3 s n`, and the direction update `p <- r +
+/// beta p` carrying the previous step's `x <- x + alpha p` (both read the old `p`) `5 s n`:
+/// about `12 nnz + 8 n + 10 s n` bytes. `<r, r>` serves both as the residual norm and as the next `rho`, so the identity case
 /// makes no separate norm pass. Preconditioned, `z` stays a double vector (the preconditioner
 /// works in double, so its result widened to `P` has nothing below the double): `<r, z>` reads
 /// `(s + 8) n` bytes and the direction update `(4 s + 8) n`, plus the preconditioner's own

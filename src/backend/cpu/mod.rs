@@ -95,12 +95,6 @@ impl CpuBackend {
     pub fn new() -> Self {
         CpuBackend
     }
-
-    /// `<x, y>` in the tiled order of CG's `<p, q>` (the one [`Backend::cg_step`] returns, the
-    /// GPU's order inside its SpMV; see `kernels::TILE_ROWS`), rather than `dot`'s.
-    pub fn dot_tiled<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> P {
-        fused::dot_tiled(x, y)
-    }
 }
 
 impl Backend for CpuBackend {
@@ -178,6 +172,10 @@ impl Backend for CpuBackend {
             kernels::spmv_rows::<P>(&a.csr, a.lanes, sell, x, first, out, Some(b))
         });
         Ok(())
+    }
+
+    fn dot_tiled<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {
+        Ok(fused::dot_tiled(x, y))
     }
 
     fn dot<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {

@@ -317,7 +317,7 @@ fn check_dot<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
                 "{} dot n = {n}, {threads} threads: {got:?} != {want:?}",
                 P::NAME
             );
-            let got = pool.install(|| backend.dot_tiled(&xv, &yv));
+            let got = pool.install(|| backend.dot_tiled(&xv, &yv)).unwrap();
             assert_eq!(
                 bits(&got),
                 bits(&want_tiled),

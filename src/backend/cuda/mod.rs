@@ -287,6 +287,10 @@ impl Backend for CudaBackend {
         self.finish_reduction(&partial, blocks)
     }
 
+    fn dot_tiled<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
+        self.tiled_dot(x, y)
+    }
+
     fn dot_wide<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<f64>) -> Result<P> {
         assert_eq!(x.len, y.len, "dot: lengths");
         let (partial, blocks) = self.partials::<P>(x.len)?;

@@ -149,8 +149,12 @@ impl CudaBackend {
         self.finish_tiles(&partial, blocks)
     }
 
-    /// `<x, y>` in the tiled order of CG's `<p, q>` (`CpuBackend::dot_tiled`'s twin).
-    pub fn dot_tiled<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
+    /// `<x, y>` in the tiled order of CG's `<p, q>` (`Backend::dot_tiled`).
+    pub(super) fn tiled_dot<P: Precision>(
+        &self,
+        x: &CudaVector<P>,
+        y: &CudaVector<P>,
+    ) -> Result<P> {
         assert_eq!(x.len, y.len, "dot_tiled: lengths");
         let (mut partial, blocks) = self.tile_partials::<P>(x.len)?;
         self.launch_dot_tile_partial(x, y, &mut partial, blocks)?;
