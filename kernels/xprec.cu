@@ -123,6 +123,13 @@ struct QdOps {
     }
 };
 
+// The halving tree within a warp (reduce.cuh's warp_tree_*), in A.
+template <class O>
+__device__ __forceinline__ typename O::A warp_tree_x(typename O::A s) {
+    for (int off = 16; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, 32));
+    return s;  // valid in lane 0
+}
+
 // The halving tree of common/reduce.cuh: shared memory down to a warp, then shuffles; in A.
 template <class O>
 __device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* shared) {
@@ -133,10 +140,7 @@ __device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* 
         if (t < off) O::put(shared, t, O::a_add(O::get(shared, t), O::get(shared, t + off)));
         __syncthreads();
     }
-    if (t < 32) {
-        s = O::get(shared, t);
-        for (int off = 16; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, 32));
-    }
+    if (t < 32) s = warp_tree_x<O>(O::get(shared, t));
     return s;  // valid in thread 0
 }
 
@@ -178,12 +182,6 @@ __device__ __forceinline__ void dot_partial_x(long long n, typename O::Vec x, Y 
 // final sum of the tile sums (one block of TILE_FINAL_THREADS), in A. Tile sums loaded 4 at a
 // time in the final (qd's 4 words a value).
 #define X_FINAL_BATCH 4
-template <class O>
-__device__ __forceinline__ typename O::A warp_tree_x(typename O::A s) {
-    for (int off = 16; off > 0; off >>= 1) s = O::a_add(s, O::shfl_down(s, off, 32));
-    return s;  // valid in lane 0
-}
-
 template <class O>
 __device__ __forceinline__ typename O::A tile_final_x(int m, typename O::AVec partial,
                                                       double* shared) {

@@ -10,6 +10,21 @@
 #define DOT_PER_THREAD 32
 #define DOT_CHUNK (DOT_THREADS * DOT_PER_THREAD)
 
+// The halving tree within a warp's 32 lanes (shuffle-down, off = 16, ..., 1): the last levels of
+// tree_reduce_*, and of the tiled order's final stage.
+__device__ __forceinline__ double warp_tree_f64(double s) {
+    for (int off = 16; off > 0; off >>= 1) s = __dadd_rn(s, __shfl_down_sync(0xffffffffu, s, off));
+    return s;  // valid in lane 0
+}
+
+__device__ __forceinline__ dd_t warp_tree_dd(dd_t s) {
+    for (int off = 16; off > 0; off >>= 1) {
+        dd_t o = {__shfl_down_sync(0xffffffffu, s.hi, off), __shfl_down_sync(0xffffffffu, s.lo, off)};
+        s = dd_add(s, o);
+    }
+    return s;  // valid in lane 0
+}
+
 __device__ __forceinline__ double tree_reduce_f64(double s, double* shared) {
     const int t = threadIdx.x;
     shared[t] = s;
@@ -18,12 +33,7 @@ __device__ __forceinline__ double tree_reduce_f64(double s, double* shared) {
         if (t < off) shared[t] = __dadd_rn(shared[t], shared[t + off]);
         __syncthreads();
     }
-    if (t < 32) {
-        s = shared[t];
-        for (int off = 16; off > 0; off >>= 1) {
-            s = __dadd_rn(s, __shfl_down_sync(0xffffffffu, s, off));
-        }
-    }
+    if (t < 32) s = warp_tree_f64(shared[t]);
     return s;  // valid in thread 0
 }
 
@@ -42,14 +52,7 @@ __device__ __forceinline__ dd_t tree_reduce_dd(dd_t s, double* shared_hi, double
         }
         __syncthreads();
     }
-    if (t < 32) {
-        s.hi = shared_hi[t];
-        s.lo = shared_lo[t];
-        for (int off = 16; off > 0; off >>= 1) {
-            dd_t o = {__shfl_down_sync(0xffffffffu, s.hi, off), __shfl_down_sync(0xffffffffu, s.lo, off)};
-            s = dd_add(s, o);
-        }
-    }
+    if (t < 32) s = warp_tree_dd(dd_t{shared_hi[t], shared_lo[t]});
     return s;  // valid in thread 0
 }
 
@@ -63,19 +66,6 @@ __device__ __forceinline__ dd_t tree_reduce_dd(dd_t s, double* shared_hi, double
 #define TILE_FINAL_THREADS 1024
 // Tile sums a lane of the final block loads before it adds them (same order, the loads overlap).
 #define TILE_FINAL_BATCH 8
-
-__device__ __forceinline__ double warp_tree_f64(double s) {
-    for (int off = 16; off > 0; off >>= 1) s = __dadd_rn(s, __shfl_down_sync(0xffffffffu, s, off));
-    return s;  // valid in lane 0
-}
-
-__device__ __forceinline__ dd_t warp_tree_dd(dd_t s) {
-    for (int off = 16; off > 0; off >>= 1) {
-        dd_t o = {__shfl_down_sync(0xffffffffu, s.hi, off), __shfl_down_sync(0xffffffffu, s.lo, off)};
-        s = dd_add(s, o);
-    }
-    return s;  // valid in lane 0
-}
 
 // The sum of m tile sums, by one block of TILE_FINAL_THREADS threads (shared: 32 doubles).
 __device__ __forceinline__ double tile_final_f64(int m, const double* __restrict__ partial,

@@ -469,25 +469,22 @@ pub const TILE_ROWS: usize = DOT_THREADS;
 pub const TILE_FINAL_LANES: usize = 1024;
 const _: () = assert!(DOT_CHUNK.is_multiple_of(TILE_ROWS));
 
-/// The tile partials of `<x, y>` (see [`TILE_ROWS`]) over a run of elements that starts a tile,
-/// appended to `out`. Whole tiles of double-double and td vectors go through the SIMD kernel
-/// where the CPU has one; both paths give the same bits.
+/// The tile partials of `<x, y>` (see [`TILE_ROWS`]) over one dot chunk (at most `DOT_CHUNK`
+/// elements, starting a tile), appended to `out`. Whole tiles of double-double and td vectors
+/// go through the SIMD kernel where the CPU has one; both paths give the same bits.
 pub fn dot_tiles<P: Precision>(x: SliceOf<'_, P>, y: SliceOf<'_, P>, out: &mut Vec<P::Acc>) {
     assert_eq!(x.len(), y.len(), "dot_tiles: lengths");
+    assert!(x.len() <= DOT_CHUNK, "dot_tiles: chunk too long");
     let mut done = 0;
     let whole = x.len() / TILE_ROWS * TILE_ROWS;
     if whole > 0 && simd_dd::available() && simd_dd::has_kernels::<P>() {
         let mut sums = [Dd::ZERO; DOT_CHUNK / TILE_ROWS];
-        for first in (0..whole).step_by(DOT_CHUNK) {
-            let len = DOT_CHUNK.min(whole - first);
-            let xs = x.split_at(first).1.split_at(len).0;
-            let ys = y.split_at(first).1.split_at(len).0;
-            let sums = &mut sums[..len / TILE_ROWS];
-            // SAFETY: the SIMD kernels are available (checked above).
-            unsafe { simd_dd::dot_tiles(simd_in::<P>(xs), simd_in::<P>(ys), sums) };
-            // P is Dd or Td, so P::Acc is Dd: exact
-            out.extend(sums.iter().map(|s| P::Acc::from_dd(*s)));
-        }
+        let sums = &mut sums[..whole / TILE_ROWS];
+        let (xs, ys) = (x.split_at(whole).0, y.split_at(whole).0);
+        // SAFETY: the SIMD kernels are available (checked above).
+        unsafe { simd_dd::dot_tiles(simd_in::<P>(xs), simd_in::<P>(ys), sums) };
+        // P is Dd or Td, so P::Acc is Dd: exact
+        out.extend(sums.iter().map(|s| P::Acc::from_dd(*s)));
         done = whole;
     }
     dot_tiles_scalar::<P>(x.split_at(done).1, y.split_at(done).1, out);

@@ -4,6 +4,15 @@
 use super::device::driver_error;
 use super::*;
 
+/// Which final one-block stage finishes a reduction's partials.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum FinalStage {
+    /// `dot_{p}_final`: the partials of the dot products' chunks.
+    Dot,
+    /// `dot_tile_{p}_final`: the tile partials of CG's `<p, q>` (`spmv_dot.rs`).
+    Tiles,
+}
+
 impl CudaBackend {
     pub(super) fn reduction(blocks: usize) -> LaunchConfig {
         LaunchConfig {
@@ -51,7 +60,8 @@ impl CudaBackend {
         self.launch_dot_partial_op("dot", x, y, partial, blocks)
     }
 
-    /// `{op}_{p}_partial`: `dot` (`y` of `P`) or `dot_wide` (`y` of doubles, read widened).
+    /// `{op}_{p}_partial`: `dot` (`y` of `P`), `dot_wide` (`y` of doubles, read widened) or
+    /// `dot_tile` (the tiled order of CG's `<p, q>`, `blocks` tiles).
     pub(super) fn launch_dot_partial_op<P: Precision, Y>(
         &self,
         op: &str,
@@ -66,7 +76,9 @@ impl CudaBackend {
         args.arg(&n).vec(x).vec(y).vec(partial);
         // SAFETY: dot_{p}_partial(long long n, const T* x, const T* y, A* partial) or
         // dot_wide_{p}_partial(long long n, const T* x, const double* y, A* partial), launched
-        // with one block of DOT_THREADS threads per DOT_CHUNK elements, one A per block.
+        // with one block of DOT_THREADS threads per DOT_CHUNK elements, or
+        // dot_tile_{p}_partial (dot_{p}_partial's arguments) with one block of TILE_ROWS =
+        // DOT_THREADS threads per tile; `blocks` of either, one A per block.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         Ok(())
     }
@@ -103,17 +115,6 @@ impl CudaBackend {
         self.launch_elementwise(args, x.len, &name)
     }
 
-    /// The final stage of a reduction, written into entry `index` of a scalar block on the GPU.
-    pub(super) fn final_into_block<P: Precision>(
-        &self,
-        partial: &CudaVector<P>,
-        blocks: usize,
-        block: &mut CudaVector<P>,
-        index: usize,
-    ) -> Result<()> {
-        self.final_stage_into::<P>(partial, blocks, block, index)
-    }
-
     /// `dot_{p}_final` over `blocks` partial results, into element `index` of `out` on the GPU.
     pub(super) fn final_stage_into<P: Precision>(
         &self,
@@ -122,25 +123,44 @@ impl CudaBackend {
         out: &mut CudaVector<P>,
         index: usize,
     ) -> Result<()> {
-        let (f, name) = self.staged_kernel::<P>("dot", "final")?;
+        self.launch_final(FinalStage::Dot, partial, blocks, out, index)
+    }
+
+    /// The final one-block stage `stage` over `blocks` partials, into element `index` of `out`.
+    fn launch_final<P: Precision>(
+        &self,
+        stage: FinalStage,
+        partial: &CudaVector<P>,
+        blocks: usize,
+        out: &mut CudaVector<P>,
+        index: usize,
+    ) -> Result<()> {
+        let (op, launch) = match stage {
+            FinalStage::Dot => ("dot", Self::reduction(1)),
+            FinalStage::Tiles => ("dot_tile", Self::tile_final()),
+        };
+        let (f, name) = self.staged_kernel::<P>(op, "final")?;
         let m = blocks as i32;
         let slot = self.elem(out, index);
         let mut args = self.stream.launch_builder(&f);
         args.arg(&m).vec(partial);
         push_elem(&mut args, &slot);
-        // SAFETY: dot_{p}_final(int m, const A* partial, T* out), one block; out is one T.
-        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        // SAFETY: dot_{p}_final(int m, const A* partial, T* out), one block of DOT_THREADS, or
+        // dot_tile_{p}_final (the same arguments), one block of TILE_FINAL_THREADS; out is one T.
+        unsafe { args.launch(launch) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
-    /// The final one-block stage of every reduction, and the one transfer of its result.
+    /// The final one-block stage of a reduction (`dot`'s, or the tiled order's for `<p, q>`),
+    /// and the one transfer of its result.
     pub(super) fn finish_reduction<P: Precision>(
         &self,
+        stage: FinalStage,
         partial: &CudaVector<P>,
         blocks: usize,
     ) -> Result<P> {
         let mut out = self.alloc_vector::<P>(1)?;
-        self.final_stage_into::<P>(partial, blocks, &mut out, 0)?;
+        self.launch_final(stage, partial, blocks, &mut out, 0)?;
         Ok(self.decode::<P>(&out)?.remove(0))
     }
 

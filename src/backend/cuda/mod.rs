@@ -31,6 +31,7 @@ use cudarc::driver::{
     LaunchConfig, PushKernelArg,
 };
 use device::{KernelStore, alloc_words, driver_error};
+use launch::FinalStage;
 use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -284,7 +285,7 @@ impl Backend for CudaBackend {
         assert_eq!(x.len, y.len, "dot: lengths");
         let (mut partial, blocks) = self.partials::<P>(x.len)?;
         self.launch_dot_partial(x, y, &mut partial, blocks)?;
-        self.finish_reduction(&partial, blocks)
+        self.finish_reduction(FinalStage::Dot, &partial, blocks)
     }
 
     fn dot_tiled<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
@@ -296,7 +297,7 @@ impl Backend for CudaBackend {
         let (partial, blocks) = self.partials::<P>(x.len)?;
         let op = Self::wide_op::<P>("dot", "dot_wide")?;
         self.launch_dot_partial_op(op, x, y, &partial, blocks)?;
-        self.finish_reduction(&partial, blocks)
+        self.finish_reduction(FinalStage::Dot, &partial, blocks)
     }
 
     fn xpay_wide<P: Precision>(
@@ -403,7 +404,7 @@ impl Backend for CudaBackend {
         // SAFETY: bicg_s_{p}(long long n, const T* block, const T* v, const T* r, T* s,
         // T* partial), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        self.final_into_block::<P>(&ss_partial, blocks, block, 3)
+        self.final_stage_into::<P>(&ss_partial, blocks, block, 3)
     }
 
     fn bicgstab_finish<P: Precision>(
@@ -433,8 +434,8 @@ impl Backend for CudaBackend {
         // SAFETY: bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt,
         // T* partial_ts), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        self.final_into_block::<P>(&tt_partial, blocks, block, 5)?;
-        self.final_into_block::<P>(&ts_partial, blocks, block, 6)?;
+        self.final_stage_into::<P>(&tt_partial, blocks, block, 5)?;
+        self.final_stage_into::<P>(&ts_partial, blocks, block, 6)?;
         let (f, name) = self.kernel::<P>("bicg_decide")?;
         let mut args = self.stream.launch_builder(&f);
         args.vec(block).arg(&denominator).arg(&tol);
@@ -487,8 +488,8 @@ impl Backend for CudaBackend {
         // SAFETY: bicg_r_{p}(long long n, const T* block, const T* t, const T* s,
         // const T* r_tilde, T* r, T* partial_rr, T* partial_rho), reduction layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        self.final_into_block::<P>(&rr_partial, blocks, block, 9)?;
-        self.final_into_block::<P>(&rho_partial, blocks, block, 10)?;
+        self.final_stage_into::<P>(&rr_partial, blocks, block, 9)?;
+        self.final_stage_into::<P>(&rho_partial, blocks, block, 10)?;
         // The iteration's one transfer to the host.
         let values = self.to_host(block)?;
         Ok(crate::backend::BicgstabScalars::from_block(&values))
@@ -521,7 +522,7 @@ impl Backend for CudaBackend {
         // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
         // with y == z allowed, in the dot products' launch layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        self.finish_reduction(&partial, blocks)
+        self.finish_reduction(FinalStage::Dot, &partial, blocks)
     }
 
     fn axpyz_norm<P: Precision>(
@@ -543,7 +544,7 @@ impl Backend for CudaBackend {
         // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
         // in the dot products' launch layout.
         unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        self.finish_reduction(&partial, blocks)
+        self.finish_reduction(FinalStage::Dot, &partial, blocks)
     }
 
     fn x_update<P: Precision>(

@@ -17,6 +17,7 @@
 //! tile's rows in series: their fused DD kernels took 262, 273 and 328 us, this one 258.
 
 use super::device::driver_error;
+use super::launch::FinalStage;
 use super::{CudaBackend, CudaMatrix, CudaVector, PushVector};
 use crate::backend::Backend;
 use crate::error::Result;
@@ -26,6 +27,10 @@ use cudarc::driver::{LaunchConfig, PushKernelArg};
 /// Rows a tile of the tiled order: TILE_ROWS in kernels/common/reduce.cuh and the CPU's
 /// `kernels::TILE_ROWS`; one block of this many threads per tile.
 pub(super) const TILE_ROWS: usize = 256;
+const _: () = assert!(
+    TILE_ROWS == super::BLOCK as usize,
+    "a tile is one reduction block"
+);
 /// Threads of the block that sums the tile partials: TILE_FINAL_THREADS in reduce.cuh, the CPU's
 /// `kernels::TILE_FINAL_LANES`.
 const TILE_FINAL_THREADS: u32 = 1024;
@@ -40,15 +45,6 @@ impl CudaBackend {
         fused.then(|| format!("spmv_dot_{}_{layout}", P::KERNEL_SUFFIX))
     }
 
-    /// One block per tile, `tiles` of them.
-    fn tiles(tiles: usize) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (tiles as u32, 1, 1),
-            block_dim: (TILE_ROWS as u32, 1, 1),
-            shared_mem_bytes: 0,
-        }
-    }
-
     /// The one block that sums the tile partials (`dot_tile_{p}_final`, `cg_alpha_{p}`).
     pub(super) fn tile_final() -> LaunchConfig {
         LaunchConfig {
@@ -58,40 +54,9 @@ impl CudaBackend {
         }
     }
 
-    /// The sum of `blocks` tile partials, copied to the host.
-    fn finish_tiles<P: Precision>(&self, partial: &CudaVector<P>, blocks: usize) -> Result<P> {
-        let (f, name) = self.staged_kernel::<P>("dot_tile", "final")?;
-        let out = self.alloc_vector::<P>(1)?;
-        let m = blocks as i32;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).vec(partial).vec(&out);
-        // SAFETY: dot_tile_{p}_final(int m, const A* partial, T* out), one block of
-        // TILE_FINAL_THREADS; out is one T.
-        unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
-        Ok(self.decode::<P>(&out)?.remove(0))
-    }
-
     /// Scratch for the tile partials of a vector of `n` elements, and their number.
     pub(super) fn tile_partials<P: Precision>(&self, n: usize) -> Result<(CudaVector<P>, usize)> {
         self.partials_per::<P>(n, TILE_ROWS)
-    }
-
-    /// The tile partials of `<x, y>` (`blocks` of them, from [`Self::tile_partials`]).
-    fn launch_dot_tile_partial<P: Precision>(
-        &self,
-        x: &CudaVector<P>,
-        y: &CudaVector<P>,
-        partial: &mut CudaVector<P>,
-        blocks: usize,
-    ) -> Result<()> {
-        let (f, name) = self.staged_kernel::<P>("dot_tile", "partial")?;
-        let n = x.len as i64;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n).vec(x).vec(y).vec(partial);
-        // SAFETY: dot_tile_{p}_partial(long long n, const T* x, const T* y, A* partial), one
-        // block of TILE_ROWS threads per TILE_ROWS elements, one A per block.
-        unsafe { args.launch(Self::tiles(blocks)) }.map_err(driver_error(&name))?;
-        Ok(())
     }
 
     /// `q <- A p` and the tile partials of `<p, q>` (`blocks` of them, from
@@ -113,7 +78,7 @@ impl CudaBackend {
         let kernel = Self::spmv_dot_kernel::<P>(a).filter(|_| fuse && a.nrows > 0);
         let Some(name) = kernel else {
             self.spmv(a, p, q)?;
-            return self.launch_dot_tile_partial(p, q, partial, blocks);
+            return self.launch_dot_partial_op("dot_tile", p, q, partial, blocks);
         };
         let f = self.kernels.function(&name)?;
         let nrows = a.nrows as i32;
@@ -130,8 +95,9 @@ impl CudaBackend {
         // SAFETY: spmv_dot_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
         // const int* col_idx, const double* val, const T* p, T* q, T* partial) for a sliced
         // matrix, spmv_dot_{f64,dd}_nt1 (no slice_ptr) for CSR with one thread per row, in
-        // kernels/spmv_csr.cu: one block of TILE_ROWS threads per tile, one T per block.
-        unsafe { args.launch(Self::tiles(blocks)) }.map_err(driver_error(&name))?;
+        // kernels/spmv_csr.cu (td: xprec.cu): one block of TILE_ROWS threads per tile (the
+        // reduction launch: TILE_ROWS == BLOCK), one T per block.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
@@ -146,7 +112,7 @@ impl CudaBackend {
     ) -> Result<P> {
         let (mut partial, blocks) = self.tile_partials::<P>(p.len)?;
         self.spmv_dot_partial(a, p, q, &mut partial, blocks, fuse)?;
-        self.finish_tiles(&partial, blocks)
+        self.finish_reduction(FinalStage::Tiles, &partial, blocks)
     }
 
     /// `<x, y>` in the tiled order of CG's `<p, q>` (`Backend::dot_tiled`).
@@ -156,8 +122,8 @@ impl CudaBackend {
         y: &CudaVector<P>,
     ) -> Result<P> {
         assert_eq!(x.len, y.len, "dot_tiled: lengths");
-        let (mut partial, blocks) = self.tile_partials::<P>(x.len)?;
-        self.launch_dot_tile_partial(x, y, &mut partial, blocks)?;
-        self.finish_tiles(&partial, blocks)
+        let (partial, blocks) = self.tile_partials::<P>(x.len)?;
+        self.launch_dot_partial_op("dot_tile", x, y, &partial, blocks)?;
+        self.finish_reduction(FinalStage::Tiles, &partial, blocks)
     }
 }
