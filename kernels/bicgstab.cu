@@ -2,8 +2,13 @@
 // BiCGStab's step with its scalars kept on the device (Backend::bicgstab_half/_finish). The block
 // holds, as T: [0] <r~, v>, [1] alpha, [2] accepted, [3] <s, s>, [4] half-step converged,
 // [5] <t, t>, [6] <t, s>, [7] omega, [8] omega finite, [9] <r, r>, [10] next rho. Flags are
-// 1 or 0 in the high word. Reductions use the dot products' layout and dot_{p}_final.
+// 1 or 0 in the high word. Without a preconditioner <r~, v>, <t, t> and <t, s> are in the tiled
+// order, summed beside the SpMVs (spmv_dot_{p}_*, spmv_dot2_{p}_*, spmv_csr.cu) or by
+// dot_tile_{p}_partial; with one (p^ and s^ in double), and for the other reductions, in the dot
+// products' layout (dot_{p}_final). Backend::bicgstab_half says why.
 // bicg_alpha_{p}(int m, const T* partial, S rho, T* block)                     one block
+// bicg_alpha_tiles_{p}(int m, const T* partial, S rho, T* block)
+//   one block of TILE_FINAL_THREADS: <r~, v> from its m tile partials, alpha
 // bicg_s_{p}(long long n, const T* block, const T* v, const T* r, T* s, T* partial)
 // bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt, T* partial_ts)
 // bicg_decide_{p}(T* block, double denominator, double tol)                     one thread
@@ -12,6 +17,18 @@
 //                double2* x): p_hat and s_hat (preconditioned, kept in double) read widened
 // bicg_r_{p}(long long n, const T* block, const T* t, const T* s, const T* r_tilde, T* r,
 //            T* partial_rr, T* partial_rho)
+
+extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
+    bicg_alpha_tiles_f64(int m, const double* __restrict__ partial, double rho, double* block) {
+    __shared__ double shared[32];
+    const double s = tile_final_f64(m, partial, shared);
+    if (threadIdx.x == 0) {
+        const int ok = isfinite(s) && (s != 0.0);
+        block[0] = s;
+        block[1] = ok ? __ddiv_rn(rho, s) : 0.0;
+        block[2] = (ok ? 1.0 : 0.0);
+    }
+}
 
 extern "C" __global__ void bicg_alpha_f64(int m, const double* __restrict__ partial, double rho, double* block) {
     __shared__ double shared[DOT_THREADS];
@@ -111,6 +128,19 @@ extern "C" __global__ void bicg_r_f64(long long n, const double* __restrict__ bl
     __syncthreads();
     u = tree_reduce_f64(u, shared);
     if (threadIdx.x == 0) partial_rho[blockIdx.x] = u;
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
+    bicg_alpha_tiles_dd(int m, const double2* __restrict__ partial, double2 rho, double2* block) {
+    __shared__ double shared_hi[32];
+    __shared__ double shared_lo[32];
+    const dd_t s = tile_final_dd(m, partial, shared_hi, shared_lo);
+    if (threadIdx.x == 0) {
+        const int ok = (isfinite(s.hi) && isfinite(s.lo)) && (s.hi != 0.0 || s.lo != 0.0);
+        dd_store(block, 0, s);
+        dd_store(block, 1, ok ? dd_div(dd_of(rho), s) : dd_from_f64(0.0));
+        dd_store(block, 2, dd_from_f64(ok ? 1.0 : 0.0));
+    }
 }
 
 extern "C" __global__ void bicg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho, double2* block) {

@@ -221,83 +221,138 @@ extern "C" __global__ void spmv_wide_dd_sell(int nrows, const int* row_ptr,
     spmv_dd_sell_body(nrows, row_ptr, slice_ptr, col_idx, val, x, y, b, has_b);
 }
 
-// CG's q = A p fused with <p, q> in the tiled order (common/reduce.cuh, TILE_ROWS), for the
-// matrices given one thread per row (sliced, or CSR with NT = 1): one block of TILE_ROWS threads
-// per tile, each thread computing its row as spmv_{p}_sell / spmv_{p}_nt1 does (q is bitwise
-// spmv's) and putting p[row] q[row] into the block's tree. The dot's own pass over p and q (and
-// its launch) goes away; p[row] is mostly in cache, since the row's diagonal entry gathered it.
-// Finish the partials with cg_alpha_{p} (or dot_tile_{p}_final).
+// An SpMV fused with dot products of its result in the tiled order (common/reduce.cuh,
+// TILE_ROWS), for the matrices given one thread per row (sliced, or CSR with NT = 1): one block
+// of TILE_ROWS threads per tile, each thread computing its row as spmv_{p}_sell / spmv_{p}_nt1
+// does (q is bitwise spmv's) and putting its products into the block's tree. The dots' own pass
+// over q (and their launch) goes away. CG: q = A p with <p, q> (w = p: p[row] is mostly in
+// cache, since the row's diagonal entry gathered it); BiCGStab: v = A p^ with <r~, v>, and
+// t = A s^ with <t, t> and <t, s> without a preconditioner. Finish the partials with
+// cg_alpha_{p}, bicg_alpha_tiles_{p} or dot_tile_{p}_final. No kernel reads x of doubles widened
+// (BiCGStab's preconditioned p^ and s^): those dots stay in dot's order
+// (crate::backend::bicgstab_spmv_dots), and fused they gained least (h200.md). w[row] is loaded after the row's sum: loaded before it, its registers
+// cost the DD kernels 13-23% (benches/results/h200.md).
 //
-// spmv_dot_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
-//                        const int* col_idx, const double* val, const T* p, T* q, T* partial)
-// spmv_dot_{f64,dd}_nt1(int nrows, const int* row_ptr, const int* col_idx, const double* val,
-//                       const T* p, T* q, T* partial)
-// launched with TILE_ROWS threads a block, ceil(nrows / TILE_ROWS) blocks.
+// spmv_dot_{f64,dd}_{sell,nt1}(int nrows, const int* row_ptr, [const int* slice_ptr,]
+//     const int* col_idx, const double* val, const T* x, const T* w, T* q, T* partial)
+//   q = A x; tile partials of <w, q> (products w q)
+// spmv_dot2_{f64,dd}_{sell,nt1}(... const T* x, const T* w, T* q, T* partial_qq, T* partial_qw)
+//   q = A x; tile partials of <q, q> and <q, w> (products q q, q w)
+// slice_ptr for _sell only; launched with TILE_ROWS threads a block, ceil(nrows / TILE_ROWS)
+// blocks.
 
-// The tile's sum and its partial, after thread `row` computed q[row] = s.
-__device__ __forceinline__ void spmv_dot_f64_finish(int nrows, int row, double s,
-                                                    const double* __restrict__ p,
-                                                    double* __restrict__ q, double* partial) {
-    __shared__ double shared[DOT_THREADS];
-    double prod = 0.0;
-    if (row < nrows) {
-        q[row] = s;
-        prod = __dmul_rn(p[row], s);
-    }
-    prod = tree_reduce_f64(prod, shared);
-    if (threadIdx.x == 0) partial[blockIdx.x] = prod;
+// Row `row`'s sum, sliced or CSR with one thread per row.
+template <bool SELL>
+__device__ __forceinline__ double tile_row_f64(int row, const int* __restrict__ row_ptr,
+                                               const int* __restrict__ slice_ptr,
+                                               const int* __restrict__ col_idx,
+                                               const double* __restrict__ val,
+                                               const double* __restrict__ x) {
+    return SELL ? sell_row_f64(row, row_ptr, slice_ptr, col_idx, val, x)
+                : spmv_f64_lane<1>(row_ptr, col_idx, val, x, row, 0);
 }
 
-__device__ __forceinline__ void spmv_dot_dd_finish(int nrows, int row, dd_t s,
-                                                   const double2* __restrict__ p,
-                                                   double2* __restrict__ q, double2* partial) {
+template <bool SELL, typename XT>
+__device__ __forceinline__ dd_t tile_row_dd(int row, const int* __restrict__ row_ptr,
+                                            const int* __restrict__ slice_ptr,
+                                            const int* __restrict__ col_idx,
+                                            const double* __restrict__ val,
+                                            const XT* __restrict__ x) {
+    return SELL ? sell_row_dd(row, row_ptr, slice_ptr, col_idx, val, x)
+                : spmv_dd_lane<1>(row_ptr, col_idx, val, x, row, 0);
+}
+
+// One tile: q[row] = A x, then the tile partials of <w, q> (DOTS = 1) or <q, q> and <q, w>
+// (DOTS = 2) through the block's tree.
+template <bool SELL, int DOTS>
+__device__ __forceinline__ void spmv_dots_f64(int nrows, const int* __restrict__ row_ptr,
+                                              const int* __restrict__ slice_ptr,
+                                              const int* __restrict__ col_idx,
+                                              const double* __restrict__ val,
+                                              const double* __restrict__ x,
+                                              const double* __restrict__ w,
+                                              double* __restrict__ q, double* partial,
+                                              double* partial2) {
+    __shared__ double shared[DOT_THREADS];
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    double first = 0.0, second = 0.0;
+    if (row < nrows) {
+        const double s = tile_row_f64<SELL>(row, row_ptr, slice_ptr, col_idx, val, x);
+        q[row] = s;
+        const double wr = w[row];
+        first = DOTS == 1 ? __dmul_rn(wr, s) : __dmul_rn(s, s);
+        if (DOTS == 2) second = __dmul_rn(s, wr);
+    }
+    first = tree_reduce_f64(first, shared);
+    if (threadIdx.x == 0) partial[blockIdx.x] = first;
+    if (DOTS == 2) {
+        __syncthreads();
+        second = tree_reduce_f64(second, shared);
+        if (threadIdx.x == 0) partial2[blockIdx.x] = second;
+    }
+}
+
+template <bool SELL, int DOTS, typename XT>
+__device__ __forceinline__ void spmv_dots_dd(int nrows, const int* __restrict__ row_ptr,
+                                             const int* __restrict__ slice_ptr,
+                                             const int* __restrict__ col_idx,
+                                             const double* __restrict__ val,
+                                             const XT* __restrict__ x,
+                                             const double2* __restrict__ w,
+                                             double2* __restrict__ q, double2* partial,
+                                             double2* partial2) {
     __shared__ double shared_hi[DOT_THREADS];
     __shared__ double shared_lo[DOT_THREADS];
-    dd_t prod = dd_from_f64(0.0);
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    dd_t first = dd_from_f64(0.0), second = dd_from_f64(0.0);
     if (row < nrows) {
+        const dd_t s = tile_row_dd<SELL>(row, row_ptr, slice_ptr, col_idx, val, x);
         dd_store(q, row, s);
-        prod = dd_mul(dd_load(p, row), s);
+        const dd_t wr = dd_load(w, row);
+        first = DOTS == 1 ? dd_mul(wr, s) : dd_mul(s, s);
+        if (DOTS == 2) second = dd_mul(s, wr);
     }
-    prod = tree_reduce_dd(prod, shared_hi, shared_lo);
-    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, prod);
+    first = tree_reduce_dd(first, shared_hi, shared_lo);
+    if (threadIdx.x == 0) dd_store(partial, blockIdx.x, first);
+    if (DOTS == 2) {
+        __syncthreads();
+        second = tree_reduce_dd(second, shared_hi, shared_lo);
+        if (threadIdx.x == 0) dd_store(partial2, blockIdx.x, second);
+    }
 }
 
-extern "C" __global__ void __launch_bounds__(TILE_ROWS)
-    spmv_dot_f64_sell(int nrows, const int* __restrict__ row_ptr,
-                      const int* __restrict__ slice_ptr, const int* __restrict__ col_idx,
-                      const double* __restrict__ val, const double* __restrict__ p,
-                      double* __restrict__ q, double* partial) {
-    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    const double s = row < nrows ? sell_row_f64(row, row_ptr, slice_ptr, col_idx, val, p) : 0.0;
-    spmv_dot_f64_finish(nrows, row, s, p, q, partial);
-}
+#define SELL_PARAM , const int* __restrict__ slice_ptr
+#define NO_PARAM
+// The fused kernels of one layout: L = sell or nt1, SLICE = slice_ptr or nullptr.
+#define SPMV_DOT_KERNELS(L, SELL, SLICE_DECL, SLICE)                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS) spmv_dot_f64_##L(                  \
+        int nrows, const int* __restrict__ row_ptr SLICE_DECL, const int* __restrict__ col_idx, \
+        const double* __restrict__ val, const double* __restrict__ x,                          \
+        const double* __restrict__ w, double* __restrict__ q, double* partial) {               \
+        spmv_dots_f64<SELL, 1>(nrows, row_ptr, SLICE, col_idx, val, x, w, q, partial, nullptr); \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS) spmv_dot2_f64_##L(                 \
+        int nrows, const int* __restrict__ row_ptr SLICE_DECL, const int* __restrict__ col_idx, \
+        const double* __restrict__ val, const double* __restrict__ x,                          \
+        const double* __restrict__ w, double* __restrict__ q, double* partial_qq,              \
+        double* partial_qw) {                                                                  \
+        spmv_dots_f64<SELL, 2>(nrows, row_ptr, SLICE, col_idx, val, x, w, q, partial_qq,       \
+                               partial_qw);                                                    \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS) spmv_dot_dd_##L(                   \
+        int nrows, const int* __restrict__ row_ptr SLICE_DECL, const int* __restrict__ col_idx, \
+        const double* __restrict__ val, const double2* __restrict__ x,                         \
+        const double2* __restrict__ w, double2* __restrict__ q, double2* partial) {            \
+        spmv_dots_dd<SELL, 1>(nrows, row_ptr, SLICE, col_idx, val, x, w, q, partial, nullptr);  \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS) spmv_dot2_dd_##L(                  \
+        int nrows, const int* __restrict__ row_ptr SLICE_DECL, const int* __restrict__ col_idx, \
+        const double* __restrict__ val, const double2* __restrict__ x,                         \
+        const double2* __restrict__ w, double2* __restrict__ q, double2* partial_qq,           \
+        double2* partial_qw) {                                                                 \
+        spmv_dots_dd<SELL, 2>(nrows, row_ptr, SLICE, col_idx, val, x, w, q, partial_qq,        \
+                              partial_qw);                                                     \
+    }
 
-extern "C" __global__ void __launch_bounds__(TILE_ROWS)
-    spmv_dot_dd_sell(int nrows, const int* __restrict__ row_ptr,
-                     const int* __restrict__ slice_ptr, const int* __restrict__ col_idx,
-                     const double* __restrict__ val, const double2* __restrict__ p,
-                     double2* __restrict__ q, double2* partial) {
-    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    const dd_t s = row < nrows ? sell_row_dd(row, row_ptr, slice_ptr, col_idx, val, p)
-                               : dd_from_f64(0.0);
-    spmv_dot_dd_finish(nrows, row, s, p, q, partial);
-}
-
-extern "C" __global__ void __launch_bounds__(TILE_ROWS)
-    spmv_dot_f64_nt1(int nrows, const int* __restrict__ row_ptr,
-                     const int* __restrict__ col_idx, const double* __restrict__ val,
-                     const double* __restrict__ p, double* __restrict__ q, double* partial) {
-    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    const double s = row < nrows ? spmv_f64_lane<1>(row_ptr, col_idx, val, p, row, 0) : 0.0;
-    spmv_dot_f64_finish(nrows, row, s, p, q, partial);
-}
-
-extern "C" __global__ void __launch_bounds__(TILE_ROWS)
-    spmv_dot_dd_nt1(int nrows, const int* __restrict__ row_ptr,
-                    const int* __restrict__ col_idx, const double* __restrict__ val,
-                    const double2* __restrict__ p, double2* __restrict__ q, double2* partial) {
-    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    const dd_t s = row < nrows ? spmv_dd_lane<1>(row_ptr, col_idx, val, p, row, 0)
-                               : dd_from_f64(0.0);
-    spmv_dot_dd_finish(nrows, row, s, p, q, partial);
-}
+SPMV_DOT_KERNELS(sell, true, SELL_PARAM, slice_ptr)
+SPMV_DOT_KERNELS(nt1, false, NO_PARAM, nullptr)

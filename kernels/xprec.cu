@@ -296,13 +296,15 @@ __device__ __forceinline__ void x_update_x(long long n, typename O::S alpha, typ
     O::store(x, i, O::a_add(O::a_mul(O::of(omega), O::load(s, i)), t));
 }
 
-template <class O>
-__device__ __forceinline__ void cg_alpha_x(int m, typename O::AVec partial, typename O::S rho,
-                                           typename O::Vec scalars) {
+// alpha = rho / s from the m tile partials of s (CG's <p, q>, BiCGStab's <r~, v>): [0] s,
+// [1] alpha, [2] accepted: s finite and positive (CG) or finite and non-zero (BiCGStab).
+template <class O, bool CG>
+__device__ __forceinline__ void alpha_from_tiles_x(int m, typename O::AVec partial,
+                                                   typename O::S rho, typename O::Vec scalars) {
     X_SHARED(O);
     const typename O::V s = O::round(tile_final_x<O>(m, partial, shared));
     if (threadIdx.x == 0) {
-        const bool ok = O::is_finite(s) && O::to_f64(s) > 0.0;
+        const bool ok = O::is_finite(s) && (CG ? O::to_f64(s) > 0.0 : O::nonzero(s));
         O::store(scalars, 0, s);
         O::store(scalars, 1, ok ? O::div(O::of(rho), s) : O::zero());
         O::store(scalars, 2, O::from_f64(ok ? 1.0 : 0.0));
@@ -515,60 +517,58 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
     O::store(y, row, has_b ? O::a_sub(O::a_from_f64(b[row]), s) : s);
 }
 
-// CG's q = A p fused with <p, q> in the tiled order (spmv_csr.cu's spmv_dot_{f64,dd}_{sell,nt1}):
+// An SpMV fused with tiled dots of its result (spmv_csr.cu's spmv_dot{,2}_{f64,dd}_{sell,nt1}):
 // one block of TILE_ROWS threads per tile, each row as spmv_sell_x / spmv_x<O, 1> sums it; the
-// product takes q as stored (rounded to P), as the CPU's dot of p and q does.
-template <class O>
-__device__ __forceinline__ void spmv_dot_finish_x(int nrows, int row, typename O::A s,
-                                                  typename O::Vec p, typename O::Vec q,
-                                                  typename O::AVec partial) {
+// products take q as stored (rounded to P), as the CPU's dots of the stored q do. DOTS = 1:
+// <w, q> (products w q); DOTS = 2: <q, q> and <q, w>.
+template <class O, bool SELL, int DOTS, class X>
+__device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ row_ptr,
+                                            const int* __restrict__ slice_ptr,
+                                            const int* __restrict__ col_idx,
+                                            const double* __restrict__ val, X x,
+                                            typename O::Vec w, typename O::Vec q,
+                                            typename O::AVec partial,
+                                            typename O::AVec partial2) {
     X_SHARED(O);
-    typename O::A prod = O::a_zero();
+    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
+    typename O::A first = O::a_zero(), second = O::a_zero();
     if (row < nrows) {
+        const typename O::A s = SELL ? sell_row_x<O>(row_ptr, slice_ptr, col_idx, val, x, row)
+                                     : csr_lane_x<O, 1>(row_ptr, col_idx, val, x, row, 0);
         O::store(q, row, s);
-        prod = O::a_mul(O::load(p, row), O::load(q, row));
+        const typename O::V qr = O::load(q, row), wr = O::load(w, row);
+        first = DOTS == 1 ? O::a_mul(wr, qr) : O::a_mul(qr, qr);
+        if (DOTS == 2) second = O::a_mul(qr, wr);
     }
-    prod = tree_reduce_x<O>(prod, shared);
-    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, prod);
+    first = tree_reduce_x<O>(first, shared);
+    if (threadIdx.x == 0) O::a_store(partial, blockIdx.x, first);
+    if (DOTS == 2) {
+        __syncthreads();
+        second = tree_reduce_x<O>(second, shared);
+        if (threadIdx.x == 0) O::a_store(partial2, blockIdx.x, second);
+    }
 }
 
-template <class O>
-__device__ __forceinline__ void spmv_dot_sell_x(int nrows, const int* __restrict__ row_ptr,
-                                                const int* __restrict__ slice_ptr,
-                                                const int* __restrict__ col_idx,
-                                                const double* __restrict__ val,
-                                                typename O::Vec p, typename O::Vec q,
-                                                typename O::AVec partial) {
-    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    const typename O::A s =
-        row < nrows ? sell_row_x<O>(row_ptr, slice_ptr, col_idx, val, Own<O>{p}, row) : O::a_zero();
-    spmv_dot_finish_x<O>(nrows, row, s, p, q, partial);
-}
-
-template <class O>
-__device__ __forceinline__ void spmv_dot_nt1_x(int nrows, const int* __restrict__ row_ptr,
-                                               const int* __restrict__ col_idx,
-                                               const double* __restrict__ val,
-                                               typename O::Vec p, typename O::Vec q,
-                                               typename O::AVec partial) {
-    const int row = blockIdx.x * TILE_ROWS + threadIdx.x;
-    const typename O::A s =
-        row < nrows ? csr_lane_x<O, 1>(row_ptr, col_idx, val, Own<O>{p}, row, 0) : O::a_zero();
-    spmv_dot_finish_x<O>(nrows, row, s, p, q, partial);
-}
+// The fused kernels of P for one layout (L = sell or nt1).
+#define X_SPMV_DOT_LAYOUT(P, O, L, SELL, SLICE_DECL, SLICE)                                    \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS) spmv_dot_##P##_##L(                \
+        int nrows, const int* row_ptr SLICE_DECL, const int* col_idx, const double* val,       \
+        O::Vec x, O::Vec w, O::Vec q, O::AVec partial) {                                       \
+        spmv_dots_x<O, SELL, 1>(nrows, row_ptr, SLICE, col_idx, val, Own<O>{x}, w, q, partial, \
+                                partial);                                                      \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_ROWS) spmv_dot2_##P##_##L(               \
+        int nrows, const int* row_ptr SLICE_DECL, const int* col_idx, const double* val,       \
+        O::Vec x, O::Vec w, O::Vec q, O::AVec partial_qq, O::AVec partial_qw) {                \
+        spmv_dots_x<O, SELL, 2>(nrows, row_ptr, SLICE, col_idx, val, Own<O>{x}, w, q,          \
+                                partial_qq, partial_qw);                                       \
+    }
 
 #define X_SPMV_DOT(P, O)                                                                       \
-    extern "C" __global__ void __launch_bounds__(TILE_ROWS)                                    \
-        spmv_dot_##P##_sell(int nrows, const int* row_ptr, const int* slice_ptr,               \
-                            const int* col_idx, const double* val, O::Vec p, O::Vec q,         \
-                            O::AVec partial) {                                                 \
-        spmv_dot_sell_x<O>(nrows, row_ptr, slice_ptr, col_idx, val, p, q, partial);            \
-    }                                                                                          \
-    extern "C" __global__ void __launch_bounds__(TILE_ROWS)                                    \
-        spmv_dot_##P##_nt1(int nrows, const int* row_ptr, const int* col_idx,                  \
-                           const double* val, O::Vec p, O::Vec q, O::AVec partial) {           \
-        spmv_dot_nt1_x<O>(nrows, row_ptr, col_idx, val, p, q, partial);                        \
-    }
+    X_SPMV_DOT_LAYOUT(P, O, sell, true, X_SELL_PARAM, slice_ptr)                               \
+    X_SPMV_DOT_LAYOUT(P, O, nt1, false, X_NO_PARAM, nullptr)
+#define X_SELL_PARAM , const int* slice_ptr
+#define X_NO_PARAM
 
 #define X_SPMV_SELL(P, O)                                                                      \
     extern "C" __global__ void spmv_##P##_sell(int nrows, const int* row_ptr,                  \
@@ -647,9 +647,8 @@ __device__ __forceinline__ void spmv_dot_nt1_x(int nrows, const int* __restrict_
         x_update_x<O>(n, alpha, p, omega, s, x);                                               \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                           \
-        cg_alpha_##P(int m, O::AVec partial, O::S rho,                                         \
-                                            O::Vec scalars) {                                  \
-        cg_alpha_x<O>(m, partial, rho, scalars);                                               \
+        cg_alpha_##P(int m, O::AVec partial, O::S rho, O::Vec scalars) {                       \
+        alpha_from_tiles_x<O, true>(m, partial, rho, scalars);                                 \
     }                                                                                          \
     extern "C" __global__ void cg_update_##P(long long n, O::Vec scalars, O::Vec q, O::Vec r, \
                                              O::AVec partial) {                                \
@@ -662,6 +661,10 @@ __device__ __forceinline__ void spmv_dot_nt1_x(int nrows, const int* __restrict_
     extern "C" __global__ void cg_direction_wide_##P(long long n, O::S alpha, const double* z,\
                                                      O::S beta, O::Vec p, O::Vec x) {          \
         cg_direction_x<O>(n, alpha, Wide<O>{z}, beta, p, x);                                   \
+    }                                                                                          \
+    extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                           \
+        bicg_alpha_tiles_##P(int m, O::AVec partial, O::S rho, O::Vec block) {                 \
+        alpha_from_tiles_x<O, false>(m, partial, rho, block);                                  \
     }                                                                                          \
     extern "C" __global__ void bicg_alpha_##P(int m, O::AVec partial, O::S rho,               \
                                               O::Vec block) {                                  \

@@ -10,7 +10,7 @@ mod gpu_checks {
     use precsolve::backend::cpu::{CpuBackend, CpuVector};
     use precsolve::backend::cuda::CudaBackend;
     use precsolve::backend::cuda::{IluConfig, IluSchedule, SpmvLayout};
-    use precsolve::backend::{Backend, spmv_lanes};
+    use precsolve::backend::{Backend, Operand, TiledDots, spmv_lanes};
     use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
     use precsolve::precond::{Identity, Ilu0, Preconditioner};
@@ -29,7 +29,7 @@ mod gpu_checks {
         ("dot_matches_cpu_at_awkward_lengths", dot),
         ("vector_updates_match_cpu", vector_updates),
         ("wide_reads_match_cpu", wide_reads),
-        ("cg_step_and_fused_spmv_dot_match_cpu", cg_steps),
+        ("cg_step_and_fused_spmv_dots_match_cpu", cg_steps),
         ("conversions_and_copies_match_cpu", conversions),
         ("whole_solves_match_cpu_on_poisson", solves_poisson),
         ("whole_solves_match_cpu_on_shared_matrices", solves_shared),
@@ -429,8 +429,9 @@ mod gpu_checks {
         .unwrap()
     }
 
-    /// `Backend::cg_step` on both layouts, `spmv_dot` fused (one thread per row) and not, and
-    /// the tiled dot alone, against the CPU's step and dot on the same inputs.
+    /// `Backend::cg_step` on both layouts, `spmv_dot` fused (one thread per row) and not, the
+    /// tiled dot alone, and BiCGStab's `spmv_dots` (own and widened `x`, one and two dots, fused
+    /// and not), against the CPU's step and dots on the same inputs.
     fn cg_steps_for<P: Precision>(gpu: &CudaBackend, rng: &mut Rng) -> Result<(), String> {
         let cpu = CpuBackend::new();
         let mut accepted = 0;
@@ -483,6 +484,32 @@ mod gpu_checks {
                 let tiled = gpu.dot_tiled(&gp, &gr).map_err(err)?;
                 let want = cpu.dot_tiled(&cp, &cr).map_err(err)?;
                 same_bits(&format!("{what} dot_tiled"), &[tiled], &[want])?;
+                // BiCGStab's SpMVs with their dots (v = A p^ with <r~, v>; t = A s^ with
+                // <t, t> and <t, s>), x of P and of doubles read widened, fused and not
+                let wide: Vec<f64> = (0..n).map(|_| rng.value()).collect();
+                let (gwide, cwide) = (upload(gpu, &wide)?, CpuVector::from(wide));
+                let xs = [
+                    (Operand::Own(&gp), Operand::Own(&cp), "own"),
+                    (Operand::Wide(&gwide), Operand::Wide(&cwide), "wide"),
+                ];
+                for (gx, cx, kind) in xs {
+                    let dots = [
+                        (TiledDots::With(&gr), TiledDots::With(&cr)),
+                        (TiledDots::SelfAnd(&gr), TiledDots::SelfAnd(&cr)),
+                    ];
+                    for (gd, cd) in dots {
+                        let mut cq = cpu.zeros::<P>(n).map_err(err)?;
+                        let want = cpu.spmv_dots_tiled(&ca, cx, cd, &mut cq).map_err(err)?;
+                        for fuse in [false, true] {
+                            let mut gq = gpu.zeros::<P>(n).map_err(err)?;
+                            let got = gpu.spmv_dots(&ga, gx, gd, &mut gq, fuse).map_err(err)?;
+                            let two = matches!(gd, TiledDots::SelfAnd(_));
+                            let what = format!("{what} spmv_dots x {kind} two {two} fuse={fuse}");
+                            same_bits(&what, &[got.0, got.1], &[want.0.clone(), want.1.clone()])?;
+                            same_bits(&what, &gpu.to_host(&gq).map_err(err)?, &cq.to_values())?;
+                        }
+                    }
+                }
             }
         }
         if accepted < 4 {

@@ -100,7 +100,7 @@ impl<V, W> Copy for Operand<'_, V, W> {}
 pub type OperandOf<'a, B, P> = Operand<'a, <B as Backend>::Vector<P>, <B as Backend>::Vector<f64>>;
 
 /// `y <- A x` for either kind of `x`.
-pub fn spmv_operand<B: Backend, P: Precision>(
+pub fn spmv_operand<B: Backend + ?Sized, P: Precision>(
     backend: &B,
     a: &B::Matrix,
     x: OperandOf<'_, B, P>,
@@ -109,6 +109,56 @@ pub fn spmv_operand<B: Backend, P: Precision>(
     match x {
         Operand::Own(x) => backend.spmv(a, x, y),
         Operand::Wide(x) => backend.spmv_wide(a, x, y),
+    }
+}
+
+/// The dot products of `q` that [`Backend::spmv_dots_tiled`] sums beside `q <- A x`, in the
+/// tiled order of [`Backend::dot_tiled`]. `V` is the backend's `Vector<P>`.
+pub enum TiledDots<'a, V> {
+    /// `<w, q>` (products `w q`): CG's `<p, q>`, BiCGStab's `<r~, v>`.
+    With(&'a V),
+    /// `<q, q>` and `<q, w>` (products `q q` and `q w`): BiCGStab's `<t, t>` and `<t, s>`.
+    SelfAnd(&'a V),
+}
+
+impl<V> Clone for TiledDots<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for TiledDots<'_, V> {}
+
+impl<'a, V> TiledDots<'a, V> {
+    /// The vector `q` is multiplied with.
+    pub fn other(&self) -> &'a V {
+        match *self {
+            TiledDots::With(w) | TiledDots::SelfAnd(w) => w,
+        }
+    }
+}
+
+/// BiCGStab's `q <- A x` with its dots of `q` (`<r~, v>`, or `<t, t>` and `<t, s>`): in the
+/// tiled order, summed beside the SpMV ([`Backend::spmv_dots_tiled`]), when `x` is a vector of
+/// `P` (no preconditioner); in `dot`'s order after the SpMV when `x` is a double vector read
+/// widened (a preconditioner's `p^`, `s^`). Measured on poisson3d:200 with ILU(0) on the H200,
+/// the tiled order cost the preconditioned DD iteration 0.04 ms more than it saved: the
+/// one-block final over a tile partial per 256 rows (10 us in DD against 4 for `dot`'s) three
+/// times an iteration, and DD sums inside an SpMV that reads doubles gained least
+/// (`benches/results/h200.md`). Without a preconditioner the DD iteration gains 0.05 ms.
+pub fn bicgstab_spmv_dots<B: Backend + ?Sized, P: Precision>(
+    backend: &B,
+    a: &B::Matrix,
+    x: OperandOf<'_, B, P>,
+    dots: TiledDots<'_, B::Vector<P>>,
+    q: &mut B::Vector<P>,
+) -> Result<(P, P)> {
+    let Operand::Wide(x) = x else {
+        return backend.spmv_dots_tiled(a, x, dots, q);
+    };
+    backend.spmv_wide(a, x, q)?;
+    match dots {
+        TiledDots::With(w) => Ok((backend.dot(w, q)?, P::zero())),
+        TiledDots::SelfAnd(w) => Ok((backend.dot(q, q)?, backend.dot(q, w)?)),
     }
 }
 
@@ -177,6 +227,24 @@ pub trait Backend: Send + Sync {
     /// halving tree; `backend::cpu::kernels::TILE_ROWS`), the order an SpMV that computes one
     /// row per thread can sum its products in: what [`cg_step`](Backend::cg_step) returns.
     fn dot_tiled<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P>;
+    /// `q <- A x` (either kind of `x`) and dot products of `q` in the tiled order of
+    /// [`dot_tiled`](Backend::dot_tiled): `(<w, q>, 0)` for [`TiledDots::With`], `(<q, q>,
+    /// <q, w>)` for [`TiledDots::SelfAnd`]. Must give the bits of `spmv` then `dot_tiled`;
+    /// backends sum the products while the rows are in cache or in registers (the GPU's SpMV with
+    /// one thread per row computes a tile per block), which saves the dots' pass over `q`.
+    fn spmv_dots_tiled<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, Self::Vector<P>>,
+        q: &mut Self::Vector<P>,
+    ) -> Result<(P, P)> {
+        spmv_operand(self, a, x, q)?;
+        match dots {
+            TiledDots::With(w) => Ok((self.dot_tiled(w, q)?, P::zero())),
+            TiledDots::SelfAnd(w) => Ok((self.dot_tiled(q, q)?, self.dot_tiled(q, w)?)),
+        }
+    }
     /// `||x||_2`.
     fn nrm2<P: Precision>(&self, x: &Self::Vector<P>) -> Result<P> {
         Ok(self.dot(x, x)?.sqrt())
@@ -337,19 +405,24 @@ pub trait Backend: Send + Sync {
     /// A vector holding these values exactly (BiCGStab's block of device-side scalars).
     fn upload<P: Precision>(&self, values: &[P]) -> Result<Self::Vector<P>>;
 
-    /// BiCGStab's first half-step after `v = A p^`: `alpha = rho / <r~, v>` and
+    /// BiCGStab's first half-step: `v <- A p^` with `alpha = rho / <r~, v>` (`<r~, v>` in the
+    /// order [`bicgstab_spmv_dots`] gives it) and
     /// `s <- r - alpha v` with `<s, s>`, kept in `block` (see [`BicgstabScalars`]) without a
-    /// transfer to the host. Where `<r~, v>` is zero or not finite, `s` is left alone.
+    /// transfer to the host. Where `<r~, v>` is zero or not finite, `s` is left alone. `p^` is
+    /// `p` itself without a preconditioner, a double vector read widened with one.
+    #[allow(clippy::too_many_arguments)]
     fn bicgstab_half<P: Precision>(
         &self,
+        a: &Self::Matrix,
+        p_hat: OperandOf<'_, Self, P>,
         rho: &P,
         r_tilde: &Self::Vector<P>,
-        v: &Self::Vector<P>,
+        v: &mut Self::Vector<P>,
         r: &Self::Vector<P>,
         s: &mut Self::Vector<P>,
         block: &mut Self::Vector<P>,
     ) -> Result<()> {
-        let rv = self.dot(r_tilde, v)?;
+        let (rv, _) = bicgstab_spmv_dots(self, a, p_hat, TiledDots::With(r_tilde), v)?;
         let accepted = rv.is_finite() && rv != P::zero();
         let (alpha, ss) = if accepted {
             let alpha = rho.div(&rv);
@@ -367,33 +440,36 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// BiCGStab's second half-step after `t = A s^`, and the iteration's one transfer to the
-    /// host: `omega = <t, s> / <t, t>`; if `||s||` already meets the stopping test
-    /// (`||s|| / denominator <= tol`, as the tracker computes it) `x <- x + alpha p^`, else
-    /// `x <- x + alpha p^ + omega s^`, `r <- s - omega t` with `<r, r>` and the next
-    /// `rho = <r~, r>`. Nothing is updated after a rejected `alpha` or a non-finite `omega`.
-    /// `p^` and `s^` are `p` and `s` themselves without a preconditioner, doubles read
-    /// widened with one.
+    /// BiCGStab's second half-step, and the iteration's one transfer to the host: `t <- A s^`
+    /// with `<t, t>` and `<t, s>` (in the order of [`bicgstab_spmv_dots`]),
+    /// `omega = <t, s> / <t, t>`; if `||s||`
+    /// already meets the stopping test (`||s|| / denominator <= tol`, as the tracker computes
+    /// it) `x <- x + alpha p^`, else `x <- x + alpha p^ + omega s^`, `r <- s - omega t` with
+    /// `<r, r>` and the next `rho = <r~, r>`. Nothing but `t` is updated after a rejected
+    /// `alpha` or a non-finite `omega`. `p^` and `s^` are `p` and `s` themselves without a
+    /// preconditioner, doubles read widened with one.
     #[allow(clippy::too_many_arguments)]
     fn bicgstab_finish<P: Precision>(
         &self,
         denominator: f64,
         tol: f64,
+        a: &Self::Matrix,
         p_hat: OperandOf<'_, Self, P>,
         s_hat: OperandOf<'_, Self, P>,
-        t: &Self::Vector<P>,
+        t: &mut Self::Vector<P>,
         s: &Self::Vector<P>,
         r_tilde: &Self::Vector<P>,
         x: &mut Self::Vector<P>,
         r: &mut Self::Vector<P>,
         block: &mut Self::Vector<P>,
     ) -> Result<BicgstabScalars<P>> {
+        let (tt, ts) = bicgstab_spmv_dots(self, a, s_hat, TiledDots::SelfAnd(s), t)?;
         let mut b = self.to_host(block)?;
         if b[2] != P::zero() {
             let half = half_step_converged(&b[3], denominator, tol);
             b[4] = flag(half);
-            b[5] = self.dot(t, t)?;
-            b[6] = self.dot(t, s)?;
+            b[5] = tt;
+            b[6] = ts;
             b[7] = b[6].div(&b[5]);
             let omega_ok = b[7].is_finite();
             b[8] = flag(omega_ok);
@@ -409,8 +485,7 @@ pub trait Backend: Send + Sync {
                         axpy_operand(self, &b[7], s_hat, x)?;
                     }
                 }
-                b[9] = self.axpyz_norm(&b[7].neg(), t, s, r)?;
-                b[10] = self.dot(r_tilde, r)?;
+                (b[9], b[10]) = self.axpyz_norm_dot(&b[7].neg(), t, s, r, r_tilde)?;
             }
         }
         *block = self.upload(&b)?;
@@ -428,6 +503,21 @@ pub trait Backend: Send + Sync {
     ) -> Result<P> {
         self.axpyz(alpha, x, y, z)?;
         self.dot(z, z)
+    }
+
+    /// `z <- alpha x + y`, returning `<z, z>` and `<w, z>` (BiCGStab's `r` update with `<r, r>`
+    /// and the next `rho = <r~, r>`), with the bits of `axpyz`, then `dot(z, z)` and
+    /// `dot(w, z)`.
+    fn axpyz_norm_dot<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &Self::Vector<P>,
+        z: &mut Self::Vector<P>,
+        w: &Self::Vector<P>,
+    ) -> Result<(P, P)> {
+        let zz = self.axpyz_norm(alpha, x, y, z)?;
+        Ok((zz, self.dot(w, z)?))
     }
 
     /// `x <- x + alpha p + omega s` (BiCGStab's solution update), with the bits of two axpys.

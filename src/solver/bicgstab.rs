@@ -2,7 +2,7 @@
 
 use super::monitor::{Monitor, Tracker, finite_or};
 use super::params::{Params, SolveInfo, StopReason};
-use crate::backend::{BICGSTAB_BLOCK, Backend, Operand, spmv_operand};
+use crate::backend::{BICGSTAB_BLOCK, Backend, Operand};
 use crate::error::Result;
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
@@ -10,9 +10,10 @@ use crate::precond::Preconditioner;
 /// Solve `A x = b` for general square `A`, starting from the `x` given.
 ///
 /// Memory traffic per iteration, unpreconditioned, with `s` bytes per `P` element, `n` rows:
-/// two SpMVs `2 (12 nnz + 8 n + 2 s n)`, reductions `<r~, r>`, `<r~, v>`, `<t, s>`, `<t, t>`
-/// (`7 s n`), direction update `4 s n`, `s` update with `||s||` `3 s n`, `x` update `4 s n`,
-/// `r` update with `||r||` `3 s n`: about `24 nnz + 16 n + 25 s n` bytes.
+/// two SpMVs `2 (12 nnz + 8 n + 2 s n)` with `<r~, v>` and `<t, t>`, `<t, s>` summed beside
+/// them (`2 s n` more for `r~` and `s`), direction update `4 s n`, `s` update with `||s||`
+/// `3 s n`, `x` update `4 s n`, `r` update with `||r||` and the next `<r~, r>` `4 s n`: about
+/// `24 nnz + 16 n + 21 s n` bytes where the backend fuses the dots into the SpMVs.
 pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
     backend: &B,
     a: &B::Matrix,
@@ -76,7 +77,8 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
             let beta = rho.div(&rho_prev).mul(&alpha.div(&omega));
             backend.bicgstab_direction(&r, &beta, &omega, &v, &mut p)?;
         }
-        // p^ <- M^-1 p ; v <- A p^
+        // p^ <- M^-1 p ; v <- A p^ ; alpha <- rho / <r~, v> ; s <- r - alpha v with <s, s>,
+        // on the backend
         let p_hat_ref = match p_hat.as_mut() {
             Some(ph) => {
                 precond.apply_double(backend, &p, ph)?;
@@ -84,11 +86,9 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
             }
             None => Operand::Own(&p),
         };
-        spmv_operand(backend, a, p_hat_ref, &mut v)?;
-        // alpha <- rho / <r~, v> ; s <- r - alpha v with <s, s>, on the backend
-        backend.bicgstab_half(&rho, &r_tilde, &v, &r, &mut s, &mut block)?;
-        // s^ <- M^-1 s ; t <- A s^ (before the half-step test, whose scalars are not on the
-        // host yet: wasted only on the iteration that stops there)
+        backend.bicgstab_half(a, p_hat_ref, &rho, &r_tilde, &mut v, &r, &mut s, &mut block)?;
+        // s^ <- M^-1 s (before the half-step test, whose scalars are not on the host yet:
+        // wasted only on the iteration that stops there)
         let s_hat_ref = match s_hat.as_mut() {
             Some(sh) => {
                 precond.apply_double(backend, &s, sh)?;
@@ -96,15 +96,16 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
             }
             None => Operand::Own(&s),
         };
-        spmv_operand(backend, a, s_hat_ref, &mut t)?;
-        // omega <- <t, s> / <t, t> ; x <- x + alpha p^ (+ omega s^ unless ||s|| converged) ;
-        // r <- s - omega t with <r, r> and the next rho: the iteration's one transfer
+        // t <- A s^ with <t, t> and <t, s> ; omega <- <t, s> / <t, t> ; x <- x + alpha p^
+        // (+ omega s^ unless ||s|| converged) ; r <- s - omega t with <r, r> and the next rho:
+        // the iteration's one transfer
         let step = backend.bicgstab_finish(
             tracker.denominator(),
             params.tol,
+            a,
             p_hat_ref,
             s_hat_ref,
-            &t,
+            &mut t,
             &s,
             &r_tilde,
             x,

@@ -3,12 +3,13 @@
 //! the dot product's chunks ([`DOT_CHUNK`] elements, one rayon task each) and computes a chunk's
 //! partial right after writing the chunk, while it is still in cache; the partials are the ones
 //! `dot` computes over the same chunks, so the bits are those of the unfused kernels, except
-//! CG's `<p, q>`, which follows the tiled order of [`kernels::TILE_ROWS`] (what the GPU can
-//! compute inside its SpMV) and equals [`dot_tiled`].
+//! the dots summed beside an SpMV (CG's `<p, q>`, BiCGStab's `<r~, v>`, `<t, t>` and `<t, s>`),
+//! which follow the tiled order of [`kernels::TILE_ROWS`] (what the GPU can compute inside its
+//! SpMV) and equal [`dot_tiled`].
 
 use super::kernels::{self, DOT_CHUNK};
 use super::{CpuMatrix, CpuVector, VECTOR_CHUNK};
-use crate::backend::cg_step_accepts;
+use crate::backend::{Operand, TiledDots, cg_step_accepts};
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
 use rayon::prelude::*;
 
@@ -17,17 +18,29 @@ fn piece<'a, P: Precision>(x: SliceOf<'a, P>, first: usize, len: usize) -> Slice
     x.split_at(first).1.split_at(len).0
 }
 
-/// `q <- A p`, returning `<p, q>` in the tiled order of [`kernels::TILE_ROWS`] (the order the
-/// GPU's fused kernel gives).
-pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut CpuVector<P>) -> P {
+/// `q <- A x` with the dot products `dots` asks for, in the tiled order of
+/// [`kernels::TILE_ROWS`] (the order the GPU's fused kernels give): per dot chunk, the SpMV rows
+/// then the chunk's tile partials, while `q` is in cache.
+pub(super) fn spmv_dots<P: Precision>(
+    a: &CpuMatrix,
+    x: Operand<'_, CpuVector<P>, CpuVector<f64>>,
+    dots: TiledDots<'_, CpuVector<P>>,
+    q: &mut CpuVector<P>,
+) -> (P, P) {
     let csr = &*a.csr;
+    let x_len = match x {
+        Operand::Own(x) => x.len(),
+        Operand::Wide(x) => x.len(),
+    };
+    let w = dots.other();
     assert!(
-        p.len() == csr.ncols() && q.len() == csr.nrows() && csr.nrows() == csr.ncols(),
-        "spmv_dot: a square matrix and vectors of its size"
+        x_len == csr.ncols() && q.len() == csr.nrows() && w.len() == q.len(),
+        "spmv_dots: lengths"
     );
+    assert_eq!(csr.nrows(), csr.ncols(), "spmv_dots: a square matrix");
     let sell = a.sell_for::<P>();
-    let ps = p.slice();
-    let tiles: Vec<Vec<P::Acc>> = q
+    let ws = w.slice();
+    let tiles: Vec<[Vec<P::Acc>; 2]> = q
         .slice_mut()
         .chunks_mut(DOT_CHUNK)
         .into_par_iter()
@@ -35,14 +48,34 @@ pub(super) fn spmv_dot<P: Precision>(a: &CpuMatrix, p: &CpuVector<P>, q: &mut Cp
         .map(|(chunk, mut out)| {
             let (first, len) = (chunk * DOT_CHUNK, out.len());
             let rows = P::Vector::lend(&mut out);
-            kernels::spmv_rows::<P>(csr, a.lanes, sell, ps, first, rows, None);
-            let mut tiles = Vec::with_capacity(DOT_CHUNK / kernels::TILE_ROWS);
-            let (pc, qc) = (piece::<P>(ps, first, len), P::Vector::read_back(&out));
-            kernels::dot_tiles::<P>(pc, qc, &mut tiles);
-            tiles
+            match x {
+                Operand::Own(x) => {
+                    kernels::spmv_rows::<P>(csr, a.lanes, sell, x.slice(), first, rows, None)
+                }
+                Operand::Wide(x) => {
+                    kernels::spmv_rows_wide::<P>(csr, a.lanes, sell, &x.0, first, rows)
+                }
+            }
+            let (wc, qc) = (piece::<P>(ws, first, len), P::Vector::read_back(&out));
+            let mut sums: [Vec<P::Acc>; 2] = Default::default();
+            match dots {
+                TiledDots::With(_) => kernels::dot_tiles::<P>(wc, qc, &mut sums[0]),
+                TiledDots::SelfAnd(_) => {
+                    kernels::dot_tiles::<P>(qc, qc, &mut sums[0]);
+                    kernels::dot_tiles::<P>(qc, wc, &mut sums[1]);
+                }
+            }
+            sums
         })
         .collect();
-    P::from_acc(kernels::sum_tiles(&tiles.concat()))
+    let total = |k: usize| {
+        let all: Vec<P::Acc> = tiles.iter().flat_map(|t| t[k].iter().cloned()).collect();
+        P::from_acc(kernels::sum_tiles(&all))
+    };
+    match dots {
+        TiledDots::With(_) => (total(0), P::zero()),
+        TiledDots::SelfAnd(_) => (total(0), total(1)),
+    }
 }
 
 /// `<x, y>` in the order of CG's `<p, q>` beside its SpMV ([`kernels::TILE_ROWS`]), not the
@@ -84,20 +117,22 @@ pub(super) fn update_norm<P: Precision>(alpha: &P, q: &CpuVector<P>, r: &mut Cpu
     P::from_acc(kernels::sum_partials(&partials))
 }
 
-/// `z <- alpha x + y` (or `y <- alpha x + y` when `y` is `None`), returning `<z, z>`.
+/// `z <- alpha x + y` (or `y <- alpha x + y` when `y` is `None`), returning `<z, z>` and, where
+/// `w` is given, `<w, z>` (BiCGStab's `r` update with the next `rho = <r~, r>`), else zero.
 pub(super) fn axpyz_norm<P: Precision>(
     alpha: &P,
     x: &CpuVector<P>,
     y: Option<&CpuVector<P>>,
     z: &mut CpuVector<P>,
-) -> P {
+    w: Option<&CpuVector<P>>,
+) -> (P, P) {
     let n = z.len();
     assert!(
-        x.len() == n && y.is_none_or(|y| y.len() == n),
+        x.len() == n && y.is_none_or(|y| y.len() == n) && w.is_none_or(|w| w.len() == n),
         "axpyz_norm: lengths"
     );
-    let (xs, ys) = (x.slice(), y.map(CpuVector::slice));
-    let partials: Vec<P::Acc> = z
+    let (xs, ys, ws) = (x.slice(), y.map(CpuVector::slice), w.map(CpuVector::slice));
+    let partials: Vec<(P::Acc, P::Acc)> = z
         .slice_mut()
         .chunks_mut(DOT_CHUNK)
         .into_par_iter()
@@ -113,10 +148,44 @@ pub(super) fn axpyz_norm<P: Precision>(
                 None => kernels::axpy_chunk::<P>(alpha, xc, P::Vector::lend(&mut zc)),
             }
             let zc = P::Vector::read_back(&zc);
-            kernels::dot_chunk::<P>(zc, zc)
+            let wz = match ws {
+                Some(ws) => kernels::dot_chunk::<P>(piece::<P>(ws, first, len), zc),
+                None => P::Acc::zero(),
+            };
+            (kernels::dot_chunk::<P>(zc, zc), wz)
         })
         .collect();
-    P::from_acc(kernels::sum_partials(&partials))
+    let (zz, wz): (Vec<P::Acc>, Vec<P::Acc>) = partials.into_iter().unzip();
+    let wz = match w {
+        Some(_) => P::from_acc(kernels::sum_partials(&wz)),
+        None => P::zero(),
+    };
+    (P::from_acc(kernels::sum_partials(&zz)), wz)
+}
+
+/// [`Backend::x_update`](crate::backend::Backend::x_update): per chunk, `x <- x + alpha p` then
+/// `x <- x + omega s` while the chunk of `x` is in cache (the bits of two axpys).
+pub(super) fn x_update<P: Precision>(
+    alpha: &P,
+    p: &CpuVector<P>,
+    omega: &P,
+    s: &CpuVector<P>,
+    x: &mut CpuVector<P>,
+) {
+    let n = x.len();
+    assert!(p.len() == n && s.len() == n, "x_update: lengths");
+    let (ps, ss) = (p.slice(), s.slice());
+    x.slice_mut()
+        .chunks_mut(VECTOR_CHUNK)
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(chunk, mut xc)| {
+            let (first, len) = (chunk * VECTOR_CHUNK, xc.len());
+            let pc = piece::<P>(ps, first, len);
+            kernels::axpy_chunk::<P>(alpha, pc, P::Vector::lend(&mut xc));
+            let sc = piece::<P>(ss, first, len);
+            kernels::axpy_chunk::<P>(omega, sc, P::Vector::lend(&mut xc));
+        });
 }
 
 /// [`Backend::cg_step`](crate::backend::Backend::cg_step) from the two passes above.
@@ -127,7 +196,7 @@ pub(super) fn cg_step<P: Precision>(
     q: &mut CpuVector<P>,
     r: &mut CpuVector<P>,
 ) -> (P, P) {
-    let pq = spmv_dot(a, p, q);
+    let (pq, _) = spmv_dots(a, Operand::Own(p), TiledDots::With(p), q);
     if !cg_step_accepts(&pq) {
         return (pq, P::zero());
     }
@@ -135,25 +204,19 @@ pub(super) fn cg_step<P: Precision>(
     (pq, rr)
 }
 
-/// The `z` of CG's direction update: a vector of `P`, or of doubles read widened.
-pub(super) enum Direction<'a, P: Precision> {
-    Own(&'a CpuVector<P>),
-    Wide(&'a CpuVector<f64>),
-}
-
 /// [`Backend::cg_direction`](crate::backend::Backend::cg_direction): per chunk, `x <- x +
 /// alpha p` then `p <- z + beta p` while the chunk of `p` is in cache.
 pub(super) fn cg_direction<P: Precision>(
     alpha: &P,
-    z: Direction<'_, P>,
+    z: Operand<'_, CpuVector<P>, CpuVector<f64>>,
     beta: &P,
     p: &mut CpuVector<P>,
     x: &mut CpuVector<P>,
 ) {
     let n = p.len();
     let z_len = match &z {
-        Direction::Own(z) => z.len(),
-        Direction::Wide(z) => z.len(),
+        Operand::Own(z) => z.len(),
+        Operand::Wide(z) => z.len(),
     };
     assert!(z_len == n && x.len() == n, "cg_direction: lengths");
     p.slice_mut()
@@ -165,11 +228,11 @@ pub(super) fn cg_direction<P: Precision>(
             let (first, len) = (chunk * VECTOR_CHUNK, pc.len());
             kernels::axpy_chunk::<P>(alpha, P::Vector::read_back(&pc), xc);
             match &z {
-                Direction::Own(z) => {
+                Operand::Own(z) => {
                     let zc = piece::<P>(z.slice(), first, len);
                     kernels::xpay_chunk::<P>(zc, beta, P::Vector::lend(&mut pc));
                 }
-                Direction::Wide(z) => {
+                Operand::Wide(z) => {
                     let zc = &z.0[first..first + len];
                     kernels::xpay_chunk_wide::<P>(zc, beta, P::Vector::lend(&mut pc));
                 }

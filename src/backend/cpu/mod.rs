@@ -9,7 +9,7 @@ mod kernels;
 mod simd_dd;
 pub mod trisolve;
 
-use super::{Backend, spmv_lanes};
+use super::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::Result;
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceMutOf, SliceOf};
 use crate::precond::ilu0::Ilu0Factors;
@@ -178,6 +178,16 @@ impl Backend for CpuBackend {
         Ok(fused::dot_tiled(x, y))
     }
 
+    fn spmv_dots_tiled<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CpuVector<P>>,
+        q: &mut CpuVector<P>,
+    ) -> Result<(P, P)> {
+        Ok(fused::spmv_dots(a, x, dots, q))
+    }
+
     fn dot<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {
         assert_eq!(x.len(), y.len(), "dot: lengths");
         // The partials and their sum stay in `P::Acc`; the result is rounded to `P` once.
@@ -305,7 +315,7 @@ impl Backend for CpuBackend {
         x: &CpuVector<P>,
         y: &mut CpuVector<P>,
     ) -> Result<P> {
-        Ok(fused::axpyz_norm(alpha, x, None, y))
+        Ok(fused::axpyz_norm(alpha, x, None, y, None).0)
     }
 
     fn axpyz_norm<P: Precision>(
@@ -315,7 +325,30 @@ impl Backend for CpuBackend {
         y: &CpuVector<P>,
         z: &mut CpuVector<P>,
     ) -> Result<P> {
-        Ok(fused::axpyz_norm(alpha, x, Some(y), z))
+        Ok(fused::axpyz_norm(alpha, x, Some(y), z, None).0)
+    }
+
+    fn axpyz_norm_dot<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CpuVector<P>,
+        y: &CpuVector<P>,
+        z: &mut CpuVector<P>,
+        w: &CpuVector<P>,
+    ) -> Result<(P, P)> {
+        Ok(fused::axpyz_norm(alpha, x, Some(y), z, Some(w)))
+    }
+
+    fn x_update<P: Precision>(
+        &self,
+        alpha: &P,
+        p: &CpuVector<P>,
+        omega: &P,
+        s: &CpuVector<P>,
+        x: &mut CpuVector<P>,
+    ) -> Result<()> {
+        fused::x_update(alpha, p, omega, s, x);
+        Ok(())
     }
 
     fn cg_step<P: Precision>(
@@ -337,7 +370,7 @@ impl Backend for CpuBackend {
         p: &mut CpuVector<P>,
         x: &mut CpuVector<P>,
     ) -> Result<()> {
-        fused::cg_direction(alpha, fused::Direction::Own(z), beta, p, x);
+        fused::cg_direction(alpha, Operand::Own(z), beta, p, x);
         Ok(())
     }
 
@@ -349,7 +382,7 @@ impl Backend for CpuBackend {
         p: &mut CpuVector<P>,
         x: &mut CpuVector<P>,
     ) -> Result<()> {
-        fused::cg_direction(alpha, fused::Direction::Wide(z), beta, p, x);
+        fused::cg_direction(alpha, Operand::Wide(z), beta, p, x);
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use super::simd_dd::{SimdIn, SimdOut};
 use super::{CpuBackend, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
-use crate::backend::Backend;
+use crate::backend::{Backend, Operand, TiledDots};
 use crate::precision::{Dd, HostSlice, Precision, Td};
 use crate::sparse::{CsrMatrix, Symmetry};
 use rand::{Rng, SeedableRng};
@@ -275,6 +275,62 @@ fn cg_step_matches_reference_dd() {
     check_cg_step::<Dd>(12);
 }
 
+/// `spmv_dots_tiled` (BiCGStab's `v = A p^` with `<r~, v>`, `t = A s^` with `<t, t>` and
+/// `<t, s>`; `x` of `P` or of doubles read widened) against the reference SpMV and tiled dots.
+fn check_spmv_dots<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let backend = CpuBackend::new();
+    for n in [1, 300, DOT_CHUNK + 45, 2 * DOT_CHUNK + 256] {
+        let csr = Arc::new(awkward_matrix(&mut rng, n, n, 10));
+        let own: Vec<P> = random_vector(&mut rng, n);
+        let wide: Vec<f64> = random_vector(&mut rng, n);
+        let w: Vec<P> = random_vector(&mut rng, n);
+        let wv = CpuVector::from(w.clone());
+        for lanes in [1, 4] {
+            let a = CpuMatrix {
+                lanes,
+                ..CpuMatrix::new(Arc::clone(&csr))
+            };
+            let widened: Vec<P> = wide.iter().map(|&v| P::from_f64(v)).collect();
+            let (ov, dv) = (CpuVector::from(own.clone()), CpuVector(wide.clone()));
+            for (x, x_as_p, kind) in [
+                (Operand::Own(&ov), &own, "own"),
+                (Operand::Wide(&dv), &widened, "wide"),
+            ] {
+                let q_want = reference_spmv(&csr, lanes, x_as_p, None);
+                let what = format!("{} spmv_dots n {n} lanes {lanes} x {kind}", P::NAME);
+                let mut q = CpuVector::from(vec![P::zero(); n]);
+                let got = backend
+                    .spmv_dots_tiled(&a, x, TiledDots::With(&wv), &mut q)
+                    .unwrap();
+                assert_same_bits(&q.0, &q_want, &what);
+                let want = [reference_dot_tiled(&w, &q_want), P::zero()];
+                assert_same_bits(&[got.0, got.1], &want, &format!("{what} <w, q>"));
+                let mut q = CpuVector::from(vec![P::zero(); n]);
+                let got = backend
+                    .spmv_dots_tiled(&a, x, TiledDots::SelfAnd(&wv), &mut q)
+                    .unwrap();
+                assert_same_bits(&q.0, &q_want, &what);
+                let want = [
+                    reference_dot_tiled(&q_want, &q_want),
+                    reference_dot_tiled(&q_want, &w),
+                ];
+                assert_same_bits(&[got.0, got.1], &want, &format!("{what} <q, q>, <q, w>"));
+            }
+        }
+    }
+}
+
+#[test]
+fn spmv_dots_match_reference_f64() {
+    check_spmv_dots::<f64>(15);
+}
+
+#[test]
+fn spmv_dots_match_reference_dd() {
+    check_spmv_dots::<Dd>(16);
+}
+
 /// Lengths around the lane, row and chunk boundaries of the dot product.
 fn dot_lengths() -> Vec<usize> {
     vec![
@@ -377,6 +433,21 @@ fn check_vector_updates<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
         let norm = backend.axpy_norm(&alpha, &xv, &mut got).unwrap();
         assert_same_bits(&got.0, &want, "axpy_norm");
         assert_same_bits(&[norm], &[reference_dot(&want, &want)], "axpy_norm's norm");
+        let mut got = backend.zeros::<P>(n).unwrap();
+        let (norm, wz) = backend
+            .axpyz_norm_dot(&alpha, &xv, &yv, &mut got, &vv)
+            .unwrap();
+        assert_same_bits(&got.0, &want, "axpyz_norm_dot");
+        let want_dots = [reference_dot(&want, &want), reference_dot(&vv.0, &want)];
+        assert_same_bits(&[norm, wz], &want_dots, "axpyz_norm_dot's dots");
+
+        // x + alpha p + omega s: two axpys' bits, fused per chunk.
+        let mut got = yv.clone();
+        backend.x_update(&alpha, &xv, &beta, &vv, &mut got).unwrap();
+        let mut want = yv.clone();
+        backend.axpy(&alpha, &xv, &mut want).unwrap();
+        backend.axpy(&beta, &vv, &mut want).unwrap();
+        assert_same_bits(&got.0, &want.0, "x_update");
 
         // The fused BiCGStab update against its unfused definition.
         let mut got = yv.clone();

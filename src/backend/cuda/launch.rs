@@ -9,7 +9,8 @@ use super::*;
 pub(super) enum FinalStage {
     /// `dot_{p}_final`: the partials of the dot products' chunks.
     Dot,
-    /// `dot_tile_{p}_final`: the tile partials of CG's `<p, q>` (`spmv_dot.rs`).
+    /// `dot_tile_{p}_final`: the tile partials of the dots summed beside an SpMV
+    /// (`spmv_dot.rs`).
     Tiles,
 }
 
@@ -127,7 +128,7 @@ impl CudaBackend {
     }
 
     /// The final one-block stage `stage` over `blocks` partials, into element `index` of `out`.
-    fn launch_final<P: Precision>(
+    pub(super) fn launch_final<P: Precision>(
         &self,
         stage: FinalStage,
         partial: &CudaVector<P>,

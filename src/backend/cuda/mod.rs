@@ -21,7 +21,7 @@ pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedul
 pub use sell::{SELL_ROWS, SpmvLayout};
 
 use super::{Backend, spmv_lanes};
-use crate::backend::{Operand, OperandOf};
+use crate::backend::{Operand, OperandOf, TiledDots};
 use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::ilu0::Ilu0Factors;
@@ -281,6 +281,16 @@ impl Backend for CudaBackend {
         self.spmv_like("spmv", a, x, r, Some(b))
     }
 
+    fn spmv_dots_tiled<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CudaVector<P>>,
+        q: &mut CudaVector<P>,
+    ) -> Result<(P, P)> {
+        self.spmv_dots(a, x, dots, q, true)
+    }
+
     fn dot<P: Precision>(&self, x: &CudaVector<P>, y: &CudaVector<P>) -> Result<P> {
         assert_eq!(x.len, y.len, "dot: lengths");
         let (mut partial, blocks) = self.partials::<P>(x.len)?;
@@ -321,21 +331,12 @@ impl Backend for CudaBackend {
         assert!(q.len == n && r.len == n, "cg_step: lengths");
         let n64 = n as i64;
         // <p, q> in the tiled order, fused with the SpMV where a kernel exists
-        let (mut pq_partial, tiles) = self.tile_partials::<P>(n)?;
+        let dots = TiledDots::With(p);
+        let pq = self.spmv_dots_partial(a, Operand::Own(p), dots, q, true)?;
         let (rr_partial, blocks) = self.partials::<P>(n)?;
         // [<p, q>, alpha, accepted, <r, r>], each one T: the step's only transfer to the host.
         let mut scalars = self.alloc_vector::<P>(4)?;
-        self.spmv_dot_partial(a, p, q, &mut pq_partial, tiles, true)?;
-        let (f, name) = self.kernel::<P>("cg_alpha")?;
-        let rho = Self::scalar(rho);
-        let m = tiles as i32;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).vec(&pq_partial);
-        push_scalar(&mut args, &rho);
-        args.vec(&scalars);
-        // SAFETY: cg_alpha_{p}(int m, const T* partial, S rho, T* scalars), one block of
-        // TILE_FINAL_THREADS over the tile partials; scalars holds four T.
-        unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
+        self.launch_alpha("cg_alpha", &pq, rho, &mut scalars)?;
         let (f, name) = self.kernel::<P>("cg_update")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64).vec(&scalars).vec(q).vec(r).vec(&rr_partial);
@@ -372,27 +373,39 @@ impl Backend for CudaBackend {
 
     fn bicgstab_half<P: Precision>(
         &self,
+        a: &CudaMatrix,
+        p_hat: OperandOf<'_, Self, P>,
         rho: &P,
         r_tilde: &CudaVector<P>,
-        v: &CudaVector<P>,
+        v: &mut CudaVector<P>,
         r: &CudaVector<P>,
         s: &mut CudaVector<P>,
         block: &mut CudaVector<P>,
     ) -> Result<()> {
         let n = r.len;
         let n64 = n as i64;
-        let (mut rv_partial, blocks) = self.partials::<P>(n)?;
-        let (ss_partial, _) = self.partials::<P>(n)?;
-        let m = blocks as i32;
-        self.launch_dot_partial(r_tilde, v, &mut rv_partial, blocks)?;
-        let (f, name) = self.kernel::<P>("bicg_alpha")?;
-        let rho = Self::scalar(rho);
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&m).vec(&rv_partial);
-        push_scalar(&mut args, &rho);
-        args.vec(block);
-        // SAFETY: bicg_alpha_{p}(int m, const T* partial, S rho, T* block), one block.
-        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        // v <- A p^ with <r~, v>: in the tiled order, fused where a kernel exists, for p^ of P;
+        // in dot's order for p^ of doubles (crate::backend::bicgstab_spmv_dots says why)
+        let (ss_partial, blocks) = self.partials::<P>(n)?;
+        match p_hat {
+            Operand::Own(_) => {
+                let rv = self.spmv_dots_partial(a, p_hat, TiledDots::With(r_tilde), v, true)?;
+                self.launch_alpha("bicg_alpha_tiles", &rv, rho, block)?;
+            }
+            Operand::Wide(p_hat) => {
+                self.spmv_wide(a, p_hat, v)?;
+                let (mut rv_partial, _) = self.partials::<P>(n)?;
+                self.launch_dot_partial(r_tilde, v, &mut rv_partial, blocks)?;
+                let (f, name) = self.kernel::<P>("bicg_alpha")?;
+                let (rho, m) = (Self::scalar(rho), blocks as i32);
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&m).vec(&rv_partial);
+                push_scalar(&mut args, &rho);
+                args.vec(block);
+                // SAFETY: bicg_alpha_{p}(int m, const A* partial, S rho, T* block), one block.
+                unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+            }
+        }
         let (f, name) = self.kernel::<P>("bicg_s")?;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&n64)
@@ -411,9 +424,10 @@ impl Backend for CudaBackend {
         &self,
         denominator: f64,
         tol: f64,
+        a: &CudaMatrix,
         p_hat: OperandOf<'_, Self, P>,
         s_hat: OperandOf<'_, Self, P>,
-        t: &CudaVector<P>,
+        t: &mut CudaVector<P>,
         s: &CudaVector<P>,
         r_tilde: &CudaVector<P>,
         x: &mut CudaVector<P>,
@@ -422,20 +436,29 @@ impl Backend for CudaBackend {
     ) -> Result<crate::backend::BicgstabScalars<P>> {
         let n = r.len;
         let n64 = n as i64;
-        let (tt_partial, blocks) = self.partials::<P>(n)?;
-        let (ts_partial, _) = self.partials::<P>(n)?;
-        let (f, name) = self.kernel::<P>("bicg_tt_ts")?;
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n64)
-            .vec(t)
-            .vec(s)
-            .vec(&tt_partial)
-            .vec(&ts_partial);
-        // SAFETY: bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt,
-        // T* partial_ts), reduction layout.
-        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
-        self.final_stage_into::<P>(&tt_partial, blocks, block, 5)?;
-        self.final_stage_into::<P>(&ts_partial, blocks, block, 6)?;
+        // t <- A s^ with <t, t> and <t, s>, in the order of bicgstab_half's <r~, v>
+        let (tt, ts, stage, parts) = match s_hat {
+            Operand::Own(_) => {
+                let dots = TiledDots::SelfAnd(s);
+                let p = self.spmv_dots_partial(a, s_hat, dots, t, true)?;
+                let ts = p.second.expect("<t, s> partials");
+                (p.first, ts, FinalStage::Tiles, p.tiles)
+            }
+            Operand::Wide(s_hat) => {
+                self.spmv_wide(a, s_hat, t)?;
+                let (tt, blocks) = self.partials::<P>(n)?;
+                let (ts, _) = self.partials::<P>(n)?;
+                let (f, name) = self.kernel::<P>("bicg_tt_ts")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&n64).vec(t).vec(s).vec(&tt).vec(&ts);
+                // SAFETY: bicg_tt_ts_{p}(long long n, const T* t, const T* s, A* partial_tt,
+                // A* partial_ts), reduction layout.
+                unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+                (tt, ts, FinalStage::Dot, blocks)
+            }
+        };
+        self.launch_final(stage, &tt, parts, block, 5)?;
+        self.launch_final(stage, &ts, parts, block, 6)?;
         let (f, name) = self.kernel::<P>("bicg_decide")?;
         let mut args = self.stream.launch_builder(&f);
         args.vec(block).arg(&denominator).arg(&tol);
@@ -473,7 +496,7 @@ impl Backend for CudaBackend {
                 self.launch_bicg_x(block, p_hat, s_hat, x)?
             }
         }
-        let (rr_partial, _) = self.partials::<P>(n)?;
+        let (rr_partial, blocks) = self.partials::<P>(n)?;
         let (rho_partial, _) = self.partials::<P>(n)?;
         let (f, name) = self.kernel::<P>("bicg_r")?;
         let mut args = self.stream.launch_builder(&f);

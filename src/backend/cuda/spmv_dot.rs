@@ -1,12 +1,13 @@
-//! CG's `q = A p` fused with `<p, q>` in the tiled order (`kernels/common/reduce.cuh`,
-//! `kernels::TILE_ROWS` on the CPU): tiles of `TILE_ROWS` consecutive rows, whose products are
-//! summed by the halving tree of a dot product's block (one product a lane); the tile sums are
-//! then summed by `TILE_FINAL_THREADS` lanes and two trees. Where the SpMV gives each row one
-//! thread (the sliced layout, or CSR with NT = 1) a block of the SpMV is a tile
-//! (`spmv_dot_{p}_{sell,nt1}`, `kernels/spmv_csr.cu` and `xprec.cu`), so the separate pass of
-//! the dot over `p` and `q` goes away. Elsewhere (CSR with several threads a row, and qd) `spmv`
-//! then `dot_tile_{p}_partial` give the same bits. The CPU's `fused::spmv_dot` is the twin, checked
-//! in `tests/gpu.rs`.
+//! SpMVs fused with dot products of their result in the tiled order (`kernels/common/reduce.cuh`,
+//! `kernels::TILE_ROWS` on the CPU): CG's `q = A p` with `<p, q>`, BiCGStab's `v = A p^` with
+//! `<r~, v>` and `t = A s^` with `<t, t>` and `<t, s>`. Tiles of `TILE_ROWS` consecutive rows,
+//! whose products are summed by the halving tree of a dot product's block (one product a lane);
+//! the tile sums are then summed by `TILE_FINAL_THREADS` lanes and two trees. Where the SpMV
+//! gives each row one thread (the sliced layout, or CSR with NT = 1) a block of the SpMV is a
+//! tile (`spmv_dot{,2}_{p}_{sell,nt1}`, `kernels/spmv_csr.cu` and `xprec.cu`), so the dots'
+//! separate pass over `q` goes away. Elsewhere (CSR with several threads a row, and qd) `spmv`
+//! then `dot_tile_{p}_partial` give the same bits. The CPU's `fused::spmv_dots` is the twin,
+//! checked in `tests/gpu.rs`.
 //!
 //! CG has its own order because `dot`'s (each thread summing 32 elements 256 apart) would leave
 //! a thread 32 rows in series, or the rows staged through shared memory for a whole 8192-row
@@ -18,8 +19,8 @@
 
 use super::device::driver_error;
 use super::launch::FinalStage;
-use super::{CudaBackend, CudaMatrix, CudaVector, PushVector};
-use crate::backend::Backend;
+use super::{CudaBackend, CudaMatrix, CudaVector, PushVector, push_scalar};
+use crate::backend::{Operand, OperandOf, TiledDots, spmv_operand};
 use crate::error::Result;
 use crate::precision::Precision;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -35,17 +36,31 @@ const _: () = assert!(
 /// `kernels::TILE_FINAL_LANES`.
 const TILE_FINAL_THREADS: u32 = 1024;
 
+/// The tile partials of one fused SpMV: `first` for `<w, q>` (or `<q, q>`), `second` for
+/// `<q, w>` where [`TiledDots::SelfAnd`] asked for it; `tiles` of each.
+pub(super) struct TilePartials<P: Precision> {
+    pub first: CudaVector<P>,
+    pub second: Option<CudaVector<P>>,
+    pub tiles: usize,
+}
+
 impl CudaBackend {
-    /// The fused kernel for `a` and `P`, if there is one: one thread per row, and not qd,
-    /// whose SpMV is bound by its arithmetic: the tile's tree in the SpMV cost more there than
-    /// the dot's pass saved (CG iteration 2.83 against 2.73 ms on poisson3d:200).
-    fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix) -> Option<String> {
-        let fused = a.lanes == 1 && a.nrows == a.ncols && P::KERNEL_SUFFIX != "qd";
+    /// The fused kernel for `a`, `P` and the kind of `x`, if there is one: one thread per row,
+    /// `x` of `P` (with `x` of doubles widened, BiCGStab's preconditioned directions, the fused
+    /// DD kernels gained least and BiCGStab keeps `dot`'s order: `backend::bicgstab_spmv_dots`),
+    /// and not qd, whose SpMV is bound by its arithmetic: the tile's tree in the SpMV cost more
+    /// there than the dot's pass saved (CG iteration 2.83 against 2.73 ms on poisson3d:200).
+    fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix, two: bool, wide: bool) -> Option<String> {
+        let f64_x = wide && P::KERNEL_SUFFIX == "f64"; // nothing to widen
+        let fused =
+            a.lanes == 1 && a.nrows == a.ncols && P::KERNEL_SUFFIX != "qd" && (!wide || f64_x);
         let layout = if a.slice_ptr.is_some() { "sell" } else { "nt1" };
-        fused.then(|| format!("spmv_dot_{}_{layout}", P::KERNEL_SUFFIX))
+        let dots = if two { "dot2" } else { "dot" };
+        fused.then(|| format!("spmv_{dots}_{}_{layout}", P::KERNEL_SUFFIX))
     }
 
-    /// The one block that sums the tile partials (`dot_tile_{p}_final`, `cg_alpha_{p}`).
+    /// The one block that sums the tile partials (`dot_tile_{p}_final`, `cg_alpha_{p}`,
+    /// `bicg_alpha_{p}`).
     pub(super) fn tile_final() -> LaunchConfig {
         LaunchConfig {
             grid_dim: (1, 1, 1),
@@ -59,26 +74,51 @@ impl CudaBackend {
         self.partials_per::<P>(n, TILE_ROWS)
     }
 
-    /// `q <- A p` and the tile partials of `<p, q>` (`blocks` of them, from
-    /// [`Self::tile_partials`]): fused where [`Self::spmv_dot_kernel`] has a kernel and `fuse`
-    /// is set, otherwise `spmv` then `dot_tile_{p}_partial` (the same bits).
-    pub(super) fn spmv_dot_partial<P: Precision>(
+    /// `q <- A x` and the tile partials of the dots `dots` asks for: fused where
+    /// [`Self::spmv_dot_kernel`] has a kernel and `fuse` is set, otherwise `spmv` then
+    /// `dot_tile_{p}_partial` (the same bits).
+    pub(super) fn spmv_dots_partial<P: Precision>(
         &self,
         a: &CudaMatrix,
-        p: &CudaVector<P>,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CudaVector<P>>,
         q: &mut CudaVector<P>,
-        partial: &mut CudaVector<P>,
-        blocks: usize,
         fuse: bool,
-    ) -> Result<()> {
+    ) -> Result<TilePartials<P>> {
+        let (x_len, wide) = match x {
+            Operand::Own(x) => (x.len, false),
+            Operand::Wide(x) => (x.len, true),
+        };
+        let w = dots.other();
         assert!(
-            p.len == a.ncols && q.len == a.nrows && a.nrows == a.ncols,
-            "spmv_dot: a square matrix and vectors of its size"
+            x_len == a.ncols && q.len == a.nrows && w.len == q.len && a.nrows == a.ncols,
+            "spmv_dots: a square matrix and vectors of its size"
         );
-        let kernel = Self::spmv_dot_kernel::<P>(a).filter(|_| fuse && a.nrows > 0);
+        let two = matches!(dots, TiledDots::SelfAnd(_));
+        let (first, tiles) = self.tile_partials::<P>(q.len)?;
+        let second = match two {
+            true => Some(self.tile_partials::<P>(q.len)?.0),
+            false => None,
+        };
+        let out = TilePartials {
+            first,
+            second,
+            tiles,
+        };
+        let kernel = Self::spmv_dot_kernel::<P>(a, two, wide).filter(|_| fuse && a.nrows > 0);
         let Some(name) = kernel else {
-            self.spmv(a, p, q)?;
-            return self.launch_dot_partial_op("dot_tile", p, q, partial, blocks);
+            spmv_operand(self, a, x, q)?;
+            let tile = |x: &CudaVector<P>, y: &CudaVector<P>, partial: &CudaVector<P>| {
+                self.launch_dot_partial_op("dot_tile", x, y, partial, tiles)
+            };
+            match (dots, &out.second) {
+                (TiledDots::With(w), _) => tile(w, q, &out.first)?,
+                (TiledDots::SelfAnd(w), second) => {
+                    tile(q, q, &out.first)?;
+                    tile(q, w, second.as_ref().expect("a second partial"))?;
+                }
+            }
+            return Ok(out);
         };
         let f = self.kernels.function(&name)?;
         let nrows = a.nrows as i32;
@@ -87,22 +127,68 @@ impl CudaBackend {
         if let Some(slice_ptr) = &a.slice_ptr {
             args.arg(slice_ptr);
         }
-        args.arg(&a.col_idx)
-            .arg(&a.values)
-            .vec(p)
-            .vec(q)
-            .vec(partial);
-        // SAFETY: spmv_dot_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
-        // const int* col_idx, const double* val, const T* p, T* q, T* partial) for a sliced
-        // matrix, spmv_dot_{f64,dd}_nt1 (no slice_ptr) for CSR with one thread per row, in
-        // kernels/spmv_csr.cu (td: xprec.cu): one block of TILE_ROWS threads per tile (the
-        // reduction launch: TILE_ROWS == BLOCK), one T per block.
-        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        args.arg(&a.col_idx).arg(&a.values);
+        match x {
+            Operand::Own(x) => args.vec(x),
+            Operand::Wide(x) => args.vec(x),
+        };
+        args.vec(w).vec(q).vec(&out.first);
+        if let Some(second) = &out.second {
+            args.vec(second);
+        }
+        // SAFETY: spmv_dot{,2}_{p}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
+        // const int* col_idx, const double* val, const T* x, const T* w, T* q, A* partial[,
+        // A* partial2]) for a sliced matrix, _nt1 (no slice_ptr) for CSR with one thread per row,
+        // in kernels/spmv_csr.cu and xprec.cu (x is a T: f64's own when read "widened"); one
+        // block of TILE_ROWS threads per tile (the reduction launch: TILE_ROWS == BLOCK), one A
+        // per block in each partial.
+        unsafe { args.launch(Self::reduction(tiles)) }.map_err(driver_error(&name))?;
+        Ok(out)
+    }
+
+    /// `{op}_{p}(m, partial, rho, out)`: `alpha = rho / s` from the tile partials of `s`
+    /// (`cg_alpha`: CG's `<p, q>`; `bicg_alpha`: BiCGStab's `<r~, v>`) into `out[0..3]`.
+    pub(super) fn launch_alpha<P: Precision>(
+        &self,
+        op: &str,
+        partials: &TilePartials<P>,
+        rho: &P,
+        out: &mut CudaVector<P>,
+    ) -> Result<()> {
+        let (f, name) = self.kernel::<P>(op)?;
+        let rho = Self::scalar(rho);
+        let m = partials.tiles as i32;
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).vec(&partials.first);
+        push_scalar(&mut args, &rho);
+        args.vec(out);
+        // SAFETY: {cg,bicg}_alpha_{p}(int m, const A* partial, S rho, T* out), one block of
+        // TILE_FINAL_THREADS over the m tile partials; out holds at least three T.
+        unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
-    /// `q <- A p`, returning `<p, q>` in the tiled order (one transfer): fused where a kernel
-    /// exists and `fuse` is set. For `solver bench` and the GPU tests.
+    /// `q <- A x` with the dots `dots` asks for, in the tiled order (one transfer): fused
+    /// where a kernel exists and `fuse` is set. `Backend::spmv_dots_tiled`, and for
+    /// `solver bench` and the GPU tests with `fuse` either way.
+    pub fn spmv_dots<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CudaVector<P>>,
+        q: &mut CudaVector<P>,
+        fuse: bool,
+    ) -> Result<(P, P)> {
+        let partials = self.spmv_dots_partial(a, x, dots, q, fuse)?;
+        let first = self.finish_reduction(FinalStage::Tiles, &partials.first, partials.tiles)?;
+        let second = match &partials.second {
+            Some(second) => self.finish_reduction(FinalStage::Tiles, second, partials.tiles)?,
+            None => P::zero(),
+        };
+        Ok((first, second))
+    }
+
+    /// `q <- A p`, returning `<p, q>` in the tiled order (CG's step, for `solver bench`).
     pub fn spmv_dot<P: Precision>(
         &self,
         a: &CudaMatrix,
@@ -110,9 +196,8 @@ impl CudaBackend {
         q: &mut CudaVector<P>,
         fuse: bool,
     ) -> Result<P> {
-        let (mut partial, blocks) = self.tile_partials::<P>(p.len)?;
-        self.spmv_dot_partial(a, p, q, &mut partial, blocks, fuse)?;
-        self.finish_reduction(FinalStage::Tiles, &partial, blocks)
+        let dots = TiledDots::With(p);
+        Ok(self.spmv_dots(a, Operand::Own(p), dots, q, fuse)?.0)
     }
 
     /// `<x, y>` in the tiled order of CG's `<p, q>` (`Backend::dot_tiled`).
