@@ -20,14 +20,7 @@
 
 extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
     bicg_alpha_tiles_f64(int m, const double* __restrict__ partial, double rho, double* block) {
-    __shared__ double shared[32];
-    const double s = tile_final_f64(m, partial, shared);
-    if (threadIdx.x == 0) {
-        const int ok = isfinite(s) && (s != 0.0);
-        block[0] = s;
-        block[1] = ok ? __ddiv_rn(rho, s) : 0.0;
-        block[2] = (ok ? 1.0 : 0.0);
-    }
+    alpha_from_tiles_f64<false>(m, partial, rho, block);
 }
 
 extern "C" __global__ void bicg_alpha_f64(int m, const double* __restrict__ partial, double rho, double* block) {
@@ -132,15 +125,7 @@ extern "C" __global__ void bicg_r_f64(long long n, const double* __restrict__ bl
 
 extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
     bicg_alpha_tiles_dd(int m, const double2* __restrict__ partial, double2 rho, double2* block) {
-    __shared__ double shared_hi[32];
-    __shared__ double shared_lo[32];
-    const dd_t s = tile_final_dd(m, partial, shared_hi, shared_lo);
-    if (threadIdx.x == 0) {
-        const int ok = (isfinite(s.hi) && isfinite(s.lo)) && (s.hi != 0.0 || s.lo != 0.0);
-        dd_store(block, 0, s);
-        dd_store(block, 1, ok ? dd_div(dd_of(rho), s) : dd_from_f64(0.0));
-        dd_store(block, 2, dd_from_f64(ok ? 1.0 : 0.0));
-    }
+    alpha_from_tiles_dd<false>(m, partial, rho, block);
 }
 
 extern "C" __global__ void bicg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho, double2* block) {

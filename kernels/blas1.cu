@@ -262,27 +262,12 @@ extern "C" __global__ void x_update_dd(long long n, double2 alpha, const double2
 
 extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
     cg_alpha_f64(int m, const double* __restrict__ partial, double rho, double* scalars) {
-    __shared__ double shared[32];
-    const double s = tile_final_f64(m, partial, shared);
-    if (threadIdx.x == 0) {
-        const int ok = isfinite(s) && s > 0.0;
-        scalars[0] = s;
-        scalars[1] = ok ? __ddiv_rn(rho, s) : 0.0;
-        scalars[2] = ok ? 1.0 : 0.0;
-    }
+    alpha_from_tiles_f64<true>(m, partial, rho, scalars);
 }
 
 extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)
     cg_alpha_dd(int m, const double2* __restrict__ partial, double2 rho, double2* scalars) {
-    __shared__ double shared_hi[32];
-    __shared__ double shared_lo[32];
-    const dd_t s = tile_final_dd(m, partial, shared_hi, shared_lo);
-    if (threadIdx.x == 0) {
-        const int ok = isfinite(s.hi) && isfinite(s.lo) && dd_to_f64(s) > 0.0;
-        dd_store(scalars, 0, s);
-        dd_store(scalars, 1, ok ? dd_div(dd_of(rho), s) : dd_from_f64(0.0));
-        scalars[2] = make_double2(ok ? 1.0 : 0.0, 0.0);
-    }
+    alpha_from_tiles_dd<true>(m, partial, rho, scalars);
 }
 
 extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__ scalars,

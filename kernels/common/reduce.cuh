@@ -116,3 +116,34 @@ __device__ __forceinline__ dd_t tile_final_dd(int m, const double2* __restrict__
     if (warp == 0) s = warp_tree_dd(dd_t{shared_hi[lane], shared_lo[lane]});
     return s;  // valid in thread 0
 }
+
+// alpha = rho / s, s the sum of m tile partials (CG's <p, q>, BiCGStab's <r~, v>), by one block
+// of TILE_FINAL_THREADS: out[0] = s, out[1] = alpha, out[2] = accepted (1 or 0): s finite and
+// positive (CG) or finite and non-zero (BiCGStab); alpha is zero where s is not accepted.
+template <bool CG>
+__device__ __forceinline__ void alpha_from_tiles_f64(int m, const double* __restrict__ partial,
+                                                     double rho, double* out) {
+    __shared__ double shared[32];
+    const double s = tile_final_f64(m, partial, shared);
+    if (threadIdx.x == 0) {
+        const int ok = isfinite(s) && (CG ? s > 0.0 : s != 0.0);
+        out[0] = s;
+        out[1] = ok ? __ddiv_rn(rho, s) : 0.0;
+        out[2] = ok ? 1.0 : 0.0;
+    }
+}
+
+template <bool CG>
+__device__ __forceinline__ void alpha_from_tiles_dd(int m, const double2* __restrict__ partial,
+                                                    double2 rho, double2* out) {
+    __shared__ double shared_hi[32];
+    __shared__ double shared_lo[32];
+    const dd_t s = tile_final_dd(m, partial, shared_hi, shared_lo);
+    if (threadIdx.x == 0) {
+        const int finite = isfinite(s.hi) && isfinite(s.lo);
+        const int ok = finite && (CG ? dd_to_f64(s) > 0.0 : (s.hi != 0.0 || s.lo != 0.0));
+        dd_store(out, 0, s);
+        dd_store(out, 1, ok ? dd_div(dd_of(rho), s) : dd_from_f64(0.0));
+        dd_store(out, 2, dd_from_f64(ok ? 1.0 : 0.0));
+    }
+}
