@@ -252,12 +252,12 @@ __device__ __forceinline__ double tile_row_f64(int row, const int* __restrict__ 
                 : spmv_f64_lane<1>(row_ptr, col_idx, val, x, row, 0);
 }
 
-template <bool SELL, typename XT>
+template <bool SELL>
 __device__ __forceinline__ dd_t tile_row_dd(int row, const int* __restrict__ row_ptr,
                                             const int* __restrict__ slice_ptr,
                                             const int* __restrict__ col_idx,
                                             const double* __restrict__ val,
-                                            const XT* __restrict__ x) {
+                                            const double2* __restrict__ x) {
     return SELL ? sell_row_dd(row, row_ptr, slice_ptr, col_idx, val, x)
                 : spmv_dd_lane<1>(row_ptr, col_idx, val, x, row, 0);
 }
@@ -292,12 +292,12 @@ __device__ __forceinline__ void spmv_dots_f64(int nrows, const int* __restrict__
     }
 }
 
-template <bool SELL, int DOTS, typename XT>
+template <bool SELL, int DOTS>
 __device__ __forceinline__ void spmv_dots_dd(int nrows, const int* __restrict__ row_ptr,
                                              const int* __restrict__ slice_ptr,
                                              const int* __restrict__ col_idx,
                                              const double* __restrict__ val,
-                                             const XT* __restrict__ x,
+                                             const double2* __restrict__ x,
                                              const double2* __restrict__ w,
                                              double2* __restrict__ q, double2* partial,
                                              double2* partial2) {

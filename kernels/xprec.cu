@@ -521,11 +521,11 @@ __device__ __forceinline__ void spmv_sell_x(int nrows, const int* __restrict__ r
 // one block of TILE_ROWS threads per tile, each row as spmv_sell_x / spmv_x<O, 1> sums it; the
 // products take q as stored (rounded to P), as the CPU's dots of the stored q do. DOTS = 1:
 // <w, q> (products w q); DOTS = 2: <q, q> and <q, w>.
-template <class O, bool SELL, int DOTS, class X>
+template <class O, bool SELL, int DOTS>
 __device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ row_ptr,
                                             const int* __restrict__ slice_ptr,
                                             const int* __restrict__ col_idx,
-                                            const double* __restrict__ val, X x,
+                                            const double* __restrict__ val, Own<O> x,
                                             typename O::Vec w, typename O::Vec q,
                                             typename O::AVec partial,
                                             typename O::AVec partial2) {

@@ -14,8 +14,8 @@ use crate::precond::Preconditioner;
 /// backend can (`Backend::cg_step`; the CPU and the GPU's one-thread-a-row SpMVs do, otherwise
 /// `2 s n` more), the `r` update fused with `<r, r>` `3 s n`, and the direction update `p <- r +
 /// beta p` carrying the previous step's `x <- x + alpha p` (both read the old `p`) `5 s n`:
-/// about `12 nnz + 8 n + 10 s n` bytes. `<r, r>` serves both as the residual norm and as the next `rho`, so the identity case
-/// makes no separate norm pass. Preconditioned, `z` stays a double vector (the preconditioner
+/// about `12 nnz + 8 n + 10 s n` bytes. `<r, r>` serves both as the residual norm and as the
+/// next `rho`, so the identity case makes no separate norm pass. Preconditioned, `z` stays a double vector (the preconditioner
 /// works in double, so its result widened to `P` has nothing below the double): `<r, z>` reads
 /// `(s + 8) n` bytes and the direction update `(4 s + 8) n`, plus the preconditioner's own
 /// traffic, which writes `8 n` for `z` instead of `s n`.

@@ -13,6 +13,14 @@ use crate::backend::{Operand, TiledDots, cg_step_accepts};
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
 use rayon::prelude::*;
 
+/// The length of either kind of operand.
+fn operand_len<P: Precision>(x: &Operand<'_, CpuVector<P>, CpuVector<f64>>) -> usize {
+    match x {
+        Operand::Own(x) => x.len(),
+        Operand::Wide(x) => x.len(),
+    }
+}
+
 /// Elements `first..first + len` of `x`.
 fn piece<'a, P: Precision>(x: SliceOf<'a, P>, first: usize, len: usize) -> SliceOf<'a, P> {
     x.split_at(first).1.split_at(len).0
@@ -28,13 +36,9 @@ pub(super) fn spmv_dots<P: Precision>(
     q: &mut CpuVector<P>,
 ) -> (P, P) {
     let csr = &*a.csr;
-    let x_len = match x {
-        Operand::Own(x) => x.len(),
-        Operand::Wide(x) => x.len(),
-    };
     let w = dots.other();
     assert!(
-        x_len == csr.ncols() && q.len() == csr.nrows() && w.len() == q.len(),
+        operand_len(&x) == csr.ncols() && q.len() == csr.nrows() && w.len() == q.len(),
         "spmv_dots: lengths"
     );
     assert_eq!(csr.nrows(), csr.ncols(), "spmv_dots: a square matrix");
@@ -214,11 +218,10 @@ pub(super) fn cg_direction<P: Precision>(
     x: &mut CpuVector<P>,
 ) {
     let n = p.len();
-    let z_len = match &z {
-        Operand::Own(z) => z.len(),
-        Operand::Wide(z) => z.len(),
-    };
-    assert!(z_len == n && x.len() == n, "cg_direction: lengths");
+    assert!(
+        operand_len(&z) == n && x.len() == n,
+        "cg_direction: lengths"
+    );
     p.slice_mut()
         .chunks_mut(VECTOR_CHUNK)
         .into_par_iter()

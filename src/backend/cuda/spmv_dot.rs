@@ -51,9 +51,9 @@ impl CudaBackend {
     /// and not qd, whose SpMV is bound by its arithmetic: the tile's tree in the SpMV cost more
     /// there than the dot's pass saved (CG iteration 2.83 against 2.73 ms on poisson3d:200).
     fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix, two: bool, wide: bool) -> Option<String> {
-        let f64_x = wide && P::KERNEL_SUFFIX == "f64"; // nothing to widen
-        let fused =
-            a.lanes == 1 && a.nrows == a.ncols && P::KERNEL_SUFFIX != "qd" && (!wide || f64_x);
+        // f64's own kernel reads a double x: it has nothing to widen
+        let x_ok = !wide || P::KERNEL_SUFFIX == "f64";
+        let fused = a.lanes == 1 && a.nrows == a.ncols && P::KERNEL_SUFFIX != "qd" && x_ok;
         let layout = if a.slice_ptr.is_some() { "sell" } else { "nt1" };
         let dots = if two { "dot2" } else { "dot" };
         fused.then(|| format!("spmv_{dots}_{}_{layout}", P::KERNEL_SUFFIX))
