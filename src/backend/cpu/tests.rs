@@ -664,6 +664,72 @@ fn simd_kernels_of_every_width_match_reference() {
     }
 }
 
+/// The SIMD kernels give the scalar definitions' values where some inputs are infinite or NaN:
+/// every non-NaN part bit for bit, a NaN part where the definition has one (which NaN is left
+/// to the hardware). The SpMV's padding reads column 0, here infinite: its lanes must be masked.
+#[test]
+fn simd_kernels_match_reference_on_non_finite_values() {
+    let same = |got: &[Dd], want: &[Dd], what: &str| {
+        assert_eq!(got.len(), want.len());
+        let part = |v: f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert_eq!(
+                (part(g.hi), part(g.lo)),
+                (part(w.hi), part(w.lo)),
+                "{what}: element {i}: {g:?} != {w:?}"
+            );
+        }
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let specials = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, f64::MAX];
+    let with_specials = |rng: &mut ChaCha8Rng, n: usize| -> Vec<Dd> {
+        let mut v: Vec<Dd> = random_vector(rng, n);
+        for (i, value) in v.iter_mut().enumerate().filter(|(i, _)| i % 5 == 2) {
+            *value = Dd::from_f64(specials[i % specials.len()]);
+        }
+        v
+    };
+    for level in simd_levels() {
+        let what = |op: &str| format!("{level:?} {op}");
+        let n = 64;
+        let (x, y, v) = (
+            with_specials(&mut rng, n),
+            with_specials(&mut rng, n),
+            with_specials(&mut rng, n),
+        );
+        let (alpha, beta) = (Dd::from_f64(3.0).div(Dd::from_f64(7.0)), Dd::from_f64(-2.5));
+        let mut got = y.clone();
+        // SAFETY: `simd_levels` detected the level.
+        unsafe { simd_dd::axpy_at(level, &alpha, SimdIn::Dd(&x), SimdOut::Dd(&mut got)) };
+        same(&got, &ref_axpy(&alpha, &x, &y), &what("axpy"));
+        let mut got = y.clone();
+        // SAFETY: as above.
+        unsafe { simd_dd::xpay_at(level, SimdIn::Dd(&x), &beta, SimdOut::Dd(&mut got)) };
+        same(&got, &ref_xpay(&x, &beta, &y), &what("xpay"));
+        let mut got = y.clone();
+        // SAFETY: as above.
+        let (xs, vs, out) = (SimdIn::Dd(&x), SimdIn::Dd(&v), SimdOut::Dd(&mut got));
+        unsafe { simd_dd::bicgstab_direction_at(level, xs, &alpha, &beta, vs, out) };
+        let want = ref_bicgstab_direction(&x, &alpha, &beta, &v, &y);
+        same(&got, &want, &what("bicgstab_direction"));
+        // The SpMV: rows whose lanes step past a shorter row's end, with x[0] (the padding's
+        // column) infinite.
+        let w = level.width();
+        let csr = Arc::new(awkward_matrix(&mut rng, 4 * w, 40, 4));
+        let mut x: Vec<Dd> = with_specials(&mut rng, 40);
+        x[0] = Dd::from_f64(f64::INFINITY);
+        let sell = simd_dd::Sell::new(&csr, w);
+        let want = reference_spmv(&csr, 1, &x, None);
+        let mut got = vec![Dd::default(); 4 * w];
+        // SAFETY: as above; the sizes are those of `csr`, the rows whole groups.
+        unsafe {
+            let (xs, out) = (SimdIn::Dd(&x), SimdOut::Dd(&mut got));
+            simd_dd::spmv_rows_at(level, &csr, &sell, 1, xs, 0, out, None)
+        };
+        same(&got, &want, &what("spmv"));
+    }
+}
+
 /// td's SIMD kernels (two arrays in, DD arithmetic, one rounding per stored element) at every
 /// width against the scalar td kernels, which the td tests check against DD rounded once.
 #[test]

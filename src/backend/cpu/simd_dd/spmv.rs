@@ -232,6 +232,9 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     let width: [usize; N] =
         std::array::from_fn(|g| (unsafe { *group_ptr.get_unchecked(group + g + 1) } - base[g]) / W);
     let widest = width.iter().copied().max().unwrap_or(0);
+    // Steps below a group's shortest row have every lane active: no mask, no select (the same
+    // values as selecting all lanes).
+    let full: [usize; N] = std::array::from_fn(|g| len[g].iter().copied().min().unwrap_or(0));
     let mut s = [[DdX::<W>::ZERO; L]; N];
     let mut chunk = 0;
     while chunk < widest {
@@ -245,14 +248,21 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
                     if k < width[g] {
                         let at = base[g] + W * k;
                         prefetch_ahead(vals, cols, at);
-                        let m: [bool; W] = std::array::from_fn(|r| k < len[g][r]);
+
                         let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
                         let col: [usize; W] = std::array::from_fn(|r| unsafe {
                             *cols.get_unchecked(at + r)
                         }
                             as usize);
-                        let xk = DdX::gather(|r| unsafe { x.get(col[r]) });
-                        s[g][l] = select(m, s[g][l].add_mul_f64(v, xk), s[g][l]);
+                        let (hi, lo) = unsafe { x.gather_lanes::<W>(&col) };
+                        let xk = DdX { hi, lo };
+                        let sum = s[g][l].add_mul_f64(v, xk);
+                        s[g][l] = if k < full[g] {
+                            sum
+                        } else {
+                            let m: [bool; W] = std::array::from_fn(|r| k < len[g][r]);
+                            select(m, sum, s[g][l])
+                        };
                     }
                 });
             });
