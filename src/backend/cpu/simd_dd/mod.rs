@@ -599,25 +599,6 @@ impl Source for TdSlice<'_> {
     }
 }
 
-/// Elements `at..at + W` of td's two arrays as `(hi, lo)` lanes (`td::unpack` lane-wise),
-/// through whole loads of each array (not the gathers LLVM makes of the element-wise form).
-///
-/// # Safety
-/// `at + W` is at most both arrays' lengths.
-#[inline(always)]
-unsafe fn td_lanes<const W: usize>(hi: &[f64], lo: &[i32], at: usize) -> (F<W>, F<W>) {
-    debug_assert!(at + W <= hi.len() && at + W <= lo.len());
-    // SAFETY: forwarded from the caller.
-    let (h, l) = unsafe {
-        (
-            hi.as_ptr().add(at).cast::<F<W>>().read_unaligned(),
-            lo.as_ptr().add(at).cast::<[i32; W]>().read_unaligned(),
-        )
-    };
-    let d: [Dd; W] = std::array::from_fn(|r| td::unpack(h[r], l[r]));
-    (lanes(|r| d[r].hi), lanes(|r| d[r].lo))
-}
-
 impl Sink for &mut [Dd] {
     #[inline(always)]
     fn len(&self) -> usize {
@@ -677,43 +658,21 @@ impl Sink for TdSliceMut<'_> {
     #[inline(always)]
     unsafe fn put_lanes<const W: usize>(&mut self, at: usize, hi: F<W>, lo: F<W>) {
         let (hi, lo) = pack_lanes(hi, lo);
-        for r in 0..W {
-            // SAFETY: forwarded from the caller; both arrays have `len` elements.
-            unsafe {
-                *self.hi.get_unchecked_mut(at + r) = hi[r];
-                *self.lo.get_unchecked_mut(at + r) = lo[r];
-            }
+        debug_assert!(at + W <= self.hi.len() && at + W <= self.lo.len());
+        // SAFETY: forwarded from the caller; both arrays have `len` elements. Whole stores.
+        unsafe {
+            self.hi
+                .as_mut_ptr()
+                .add(at)
+                .cast::<F<W>>()
+                .write_unaligned(hi);
+            self.lo
+                .as_mut_ptr()
+                .add(at)
+                .cast::<[i32; W]>()
+                .write_unaligned(lo);
         }
     }
-}
-
-/// `td::pack` on `W` values, lane by lane and without branches (so that it vectorises, where
-/// the scalar `pack` per element took 40% of a td axpy): the same steps, the same bits.
-#[inline(always)]
-fn pack_lanes<const W: usize>(hi: F<W>, lo: F<W>) -> (F<W>, [i32; W]) {
-    const LOW: u64 = 0xffff_ffff;
-    const BORDER: u64 = 0x8000_0000;
-    let finite: [bool; W] = std::array::from_fn(|r| hi[r].is_finite() & lo[r].is_finite());
-    // Listing 2.1: the upper 32 bits of `lo`, rounded to nearest even on the lower 32 (finite
-    // lanes; the others are replaced below).
-    let rounded: [u64; W] = std::array::from_fn(|r| {
-        let bits = lo[r].to_bits();
-        let (upper, lower) = (bits >> 32, bits & LOW);
-        let up = (lower > BORDER) | ((lower == BORDER) & (upper & 1 == 1));
-        (upper + u64::from(up)) & LOW
-    });
-    let (h, l) = quick_two_sum(hi, lanes(|r| f64::from_bits(rounded[r] << 32)));
-    let out_hi = lanes(|r| match (finite[r], h[r].is_finite()) {
-        (false, _) => hi[r] + lo[r],
-        (true, true) => h[r],
-        (true, false) => hi[r],
-    });
-    let out_lo = std::array::from_fn(|r| match (finite[r], h[r].is_finite()) {
-        (false, _) => 0,
-        (true, true) => (l[r].to_bits() >> 32) as u32 as i32,
-        (true, false) => rounded[r] as u32 as i32,
-    });
-    (out_hi, out_lo)
 }
 
 impl<const W: usize> DdX<W> {
@@ -822,9 +781,11 @@ macro_rules! elementwise {
 
 mod contiguous;
 mod spmv;
+mod td_lanes;
 #[cfg(test)]
 pub use spmv::spmv_rows_at;
 pub use spmv::{Sell, spmv_rows, supports_lanes};
+use td_lanes::{pack_lanes, td_lanes};
 
 // ---------------------------------------------------------------------------------------------
 // Dot product: the chunk's `DOT_THREADS` lanes, `W` adjacent lanes per SIMD register.
@@ -1074,63 +1035,4 @@ fn bicgstab_direction_impl<const W: usize>(
             DdX::read(r, at).add(beta.mul(t))
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `pack_lanes` is `td::pack` bit for bit, on the cases where `pack` branches.
-    #[test]
-    fn pack_lanes_is_td_pack() {
-        let p = |e: i32| 2f64.powi(e);
-        let mut cases: Vec<(f64, f64)> = vec![
-            (0.0, 0.0),
-            (-0.0, -0.0),
-            (1.0, p(-60) * 1.5),
-            (1.0, p(-60) * (1.0 + p(-21))),
-            (1.0, p(-60) * (1.0 + p(-20) + p(-21))),
-            (-3.0, -p(-60) * (1.0 + p(-20) + p(-21))),
-            // lo rounds up to ulp(hi)/2 with hi odd: renormalised
-            (1.0 + p(-52), p(-53) * (1.0 - p(-30))),
-            // ... and that renormalisation would overflow: stored as rounded
-            (f64::MAX, p(970) * (1.0 - p(-30))),
-            (f64::INFINITY, 0.0),
-            (f64::NEG_INFINITY, 1.0),
-            (f64::NAN, 0.0),
-            (1.0, f64::NAN),
-            (f64::MIN_POSITIVE, f64::MIN_POSITIVE * p(-60)),
-            (p(-1030), 0.0),
-            (p(-960), p(-1020) * 1.75),
-        ];
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..4000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let hi = f64::from_bits(state >> 2) * if state & 1 == 0 { 1.0 } else { -1.0 };
-            let d = Dd::new(
-                hi,
-                hi * p(-54) * (((state >> 20) & 0xffff) as f64 / 65536.0),
-            );
-            cases.push((d.hi, d.lo));
-        }
-        // Two lanes: widths 4 and 8 run intrinsics that only their kernels' target features
-        // make safe to run (`lane_op!`), and the lane-by-lane form is the same arithmetic.
-        for chunk in cases.chunks(2) {
-            let hi: F<2> = lanes(|r| chunk.get(r).map_or(0.0, |c| c.0));
-            let lo: F<2> = lanes(|r| chunk.get(r).map_or(0.0, |c| c.1));
-            let (h, l) = pack_lanes(hi, lo);
-            for r in 0..chunk.len() {
-                let (wh, wl) = td::pack(Dd::from_parts(hi[r], lo[r]));
-                assert_eq!(
-                    (h[r].to_bits(), l[r]),
-                    (wh.to_bits(), wl),
-                    "pack({:e}, {:e})",
-                    hi[r],
-                    lo[r]
-                );
-            }
-        }
-    }
 }
