@@ -32,29 +32,18 @@ pub(super) unsafe fn load<const W: usize>(p: *const Dd) -> (F<W>, F<W>) {
         if W == 8 {
             // SAFETY: 16 doubles readable at `f`; AVX-512F by the caller.
             unsafe {
-                let (a, b) = (_mm512_loadu_pd(f), _mm512_loadu_pd(f.add(8)));
-                let hi = _mm512_permutex2var_pd(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b);
-                let lo = _mm512_permutex2var_pd(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b);
-                return (as_lanes(hi), as_lanes(lo));
+                return split8(_mm512_loadu_pd(f), _mm512_loadu_pd(f.add(8)));
             }
         }
         if W == 4 {
             // SAFETY: 8 doubles readable at `f`; AVX2 by the caller.
             unsafe {
-                // (h0 l0 h1 l1), (h2 l2 h3 l3) -> (h0 h2 h1 h3), (l0 l2 l1 l3) -> lanes 0 2 1 3.
-                let (a, b) = (_mm256_loadu_pd(f), _mm256_loadu_pd(f.add(4)));
-                let hi = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_unpacklo_pd(a, b));
-                let lo = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_unpackhi_pd(a, b));
-                return (as_lanes(hi), as_lanes(lo));
+                return split4(_mm256_loadu_pd(f), _mm256_loadu_pd(f.add(4)));
             }
         }
     }
     // SAFETY: `p[0..W]` readable (the caller).
-    let x: [Dd; W] = std::array::from_fn(|r| unsafe { *p.add(r) });
-    (
-        std::array::from_fn(|r| x[r].hi),
-        std::array::from_fn(|r| x[r].lo),
-    )
+    split(std::array::from_fn(|r| unsafe { *p.add(r) }))
 }
 
 /// `p[r] <- (hi[r], lo[r])` for `r < W`, the parts stored as given.
@@ -130,27 +119,67 @@ pub(super) unsafe fn gather<const W: usize>(x: *const Dd, col: &[usize; W]) -> (
             unsafe {
                 let a = _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(two!(0)), two!(2));
                 let b = _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(two!(4)), two!(6));
-                let hi = _mm512_permutex2var_pd(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b);
-                let lo = _mm512_permutex2var_pd(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b);
-                return (as_lanes(hi), as_lanes(lo));
+                return split8(a, b);
             }
         }
         if W == 4 {
             // SAFETY: the pairs are readable (the caller); AVX2 by the caller.
             unsafe {
-                let (a, b) = (two!(0), two!(2));
-                let hi = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_unpacklo_pd(a, b));
-                let lo = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_unpackhi_pd(a, b));
-                return (as_lanes(hi), as_lanes(lo));
+                return split4(two!(0), two!(2));
             }
         }
     }
     // SAFETY: readable (the caller).
-    let v: [Dd; W] = std::array::from_fn(|r| unsafe { *x.add(col[r]) });
+    split(std::array::from_fn(|r| unsafe { *x.add(col[r]) }))
+}
+
+/// `W` double-doubles as `(hi, lo)` lanes, lane by lane (the widths without intrinsics).
+#[inline(always)]
+fn split<const W: usize>(x: [Dd; W]) -> (F<W>, F<W>) {
     (
-        std::array::from_fn(|r| v[r].hi),
-        std::array::from_fn(|r| v[r].lo),
+        std::array::from_fn(|r| x[r].hi),
+        std::array::from_fn(|r| x[r].lo),
     )
+}
+
+/// 8 double-doubles as `(hi, lo)` lanes from the two registers holding their pairs in order
+/// (`a`: elements 0-3, `b`: 4-7).
+///
+/// # Safety
+/// AVX-512F; `W == 8`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn split8<const W: usize>(
+    a: std::arch::x86_64::__m512d,
+    b: std::arch::x86_64::__m512d,
+) -> (F<W>, F<W>) {
+    use std::arch::x86_64::*;
+    // SAFETY: AVX-512F (the caller); 8 lanes.
+    unsafe {
+        let hi = _mm512_permutex2var_pd(a, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b);
+        let lo = _mm512_permutex2var_pd(a, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), b);
+        (as_lanes(hi), as_lanes(lo))
+    }
+}
+
+/// [`split8`] for 4 double-doubles (`a`: elements 0-1, `b`: 2-3).
+///
+/// # Safety
+/// AVX2; `W == 4`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn split4<const W: usize>(
+    a: std::arch::x86_64::__m256d,
+    b: std::arch::x86_64::__m256d,
+) -> (F<W>, F<W>) {
+    use std::arch::x86_64::*;
+    // SAFETY: AVX2 (the caller); 4 lanes.
+    unsafe {
+        // (h0 l0 h1 l1), (h2 l2 h3 l3) -> (h0 h2 h1 h3), (l0 l2 l1 l3) -> lanes 0 2 1 3.
+        let hi = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_unpacklo_pd(a, b));
+        let lo = _mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_unpackhi_pd(a, b));
+        (as_lanes(hi), as_lanes(lo))
+    }
 }
 
 /// A register's doubles as `W` lanes (only called where `size_of::<V>() == 8 W`).

@@ -427,19 +427,23 @@ impl<const W: usize> DdX<W> {
     #[inline(always)]
     fn load(x: &[Dd]) -> DdX<W> {
         let x: &[Dd; W] = x.try_into().expect("W values");
-        DdX {
-            hi: lanes(|i| x[i].hi),
-            lo: lanes(|i| x[i].lo),
-        }
+        // SAFETY: `W` values; `W = 8` and `W = 4` run in their kernels' bodies (`lane_op!`).
+        let (hi, lo) = unsafe { contiguous::load::<W>(x.as_ptr()) };
+        DdX { hi, lo }
     }
 
-    /// `out[0..W] <- self`.
+    /// `out[0..W] <- self`, the parts as they are (as [`Sink::put_lanes`] stores them).
     #[inline(always)]
     fn store(self, out: &mut [Dd]) {
         let out: &mut [Dd; W] = out.try_into().expect("W values");
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = Dd::new(self.hi[i], self.lo[i]);
-        }
+        // SAFETY: as in `load`.
+        unsafe { contiguous::store::<W>(out.as_mut_ptr(), self.hi, self.lo) };
+    }
+
+    /// The high and the low parts.
+    #[inline(always)]
+    fn parts(self) -> (F<W>, F<W>) {
+        (self.hi, self.lo)
     }
 
     /// As `<Dd as Precision>::add_mul_f64`: `self + b * a`.
@@ -487,8 +491,7 @@ trait Source: Copy {
     #[inline(always)]
     unsafe fn get_lanes<const W: usize>(self, at: usize) -> (F<W>, F<W>) {
         // SAFETY: forwarded from the caller.
-        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { self.get(at + r) });
-        (lanes(|r| v[r].0), lanes(|r| v[r].1))
+        DdX::gather(|r| unsafe { self.get(at + r) }).parts()
     }
     /// Elements `col[r]` as `(hi, lo)` lanes.
     ///
@@ -497,8 +500,7 @@ trait Source: Copy {
     #[inline(always)]
     unsafe fn gather_lanes<const W: usize>(self, col: &[usize; W]) -> (F<W>, F<W>) {
         // SAFETY: forwarded from the caller.
-        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { self.get(col[r]) });
-        (lanes(|r| v[r].0), lanes(|r| v[r].1))
+        DdX::gather(|r| unsafe { self.get(col[r]) }).parts()
     }
 }
 
@@ -515,8 +517,7 @@ trait Sink {
     #[inline(always)]
     unsafe fn get_lanes<const W: usize>(&self, at: usize) -> (F<W>, F<W>) {
         // SAFETY: forwarded from the caller.
-        let v: [(f64, f64); W] = std::array::from_fn(|r| unsafe { self.get(at + r) });
-        (lanes(|r| v[r].0), lanes(|r| v[r].1))
+        DdX::gather(|r| unsafe { self.get(at + r) }).parts()
     }
     /// Store `hi + lo` (a double-double as the arithmetic returned it) at `i`.
     ///
