@@ -783,10 +783,12 @@ macro_rules! elementwise {
 mod contiguous;
 mod spmv;
 mod td_lanes;
+mod tile_tree;
 #[cfg(test)]
 pub use spmv::spmv_rows_at;
 pub use spmv::{Sell, spmv_rows, supports_lanes};
 use td_lanes::{pack_lanes, td_lanes};
+use tile_tree::TileTree;
 
 // ---------------------------------------------------------------------------------------------
 // Dot product: the chunk's `DOT_THREADS` lanes, `W` adjacent lanes per SIMD register.
@@ -892,61 +894,22 @@ fn dot_tiles_impl<const W: usize>(x: SimdIn<'_>, y: SimdIn<'_>, out: &mut [Dd]) 
     with_layout!(in: [x, y], out: [], dot_tiles_layout::<W>(x, y, out))
 }
 
-/// A tile's halving tree with its lanes in registers (`W` lanes each): the first two levels
-/// (`off` = 128, 64) as each register of the first 64 lanes is formed, `(p[t] + p[t + 128]) +
-/// (p[t + 64] + p[t + 192])`, then whole registers while `off >= W`, then within the last
-/// register, its lanes rotated by `off`.
+/// The tiles' sums through [`TileTree`], one register of products at a time.
 #[inline(always)]
 fn dot_tiles_layout<const W: usize>(x: impl Source, y: impl Source, out: &mut [Dd]) {
-    const {
-        assert!(
-            TILE_ROWS == 256,
-            "dot_tiles: the first two levels are written out"
-        )
-    };
-    assert!(64 % W == 0 && 64 / W <= 16, "dot_tiles: lanes per register");
     assert!(
         x.len() == y.len() && x.len() == out.len() * TILE_ROWS,
         "dot_tiles: whole tiles"
     );
+    let mut tree = TileTree::<W>::new();
     for (tile, sum) in out.iter_mut().enumerate() {
         let first = tile * TILE_ROWS;
-        // A macro, not a closure: see `elementwise!`.
-        macro_rules! product {
-            ($t:expr) => {{
-                let t: usize = $t;
-                // SAFETY: `t + W <= TILE_ROWS`, so `first + t + W <= x.len()`.
-                let (xt, yt) =
-                    unsafe { (DdX::<W>::read(x, first + t), DdX::<W>::read(y, first + t)) };
-                xt.mul(yt)
-            }};
+        for t in (0..TILE_ROWS).step_by(W) {
+            // SAFETY: `t + W <= TILE_ROWS`, so `first + t + W <= x.len()`.
+            let (xt, yt) = unsafe { (DdX::<W>::read(x, first + t), DdX::<W>::read(y, first + t)) };
+            tree.push(xt.mul(yt));
         }
-        let mut r = [DdX::<W>::ZERO; 16];
-        for (g, rg) in r.iter_mut().take(64 / W).enumerate() {
-            let t = W * g;
-            let low = product!(t).add(product!(t + 128));
-            let high = product!(t + 64).add(product!(t + 192));
-            *rg = low.add(high);
-        }
-        let mut regs = 64 / W;
-        while regs > 1 {
-            regs /= 2;
-            for g in 0..regs {
-                r[g] = r[g].add(r[g + regs]);
-            }
-        }
-        // Lane t of `v` gets lane t + off added (the lanes past `off` add whatever, unread).
-        let mut v = r[0];
-        let mut off = W / 2;
-        while off > 0 {
-            let shifted = DdX {
-                hi: lanes(|t| v.hi[(t + off) % W]),
-                lo: lanes(|t| v.lo[(t + off) % W]),
-            };
-            v = v.add(shifted);
-            off /= 2;
-        }
-        *sum = Dd::new(v.hi[0], v.lo[0]);
+        *sum = tree.finish();
     }
 }
 
