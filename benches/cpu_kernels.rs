@@ -32,6 +32,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/vectors.rs"]
+mod vectors;
+use vectors::test_vector;
+
 /// Grid side of the benchmark problem: 100^3 = 1,000,000 unknowns.
 const GRID: usize = 100;
 /// Bytes per buffer of the copy-bandwidth reference.
@@ -63,16 +67,6 @@ impl Problem {
     fn csr(&self) -> &CsrMatrix {
         &self.a.csr
     }
-}
-
-/// Deterministic values with a full double-double mantissa (`(i + 1) / 7` in `P`).
-fn test_vector<P: Precision>(n: usize, shift: f64) -> CpuVector<P> {
-    let seven = P::from_f64(7.0);
-    let values: Vec<P> = (0..n)
-        .into_par_iter()
-        .map(|i| P::from_f64((i % 1000) as f64 + shift).div(&seven))
-        .collect();
-    CpuVector::from(values)
 }
 
 fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {

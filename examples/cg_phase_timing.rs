@@ -10,19 +10,12 @@
 use precsolve::backend::cpu::{CpuBackend, CpuVector};
 use precsolve::backend::{Backend, Operand, TiledDots};
 use precsolve::{Dd, Precision};
-use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// `(i % 1000 + shift) / 7`: values with a full low part in double-double.
-fn test_vector<P: Precision>(n: usize, shift: f64) -> CpuVector<P> {
-    let seven = P::from_f64(7.0);
-    let values: Vec<P> = (0..n)
-        .into_par_iter()
-        .map(|i| P::from_f64((i % 1000) as f64 + shift).div(&seven))
-        .collect();
-    CpuVector::from(values)
-}
+#[path = "../benches/common/vectors.rs"]
+mod vectors;
+use vectors::test_vector;
 
 /// One precision's vectors and per-pass times (seconds).
 struct Run<P: Precision> {

@@ -5,21 +5,14 @@
 //!     cargo run --release --example dd_spmv_timing
 
 use precsolve::backend::Backend;
-use precsolve::backend::cpu::{CpuBackend, CpuVector};
-use precsolve::{Dd, Precision};
-use rayon::prelude::*;
+use precsolve::backend::cpu::CpuBackend;
+use precsolve::Dd;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// `(i % 1000 + shift) / 7` in double-double: values with a full low part.
-fn test_vector(n: usize, shift: f64) -> CpuVector<Dd> {
-    let seven = Dd::from_f64(7.0);
-    let values: Vec<Dd> = (0..n)
-        .into_par_iter()
-        .map(|i| Precision::div(&Dd::from_f64((i % 1000) as f64 + shift), &seven))
-        .collect();
-    CpuVector::from(values)
-}
+#[path = "../benches/common/vectors.rs"]
+mod vectors;
+use vectors::test_vector;
 
 /// The shortest of `times`, in milliseconds.
 fn best_ms(times: &[f64]) -> f64 {
@@ -31,12 +24,12 @@ fn main() {
     let backend = CpuBackend::new();
     let a = backend.matrix(&csr).expect("matrix");
     let n = csr.nrows();
-    let p = test_vector(n, 1.0);
+    let p = test_vector::<Dd>(n, 1.0);
     let mut q = backend.zeros::<Dd>(n).expect("q");
-    let mut r = test_vector(n, 2.0);
+    let mut r = test_vector::<Dd>(n, 2.0);
     // A pass over 384 MB between timings evicts the matrix, as a solve's vector updates do.
-    let mut big_y = test_vector(8 * n, 4.0);
-    let big_x = test_vector(8 * n, 5.0);
+    let mut big_y = test_vector::<Dd>(8 * n, 4.0);
+    let big_x = test_vector::<Dd>(8 * n, 5.0);
     let tiny = Dd::from_f64(1e-9);
     let (mut warm, mut cold, mut step) = (vec![], vec![], vec![]);
     for _ in 0..30 {
