@@ -4,9 +4,9 @@
 //!
 //!     cargo run --release --example dd_spmv_timing
 
+use precsolve::Dd;
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
-use precsolve::Dd;
 use std::sync::Arc;
 use std::time::Instant;
 
