@@ -135,7 +135,7 @@ pub(super) unsafe fn gather<const W: usize>(x: *const Dd, col: &[usize; W]) -> (
 
 /// `W` double-doubles as `(hi, lo)` lanes, lane by lane (the widths without intrinsics).
 #[inline(always)]
-fn split<const W: usize>(x: [Dd; W]) -> (F<W>, F<W>) {
+pub(super) fn split<const W: usize>(x: [Dd; W]) -> (F<W>, F<W>) {
     (
         std::array::from_fn(|r| x[r].hi),
         std::array::from_fn(|r| x[r].lo),

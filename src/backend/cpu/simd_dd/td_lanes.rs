@@ -2,7 +2,7 @@
 //! widened exactly to double-double lanes on load, rounded once (thesis Listing 2.1) on store.
 
 use super::{F, lanes, quick_two_sum};
-use crate::precision::{Dd, td};
+use crate::precision::td;
 
 /// Elements `at..at + W` of td's two arrays as `(hi, lo)` lanes (`td::unpack` lane-wise),
 /// through whole loads of each array (not the gathers LLVM makes of the element-wise form).
@@ -19,8 +19,7 @@ pub(super) unsafe fn td_lanes<const W: usize>(hi: &[f64], lo: &[i32], at: usize)
             lo.as_ptr().add(at).cast::<[i32; W]>().read_unaligned(),
         )
     };
-    let d: [Dd; W] = std::array::from_fn(|r| td::unpack(h[r], l[r]));
-    (lanes(|r| d[r].hi), lanes(|r| d[r].lo))
+    super::contiguous::split(std::array::from_fn(|r| td::unpack(h[r], l[r])))
 }
 
 const LOW: u64 = 0xffff_ffff;
@@ -131,6 +130,7 @@ unsafe fn pack8(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::precision::Dd;
 
     /// `pack_lanes` is `td::pack` bit for bit, on the cases where `pack` branches.
     #[test]
