@@ -113,10 +113,11 @@ fn main() {
         "spmv alone",
         "dot_tiled alone",
     ];
-    // Bytes each pass must move, per precision size s: the matrix (12 nnz + 4 (n + 1)) and p
+    // Bytes each pass must move, per precision size s (as benches/cpu_kernels.rs counts them):
+    // the matrix (12 nnz + 8 (n + 1): values, column indices, `usize` row pointers) and p
     // read, q written; q and r read, r written; r, p, x read, p and x written.
     let bytes = |s: usize| -> [usize; 6] {
-        let spmv = 12 * nnz + 4 * (n + 1) + 2 * s * n;
+        let spmv = 12 * nnz + 8 * (n + 1) + 2 * s * n;
         let update = 3 * s * n;
         let direction = 5 * s * n;
         [

@@ -17,7 +17,7 @@ use std::fmt::Debug;
 /// vector, inside a solve's timed loop, paid the page faults (about 30 ms for CG's double
 /// vectors on poisson3d(100): its first 5 iterations took 12-13 ms each against 6-7), while a
 /// double-double vector, written here, paid them in setup.
-pub fn written<T: Clone + Send + Sync>(n: usize, value: &T) -> Vec<T> {
+fn written<T: Clone + Send + Sync>(n: usize, value: &T) -> Vec<T> {
     let mut v = Vec::with_capacity(n);
     v.par_extend(rayon::iter::repeat_n(value.clone(), n));
     v
