@@ -497,9 +497,8 @@ fma_kernel! {
         for first in (0..x.len()).step_by(TILE_ROWS) {
             // Zeros, then the products over a plain range: a loop the compiler vectorises for
             // doubles. Choosing product or zero per lane inside `from_fn` kept double's tile
-            // sums scalar: its `dot_tiled` of poisson3d(100) took 1.1-1.4 ms against 0.43
-            // (`examples/cg_phase_timing.rs`), and CG's fused SpMV pass paid 0.6-0.7 ms for
-            // `<p, q>` against 0.2-0.3.
+            // sums scalar: its `dot_tiled` of poisson3d(100) took 1.1-1.8 ms against 0.43-0.88
+            // (`examples/cg_phase_timing.rs`; `benches/results/cpu.md`).
             let count = TILE_ROWS.min(x.len() - first);
             let mut lanes: [P::Acc; TILE_ROWS] = std::array::from_fn(|_| P::Acc::zero());
             for (t, lane) in lanes[..count].iter_mut().enumerate() {
