@@ -256,7 +256,8 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     // values as selecting all lanes).
     let full: [usize; N] = std::array::from_fn(|g| len[g].iter().copied().min().unwrap_or(0));
     let mut s = [[DdX::<W>::ZERO; L]; N];
-    if L == 1 && (0..N).all(|g| width[g] == widest && full[g] == widest) {
+    // `full[g] <= width[g] <= widest`, so this says every row has `widest` entries.
+    if L == 1 && full.iter().all(|&f| f == widest) {
         // Every row of the groups has `widest` entries (a stencil's interior): the same steps
         // without the per-step checks of the general loop below. 4-7% off the DD SpMV of
         // poisson3d(50), whose matrix fits in L3; no change where it waits on DRAM.
