@@ -13,8 +13,6 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <math.h>
 #define G 100
 int main(void) {
   size_t n = (size_t)G * G * G;
