@@ -11,7 +11,7 @@ mod sell;
 pub use csr::{CsrError, CsrMatrix, Symmetry};
 pub use generate::{GeneratedMatrix, poisson2d, poisson3d};
 pub use mm::{MmError, MmErrorKind, parse_matrix_market, read_matrix_market, read_vector};
-pub use sell::SellEntries;
+pub use sell::{PADDING_COL, SellEntries};
 
 use crate::error::{Error, Result};
 use std::path::Path;

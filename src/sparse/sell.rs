@@ -6,7 +6,8 @@
 //! of a warp on the GPU) loads the step's values and column indices contiguously instead of at
 //! the rows' scattered CSR offsets. A slice is as wide as its longest row; the shorter rows'
 //! slots beyond their length are padding (zeros) that the kernels never read, since each row
-//! stops at its own CSR length. Rows keep their CSR order, so a row summed entry by entry from
+//! stops at its own CSR length. [`SellEntries::new_marked`] gives the padding the column index
+//! [`PADDING_COL`] instead, so that a kernel can tell it from an entry without the row pointers. Rows keep their CSR order, so a row summed entry by entry from
 //! either layout gives the same bits.
 //!
 //! Built by hand: sprs has no sliced layout, and the SpMV kernels' bits depend on this exact
@@ -14,6 +15,9 @@
 
 use super::CsrMatrix;
 use rayon::prelude::*;
+
+/// The column index of padding in [`SellEntries::new_marked`]'s layout (no column's index).
+pub const PADDING_COL: i32 = -1;
 
 #[derive(Debug)]
 pub struct SellEntries {
@@ -32,8 +36,17 @@ impl SellEntries {
         slice_widths(a, c).iter().map(|w| w * c).sum()
     }
 
-    /// The entries of `a` for slices of `c` rows.
+    /// The entries of `a` for slices of `c` rows, padding with column index 0.
     pub fn new(a: &CsrMatrix, c: usize) -> SellEntries {
+        Self::build(a, c, 0)
+    }
+
+    /// [`SellEntries::new`] with padding's column index [`PADDING_COL`] (its value is 0).
+    pub fn new_marked(a: &CsrMatrix, c: usize) -> SellEntries {
+        Self::build(a, c, PADDING_COL)
+    }
+
+    fn build(a: &CsrMatrix, c: usize, padding_col: i32) -> SellEntries {
         let widths = slice_widths(a, c);
         let mut slice_ptr = Vec::with_capacity(widths.len() + 1);
         slice_ptr.push(0);
@@ -41,7 +54,7 @@ impl SellEntries {
             slice_ptr.push(slice_ptr.last().unwrap() + w * c);
         }
         let slots = *slice_ptr.last().unwrap();
-        let (mut vals, mut cols) = (vec![0.0; slots], vec![0; slots]);
+        let (mut vals, mut cols) = (vec![0.0; slots], vec![padding_col; slots]);
         // Each slice's slots are its own: fill the slices in parallel.
         let mut pieces = Vec::with_capacity(widths.len());
         let (mut vals_rest, mut cols_rest) = (&mut vals[..], &mut cols[..]);
@@ -124,8 +137,12 @@ mod tests {
             }
         }
         let a = CsrMatrix::from_coo(11, 11, &rows, &cols, &vals, Symmetry::General).unwrap();
-        for c in [1, 4, 32] {
-            let sell = SellEntries::new(&a, c);
+        for (c, marked) in [1, 4, 32].into_iter().flat_map(|c| [(c, false), (c, true)]) {
+            let sell = if marked {
+                SellEntries::new_marked(&a, c)
+            } else {
+                SellEntries::new(&a, c)
+            };
             assert_eq!(sell.slice_ptr().len(), 11usize.div_ceil(c) + 1);
             assert_eq!(SellEntries::slots(&a, c), sell.vals().len());
             let mut seen = 0;
@@ -142,6 +159,16 @@ mod tests {
             assert_eq!(seen, a.nnz());
             let nonzero = sell.vals().iter().filter(|v| **v != 0.0).count();
             assert_eq!(nonzero, a.nnz(), "padding is zero (c = {c})");
+            // Every slot that holds no entry holds the padding's column index (entries in
+            // column 0 counted apart).
+            let pad = if marked { PADDING_COL } else { 0 };
+            let padded = sell.cols().iter().filter(|&&k| k == pad).count();
+            let entries_at_pad = a.col_idx().iter().filter(|&&k| k == pad).count();
+            assert_eq!(
+                padded,
+                sell.cols().len() - a.nnz() + entries_at_pad,
+                "c = {c}"
+            );
         }
     }
 }

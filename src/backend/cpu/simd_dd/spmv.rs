@@ -7,7 +7,7 @@
 //! kept fewer values in registers.
 
 use super::{DdX, F, Level, SimdIn, SimdOut, Sink, Source, lanes, level, select};
-use crate::sparse::{CsrMatrix, SellEntries};
+use crate::sparse::{CsrMatrix, PADDING_COL, SellEntries};
 use std::sync::Arc;
 
 /// The CSR entries regrouped for [`spmv_rows`] ("SELL-W", [`SellEntries`] with slices of `w`
@@ -21,14 +21,29 @@ pub struct Sell {
     source: Arc<CsrMatrix>,
     /// Groups of the SIMD width it was built for.
     entries: SellEntries,
+    /// Per group, the length of its shortest row: the steps all its lanes take, summed without
+    /// looking for padding. With the padding marked in `entries`, the kernel never reads the
+    /// row pointers (see [`group_sums`]).
+    shortest: Vec<u32>,
 }
 
 impl Sell {
     /// The layout of `source` for groups of `w` rows.
     pub fn new(source: &Arc<CsrMatrix>, w: usize) -> Sell {
+        let row_ptr = source.row_ptr();
+        let shortest = (0..source.nrows() / w)
+            .map(|g| {
+                let len = (g * w..(g + 1) * w)
+                    .map(|r| row_ptr[r + 1] - row_ptr[r])
+                    .min();
+                // A row's column indices are distinct `i32`s, so it has fewer than 2^32.
+                u32::try_from(len.unwrap_or(0)).expect("row length below 2^32")
+            })
+            .collect();
         Sell {
             source: Arc::clone(source),
-            entries: SellEntries::new(source, w),
+            entries: SellEntries::new_marked(source, w),
+            shortest,
         }
     }
 
@@ -122,12 +137,12 @@ unsafe fn spmv_rows_layout<const W: usize>(
     // SAFETY: forwarded from the caller and checked above.
     unsafe {
         match lanes {
-            1 => spmv_rows_simd::<W, 1, GROUPS_IN_FLIGHT>(a, sell, x, first, out, b),
-            2 => spmv_rows_simd::<W, 2, 1>(a, sell, x, first, out, b),
-            4 => spmv_rows_simd::<W, 4, 1>(a, sell, x, first, out, b),
-            8 => spmv_rows_simd::<W, 8, 1>(a, sell, x, first, out, b),
-            16 => spmv_rows_simd::<W, 16, 1>(a, sell, x, first, out, b),
-            32 => spmv_rows_simd::<W, 32, 1>(a, sell, x, first, out, b),
+            1 => spmv_rows_simd::<W, 1, GROUPS_IN_FLIGHT>(sell, x, first, out, b),
+            2 => spmv_rows_simd::<W, 2, 1>(sell, x, first, out, b),
+            4 => spmv_rows_simd::<W, 4, 1>(sell, x, first, out, b),
+            8 => spmv_rows_simd::<W, 8, 1>(sell, x, first, out, b),
+            16 => spmv_rows_simd::<W, 16, 1>(sell, x, first, out, b),
+            32 => spmv_rows_simd::<W, 32, 1>(sell, x, first, out, b),
             _ => unreachable!("spmv_rows: {lanes} lanes"),
         }
     }
@@ -137,7 +152,6 @@ unsafe fn spmv_rows_layout<const W: usize>(
 /// (the rest one by one).
 #[inline(always)]
 unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
-    a: &CsrMatrix,
     sell: &Sell,
     x: impl Source,
     first: usize,
@@ -151,10 +165,10 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
         // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, rows
         // of `a`; the other preconditions are the caller's.
         let sums: [DdX<W>; N] = if together == N {
-            unsafe { group_sums::<W, L, N>(a, sell, x, first / W + j) }
+            unsafe { group_sums::<W, L, N>(sell, x, first / W + j) }
         } else {
             let mut s = [DdX::ZERO; N];
-            s[0] = unsafe { group_sums::<W, L, 1>(a, sell, x, first / W + j) }[0];
+            s[0] = unsafe { group_sums::<W, L, 1>(sell, x, first / W + j) }[0];
             s
         };
         for (g, sum) in sums.into_iter().take(together).enumerate() {
@@ -205,11 +219,51 @@ unsafe fn step<const W: usize>(
     at: usize,
     sum: DdX<W>,
 ) -> DdX<W> {
+    // SAFETY: forwarded from the caller.
+    let col: [usize; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
+    unsafe { add_products(vals, cols, x, at, &col, sum) }
+}
+
+/// [`step`] for a step that may hold padding (column index [`PADDING_COL`]): the lanes of
+/// padding read `x[0]` and keep `sum` (the select), so each row's sum sees only its entries.
+///
+/// # Safety
+/// Slots `at..at + W` exist, and their column indices are [`PADDING_COL`] or below `x.len()`,
+/// which is not 0.
+#[inline(always)]
+unsafe fn step_padded<const W: usize>(
+    vals: &[f64],
+    cols: &[i32],
+    x: impl Source,
+    at: usize,
+    sum: DdX<W>,
+) -> DdX<W> {
+    // SAFETY: forwarded from the caller.
+    let raw: [i32; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) });
+    let col: [usize; W] = std::array::from_fn(|r| raw[r].max(0) as usize);
+    let entry: [bool; W] = std::array::from_fn(|r| raw[r] != PADDING_COL);
+    // SAFETY: every `col[r]` is an entry's column or 0, below `x.len()` (the caller).
+    let added = unsafe { add_products(vals, cols, x, at, &col, sum) };
+    select(entry, added, sum)
+}
+
+/// `sum + v x[col]`, `v` the values of the step at slot `at`.
+///
+/// # Safety
+/// Slots `at..at + W` exist, and every `col[r]` is below `x.len()`.
+#[inline(always)]
+unsafe fn add_products<const W: usize>(
+    vals: &[f64],
+    cols: &[i32],
+    x: impl Source,
+    at: usize,
+    col: &[usize; W],
+    sum: DdX<W>,
+) -> DdX<W> {
     prefetch_ahead(vals, cols, at);
     // SAFETY: forwarded from the caller.
     let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
-    let col: [usize; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
-    let (hi, lo) = unsafe { x.gather_lanes::<W>(&col) };
+    let (hi, lo) = unsafe { x.gather_lanes::<W>(col) };
     sum.add_mul_f64(v, DdX { hi, lo })
 }
 
@@ -221,55 +275,58 @@ const GROUPS_IN_FLIGHT: usize = 4;
 
 /// The row sums of the `W` rows of each of the groups `group..group + N`, with `L` lanes per
 /// row. Step `k` of a row goes to its lane `k % L`, as in the scalar kernel; a SIMD lane whose
-/// row has no entry `k` keeps its value (the select), so each row's sums see only its own
-/// entries. Then the tree. The `N` groups advance step by step together (independent chains).
+/// row has no entry `k` (padding, marked in the layout) keeps its value (the select), so each
+/// row's sums see only its own entries. Then the tree. The `N` groups advance step by step
+/// together (independent chains).
+///
+/// The row pointers are not read. Where a group's rows differed in length they were, to build
+/// the masks, and that cost the DD SpMV of poisson3d(100) 15-25% (`cpu.md`, fourteenth
+/// session): read only there, they came at no regular stride, each a wait on memory.
 ///
 /// # Safety
-/// As [`spmv_rows`], and the rows of groups `group..group + N` are rows of `a`.
+/// As [`spmv_rows`], and the groups `group..group + N` are groups of `sell`.
 #[inline(always)]
 unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
-    a: &CsrMatrix,
     sell: &Sell,
     x: impl Source,
     group: usize,
 ) -> [DdX<W>; N] {
-    let row_ptr = a.row_ptr();
     let (vals, cols) = (sell.entries.vals(), sell.entries.cols());
     let group_ptr = sell.entries.slice_ptr();
-    // SAFETY (all unchecked accesses below): `row + W <= nrows < row_ptr.len()` and
-    // `group + N < group_ptr.len()` since `sell` was built from `a` with groups of `W` rows.
+    // SAFETY (all unchecked accesses below): `group + N < group_ptr.len()` and
+    // `group + N <= shortest.len()`, as the caller passes groups of `sell` (whole ones).
     // Step `k < width[g]` of group `group + g` occupies slots `base[g] + W k ..+ W`, inside
-    // `vals` and `cols`; a column index there is 0 (padding, used only when `ncols > 0`, as
-    // some row has an entry) or one of the matrix, in `0..ncols == x.len()` by the invariants
-    // `CsrMatrix` validates on construction and never lets change.
-    let len: [[usize; W]; N] = std::array::from_fn(|g| {
-        let row = W * (group + g);
-        std::array::from_fn(|r| unsafe {
-            *row_ptr.get_unchecked(row + r + 1) - *row_ptr.get_unchecked(row + r)
-        })
-    });
+    // `vals` and `cols`; a column index there is `PADDING_COL` (padding, only where a row is
+    // shorter than its group's longest, so never below the group's shortest row) or one of the
+    // matrix, in `0..ncols == x.len()` by the invariants `CsrMatrix` validates on construction
+    // and never lets change (and `ncols > 0`, as some row has an entry).
     let base: [usize; N] = std::array::from_fn(|g| unsafe { *group_ptr.get_unchecked(group + g) });
     let width: [usize; N] =
         std::array::from_fn(|g| (unsafe { *group_ptr.get_unchecked(group + g + 1) } - base[g]) / W);
     let widest = width.iter().copied().max().unwrap_or(0);
-    // Steps below a group's shortest row have every lane active: no mask, no select (the same
-    // values as selecting all lanes).
-    let full: [usize; N] = std::array::from_fn(|g| len[g].iter().copied().min().unwrap_or(0));
+    // Steps below a group's shortest row hold no padding: no mask, no select (the same values
+    // as selecting all lanes).
+    let full: [usize; N] =
+        std::array::from_fn(|g| unsafe { *sell.shortest.get_unchecked(group + g) } as usize);
     let mut s = [[DdX::<W>::ZERO; L]; N];
-    // `full[g] <= width[g] <= widest`, so this says every row has `widest` entries.
-    if L == 1 && full.iter().all(|&f| f == widest) {
-        // Every row of the groups has `widest` entries (a stencil's interior): the same steps
-        // without the per-step checks of the general loop below. 4-7% off the DD SpMV of
-        // poisson3d(50), whose matrix fits in L3; no change where it waits on DRAM.
-        for k in 0..widest {
+    // With one lane per row, the steps every row of the groups has (below the shortest of
+    // `full`) run first without the checks of the general loop below, which then takes only
+    // the rest: none in a stencil's interior, the last step where a group holds a boundary row
+    // (half the sets of four groups of poisson3d(100) do). The same steps in the same order.
+    let mut chunk = 0;
+    if L == 1 {
+        let common = full.iter().copied().min().unwrap_or(0);
+        for k in 0..common {
             unroll!(N, <= 4, |g| {
-                // SAFETY: as above, `k < width[g]`.
+                // SAFETY: as above, `k < full[g] <= width[g]`.
                 s[g][0] = unsafe { step(vals, cols, x, base[g] + W * k, s[g][0]) };
             });
         }
-        return std::array::from_fn(|g| s[g][0]);
+        if common == widest {
+            return std::array::from_fn(|g| s[g][0]);
+        }
+        chunk = common;
     }
-    let mut chunk = 0;
     while chunk < widest {
         'chunk: {
             unroll!(L, |l| {
@@ -281,12 +338,10 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
                     if k < width[g] {
                         let at = base[g] + W * k;
                         // SAFETY: as above.
-                        let sum = unsafe { step(vals, cols, x, at, s[g][l]) };
                         s[g][l] = if k < full[g] {
-                            sum
+                            unsafe { step(vals, cols, x, at, s[g][l]) }
                         } else {
-                            let m: [bool; W] = std::array::from_fn(|r| k < len[g][r]);
-                            select(m, sum, s[g][l])
+                            unsafe { step_padded(vals, cols, x, at, s[g][l]) }
                         };
                     }
                 });
