@@ -208,63 +208,39 @@ fn prefetch_ahead(vals: &[f64], cols: &[i32], at: usize) {
 }
 
 /// `sum + v x` for the step at slot `at`: its `W` values, and `x` at its `W` column indices.
+/// With `PADDED`, some of those may be padding ([`PADDING_COL`]): its lanes read `x[0]` and
+/// keep `sum` (the select), so each row's sum sees only its entries.
 ///
 /// # Safety
-/// Slots `at..at + W` exist, and their column indices are below `x.len()`.
+/// Slots `at..at + W` exist, and their column indices are below `x.len()` (or, with `PADDED`,
+/// [`PADDING_COL`], and `x` is not empty).
 #[inline(always)]
-unsafe fn step<const W: usize>(
+unsafe fn step<const W: usize, const PADDED: bool>(
     vals: &[f64],
     cols: &[i32],
     x: impl Source,
     at: usize,
-    sum: DdX<W>,
-) -> DdX<W> {
-    // SAFETY: forwarded from the caller.
-    let col: [usize; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) } as usize);
-    unsafe { add_products(vals, cols, x, at, &col, sum) }
-}
-
-/// [`step`] for a step that may hold padding (column index [`PADDING_COL`]): the lanes of
-/// padding read `x[0]` and keep `sum` (the select), so each row's sum sees only its entries.
-///
-/// # Safety
-/// Slots `at..at + W` exist, and their column indices are [`PADDING_COL`] or below `x.len()`,
-/// which is not 0.
-#[inline(always)]
-unsafe fn step_padded<const W: usize>(
-    vals: &[f64],
-    cols: &[i32],
-    x: impl Source,
-    at: usize,
-    sum: DdX<W>,
-) -> DdX<W> {
-    // SAFETY: forwarded from the caller.
-    let raw: [i32; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) });
-    let col: [usize; W] = std::array::from_fn(|r| raw[r].max(0) as usize);
-    let entry: [bool; W] = std::array::from_fn(|r| raw[r] != PADDING_COL);
-    // SAFETY: every `col[r]` is an entry's column or 0, below `x.len()` (the caller).
-    let added = unsafe { add_products(vals, cols, x, at, &col, sum) };
-    select(entry, added, sum)
-}
-
-/// `sum + v x[col]`, `v` the values of the step at slot `at`.
-///
-/// # Safety
-/// Slots `at..at + W` exist, and every `col[r]` is below `x.len()`.
-#[inline(always)]
-unsafe fn add_products<const W: usize>(
-    vals: &[f64],
-    cols: &[i32],
-    x: impl Source,
-    at: usize,
-    col: &[usize; W],
     sum: DdX<W>,
 ) -> DdX<W> {
     prefetch_ahead(vals, cols, at);
     // SAFETY: forwarded from the caller.
     let v: F<W> = lanes(|r| unsafe { *vals.get_unchecked(at + r) });
-    let (hi, lo) = unsafe { x.gather_lanes::<W>(col) };
-    sum.add_mul_f64(v, DdX { hi, lo })
+    let raw: [i32; W] = std::array::from_fn(|r| unsafe { *cols.get_unchecked(at + r) });
+    let col: [usize; W] = std::array::from_fn(|r| {
+        if PADDED {
+            raw[r].max(0) as usize
+        } else {
+            raw[r] as usize
+        }
+    });
+    // SAFETY: every `col[r]` is an entry's column, or 0 for padding (the caller).
+    let (hi, lo) = unsafe { x.gather_lanes::<W>(&col) };
+    let added = sum.add_mul_f64(v, DdX { hi, lo });
+    if PADDED {
+        select(std::array::from_fn(|r| raw[r] != PADDING_COL), added, sum)
+    } else {
+        added
+    }
 }
 
 /// Groups [`spmv_rows_simd`] sums at once with one lane per row: independent QuadAdd chains in
@@ -319,7 +295,7 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
         for k in 0..common {
             unroll!(N, <= 4, |g| {
                 // SAFETY: as above, `k < full[g] <= width[g]`.
-                s[g][0] = unsafe { step(vals, cols, x, base[g] + W * k, s[g][0]) };
+                s[g][0] = unsafe { step::<W, false>(vals, cols, x, base[g] + W * k, s[g][0]) };
             });
         }
         if common == widest {
@@ -339,9 +315,9 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
                         let at = base[g] + W * k;
                         // SAFETY: as above.
                         s[g][l] = if k < full[g] {
-                            unsafe { step(vals, cols, x, at, s[g][l]) }
+                            unsafe { step::<W, false>(vals, cols, x, at, s[g][l]) }
                         } else {
-                            unsafe { step_padded(vals, cols, x, at, s[g][l]) }
+                            unsafe { step::<W, true>(vals, cols, x, at, s[g][l]) }
                         };
                     }
                 });
