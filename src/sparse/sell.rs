@@ -7,8 +7,9 @@
 //! the rows' scattered CSR offsets. A slice is as wide as its longest row; the shorter rows'
 //! slots beyond their length are padding (zeros) that the kernels never read, since each row
 //! stops at its own CSR length. [`SellEntries::new_marked`] gives the padding the column index
-//! [`PADDING_COL`] instead, so that a kernel can tell it from an entry without the row pointers. Rows keep their CSR order, so a row summed entry by entry from
-//! either layout gives the same bits.
+//! [`PADDING_COL`] instead, so that a kernel can tell it from an entry without the row
+//! pointers. Rows keep their CSR order, so a row summed entry by entry from either layout gives
+//! the same bits.
 //!
 //! Built by hand: sprs has no sliced layout, and the SpMV kernels' bits depend on this exact
 //! slot order.
@@ -34,6 +35,12 @@ impl SellEntries {
     /// Slots (stored entries plus padding) that [`SellEntries::new`] would allocate.
     pub fn slots(a: &CsrMatrix, c: usize) -> usize {
         slice_widths(a, c).iter().map(|w| w * c).sum()
+    }
+
+    /// The shortest row of each slice of `c` rows (the last one possibly partial): the steps
+    /// of the slice that hold no padding.
+    pub fn shortest_rows(a: &CsrMatrix, c: usize) -> Vec<usize> {
+        fold_slice_rows(a, c, usize::min)
     }
 
     /// The entries of `a` for slices of `c` rows, padding with column index 0.
@@ -106,6 +113,11 @@ impl SellEntries {
 
 /// The longest row of each slice of `c` rows (the last one possibly partial).
 fn slice_widths(a: &CsrMatrix, c: usize) -> Vec<usize> {
+    fold_slice_rows(a, c, usize::max)
+}
+
+/// The row lengths of each slice of `c` rows (the last one possibly partial), folded by `pick`.
+fn fold_slice_rows(a: &CsrMatrix, c: usize, pick: fn(usize, usize) -> usize) -> Vec<usize> {
     assert!(c > 0, "SellEntries: empty slices");
     let row_ptr = a.row_ptr();
     (0..a.nrows().div_ceil(c))
@@ -113,7 +125,7 @@ fn slice_widths(a: &CsrMatrix, c: usize) -> Vec<usize> {
         .map(|s| {
             (s * c..(s * c + c).min(a.nrows()))
                 .map(|row| row_ptr[row + 1] - row_ptr[row])
-                .max()
+                .reduce(pick)
                 .unwrap_or(0)
         })
         .collect()
@@ -157,6 +169,11 @@ mod tests {
                 }
             }
             assert_eq!(seen, a.nnz());
+            // Rows of lengths `i % 5`: the shortest of slice `s` is that of its rows' minimum.
+            let shortest: Vec<usize> = (0..11usize.div_ceil(c))
+                .map(|s| (s * c..(s * c + c).min(11)).map(|i| i % 5).min().unwrap())
+                .collect();
+            assert_eq!(SellEntries::shortest_rows(&a, c), shortest, "c = {c}");
             let nonzero = sell.vals().iter().filter(|v| **v != 0.0).count();
             assert_eq!(nonzero, a.nnz(), "padding is zero (c = {c})");
             // Every slot that holds no entry holds the padding's column index (entries in

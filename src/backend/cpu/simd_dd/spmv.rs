@@ -30,15 +30,10 @@ pub struct Sell {
 impl Sell {
     /// The layout of `source` for groups of `w` rows.
     pub fn new(source: &Arc<CsrMatrix>, w: usize) -> Sell {
-        let row_ptr = source.row_ptr();
-        let shortest = (0..source.nrows() / w)
-            .map(|g| {
-                let len = (g * w..(g + 1) * w)
-                    .map(|r| row_ptr[r + 1] - row_ptr[r])
-                    .min();
-                // A row's column indices are distinct `i32`s, so it has fewer than 2^32.
-                u32::try_from(len.unwrap_or(0)).expect("row length below 2^32")
-            })
+        let shortest = SellEntries::shortest_rows(source, w)
+            .into_iter()
+            // A row's column indices are distinct `i32`s, so it has fewer than 2^32.
+            .map(|len| u32::try_from(len).expect("row length below 2^32"))
             .collect();
         Sell {
             source: Arc::clone(source),
@@ -162,8 +157,8 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
     let mut j = 0;
     while j < groups {
         let together = if j + N <= groups { N } else { 1 };
-        // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, rows
-        // of `a`; the other preconditions are the caller's.
+        // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, whole
+        // groups of `sell`; the other preconditions are the caller's.
         let sums: [DdX<W>; N] = if together == N {
             unsafe { group_sums::<W, L, N>(sell, x, first / W + j) }
         } else {
