@@ -132,19 +132,78 @@ unsafe fn spmv_rows_layout<const W: usize>(
     // SAFETY: forwarded from the caller and checked above.
     unsafe {
         match lanes {
-            1 => spmv_rows_simd::<W, 1, GROUPS_IN_FLIGHT>(sell, x, first, out, b),
-            2 => spmv_rows_simd::<W, 2, 1>(sell, x, first, out, b),
-            4 => spmv_rows_simd::<W, 4, 1>(sell, x, first, out, b),
-            8 => spmv_rows_simd::<W, 8, 1>(sell, x, first, out, b),
-            16 => spmv_rows_simd::<W, 16, 1>(sell, x, first, out, b),
-            32 => spmv_rows_simd::<W, 32, 1>(sell, x, first, out, b),
+            1 => spmv_rows_apart::<W, 1, GROUPS_IN_FLIGHT>(sell, x, first, out, b, 1),
+            2 => spmv_rows_apart::<W, 2, 1>(sell, x, first, out, b, 2),
+            4 => spmv_rows_apart::<W, 4, 1>(sell, x, first, out, b, 4),
+            // One instance for the wide lane counts, the count at run time (see `group_sums`).
+            8 | 16 | 32 => spmv_rows_apart::<W, MAX_LANES, 1>(sell, x, first, out, b, lanes),
             _ => unreachable!("spmv_rows: {lanes} lanes"),
         }
     }
 }
 
-/// [`spmv_rows`] with `L` lanes per row: row `W g + r` in SIMD lane `r`, `N` groups at a time
-/// (the rest one by one).
+/// [`spmv_rows_simd`] as a function of its own for each lane count and layout, compiled for
+/// `W`'s SIMD level and never inlined into the entry point. Inlined, every lane count and
+/// layout made one function per width of tens of thousands of instructions, and LLVM's time on
+/// it grew faster than its size: those two functions took 9 of the crate's 14 minutes of
+/// optimisation and register allocation at opt-level 2 (`-Z llvm-time-trace`). One call per
+/// block of rows costs nothing measurable.
+///
+/// # Safety
+/// As [`spmv_rows_simd`], and the CPU runs `W`'s SIMD level (the entry points check it).
+#[inline(always)]
+unsafe fn spmv_rows_apart<const W: usize, const L: usize, const N: usize>(
+    sell: &Sell,
+    x: impl Source,
+    first: usize,
+    out: &mut impl Sink,
+    b: Option<&[f64]>,
+    lanes: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,fma")]
+        #[inline(never)]
+        unsafe fn w8<const L: usize, const N: usize>(
+            sell: &Sell,
+            x: impl Source,
+            first: usize,
+            out: &mut impl Sink,
+            b: Option<&[f64]>,
+            lanes: usize,
+        ) {
+            // SAFETY: forwarded from the caller.
+            unsafe { spmv_rows_simd::<8, L, N>(sell, x, first, out, b, lanes) }
+        }
+        #[target_feature(enable = "avx2,fma")]
+        #[inline(never)]
+        unsafe fn w4<const L: usize, const N: usize>(
+            sell: &Sell,
+            x: impl Source,
+            first: usize,
+            out: &mut impl Sink,
+            b: Option<&[f64]>,
+            lanes: usize,
+        ) {
+            // SAFETY: forwarded from the caller.
+            unsafe { spmv_rows_simd::<4, L, N>(sell, x, first, out, b, lanes) }
+        }
+        // SAFETY: the caller runs on a CPU with `W`'s level (8: AVX-512F, 4: AVX2 and FMA).
+        match W {
+            8 => unsafe { w8::<L, N>(sell, x, first, out, b, lanes) },
+            4 => unsafe { w4::<L, N>(sell, x, first, out, b, lanes) },
+            _ => unreachable!("spmv_rows: SIMD width {W}"),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        spmv_rows_simd::<W, L, N>(sell, x, first, out, b, lanes)
+    }
+}
+
+/// [`spmv_rows`] with `row_lanes` lanes per row (`L`, or at most `L`: see [`group_sums`]):
+/// row `W g + r` in SIMD lane `r`, `N` groups at a time (the rest one by one).
 #[inline(always)]
 unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
     sell: &Sell,
@@ -152,6 +211,7 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
     first: usize,
     out: &mut impl Sink,
     b: Option<&[f64]>,
+    row_lanes: usize,
 ) {
     let groups = out.len() / W;
     let mut j = 0;
@@ -160,10 +220,10 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
         // SAFETY: groups `first / W + j ..+ together` lie in `first..first + out.len()`, whole
         // groups of `sell`; the other preconditions are the caller's.
         let sums: [DdX<W>; N] = if together == N {
-            unsafe { group_sums::<W, L, N>(sell, x, first / W + j) }
+            unsafe { group_sums::<W, L, N>(sell, x, first / W + j, row_lanes) }
         } else {
             let mut s = [DdX::ZERO; N];
-            s[0] = unsafe { group_sums::<W, L, 1>(sell, x, first / W + j) }[0];
+            s[0] = unsafe { group_sums::<W, L, 1>(sell, x, first / W + j, row_lanes) }[0];
             s
         };
         for (g, sum) in sums.into_iter().take(together).enumerate() {
@@ -244,23 +304,37 @@ unsafe fn step<const W: usize, const PADDED: bool>(
 /// already; those run one group at a time (compiling them four at a time also took minutes).
 const GROUPS_IN_FLIGHT: usize = 4;
 
-/// The row sums of the `W` rows of each of the groups `group..group + N`, with `L` lanes per
-/// row. Step `k` of a row goes to its lane `k % L`, as in the scalar kernel; a SIMD lane whose
-/// row has no entry `k` (padding, marked in the layout) keeps its value (the select), so each
-/// row's sums see only its own entries. Then the tree. The `N` groups advance step by step
-/// together (independent chains).
+/// Lanes per row up to which [`group_sums`] writes its lanes out (below).
+const LANES_WRITTEN_OUT: usize = 4;
+
+/// The most lanes per row (the GPU's warp).
+const MAX_LANES: usize = 32;
+
+/// The row sums of the `W` rows of each of the groups `group..group + N`, with `lanes` lanes
+/// per row. Step `k` of a row goes to its lane `k % lanes`, as in the scalar kernel; a SIMD
+/// lane whose row has no entry `k` (padding, marked in the layout) keeps its value (the
+/// select), so each row's sums see only its own entries. Then the tree. The `N` groups advance
+/// step by step together (independent chains).
+///
+/// Up to [`LANES_WRITTEN_OUT`] lanes, `lanes == L` and the lanes are written out so that their
+/// sums live in registers. Wider (`L` = [`MAX_LANES`], `lanes` 8, 16 or 32) they cannot (8 DD
+/// lanes are 16 vector registers a group, before the step's own), and written out they only
+/// made functions that LLVM took minutes to allocate registers for: one instance loops over
+/// the lanes, the count known at run time, in the same order (the same bits).
 ///
 /// The row pointers are not read. Where a group's rows differed in length they were, to build
 /// the masks, and that cost the DD SpMV of poisson3d(100) 15-25% (`cpu.md`, fourteenth
 /// session): read only there, they came at no regular stride, each a wait on memory.
 ///
 /// # Safety
-/// As [`spmv_rows`], and the groups `group..group + N` are groups of `sell`.
+/// As [`spmv_rows`], and the groups `group..group + N` are groups of `sell`; `lanes == L` up to
+/// `LANES_WRITTEN_OUT`, else `lanes <= L`.
 #[inline(always)]
 unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     sell: &Sell,
     x: impl Source,
     group: usize,
+    lanes: usize,
 ) -> [DdX<W>; N] {
     let (vals, cols) = (sell.entries.vals(), sell.entries.cols());
     let group_ptr = sell.entries.slice_ptr();
@@ -300,31 +374,53 @@ unsafe fn group_sums<const W: usize, const L: usize, const N: usize>(
     }
     while chunk < widest {
         'chunk: {
-            unroll!(L, |l| {
-                let k = chunk + l;
-                if k >= widest {
-                    break 'chunk;
-                }
-                unroll!(N, <= 4, |g| {
-                    if k < width[g] {
-                        let at = base[g] + W * k;
-                        // SAFETY: as above.
-                        s[g][l] = if k < full[g] {
-                            unsafe { step::<W, false>(vals, cols, x, at, s[g][l]) }
-                        } else {
-                            unsafe { step::<W, true>(vals, cols, x, at, s[g][l]) }
-                        };
+            // Step `k = chunk + l` of every group into its lane `l`.
+            macro_rules! lane_step {
+                ($l:expr) => {{
+                    let l = $l;
+                    let k = chunk + l;
+                    if k >= widest {
+                        break 'chunk;
                     }
-                });
-            });
+                    unroll!(N, <= 4, |g| {
+                        if k < width[g] {
+                            let at = base[g] + W * k;
+                            // SAFETY: as above.
+                            s[g][l] = if k < full[g] {
+                                unsafe { step::<W, false>(vals, cols, x, at, s[g][l]) }
+                            } else {
+                                unsafe { step::<W, true>(vals, cols, x, at, s[g][l]) }
+                            };
+                        }
+                    });
+                }};
+            }
+            if const { L <= LANES_WRITTEN_OUT } {
+                unroll!(L, <= 4, |l| lane_step!(l));
+            } else {
+                for l in 0..lanes.min(widest - chunk) {
+                    lane_step!(l);
+                }
+            }
         }
-        chunk += L;
+        chunk += if L <= LANES_WRITTEN_OUT { L } else { lanes };
     }
-    // The tree, `off = L/2, ..., 1`.
-    for off in [16, 8, 4, 2, 1] {
-        if off < L {
-            unroll!(N, <= 4, |g| unroll!(off, |l| s[g][l] =
-                s[g][l].add(s[g][l + off])));
+    // The tree, `off = lanes/2, ..., 1`.
+    if const { L <= LANES_WRITTEN_OUT } {
+        for off in [2, 1] {
+            if off < L {
+                unroll!(N, <= 4, |g| unroll!(2, <= 4, |l| if l < off {
+                    s[g][l] = s[g][l].add(s[g][l + off]);
+                }));
+            }
+        }
+    } else {
+        let mut off = lanes / 2;
+        while off > 0 {
+            for l in 0..off {
+                unroll!(N, <= 4, |g| s[g][l] = s[g][l].add(s[g][l + off]));
+            }
+            off /= 2;
         }
     }
     std::array::from_fn(|g| s[g][0])
