@@ -1,6 +1,7 @@
 //! The `batch` and `report` subcommands of the `solver` binary (declared in `main.rs`; not part
 //! of the library): flags and `solver.toml` -> `batch::StudySpec`, a progress bar, Ctrl-C.
 
+use crate::cli_args::{count_arg, ilu_shift_arg, max_iter_arg, threads_arg, tol_arg};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use precsolve::batch::{
@@ -10,6 +11,7 @@ use precsolve::config::RawConfig;
 use precsolve::report::study;
 use precsolve::solver::ResidualNorm;
 use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
+use precsolve::sparse::ReadLimits;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,39 +30,42 @@ pub struct BatchArgs {
     /// index.html. A study already there is resumed: recorded runs are skipped.
     #[arg(long, default_value = "study")]
     out: PathBuf,
-    /// Working precisions, comma separated: f64, td, dd, qd, mp:<bits> (default: solver.toml's
-    /// precision; both = f64,dd).
+    /// Working precisions, comma separated: f64, td, dd, qd, mp:<bits> (both = f64,dd).
     #[arg(long, value_delimiter = ',')]
     precision: Vec<WorkingPrecision>,
-    /// Tolerances on the stopping test, comma separated (default: solver.toml's tol).
-    #[arg(long, value_delimiter = ',')]
+    /// Tolerances on the stopping test, comma separated, each with 0 < TOL < 1.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = tol_arg)]
     tol: Vec<f64>,
-    /// Preconditioners, comma separated: none, ilu0 (default: solver.toml's precond). ILU(0) is
-    /// factored once per matrix; a zero pivot is recorded as precond-failed.
+    /// Preconditioners, comma separated: none, ilu0. ILU(0) is factored once per matrix; a zero
+    /// pivot is recorded as precond-failed.
     #[arg(long, value_enum, value_delimiter = ',')]
     precond: Vec<PrecondChoice>,
-    /// ILU(0) diagonal shift S > 0 for the ilu0 runs (default: solver.toml's ilu_shift).
-    #[arg(long, value_name = "S")]
+    /// ILU(0) diagonal shift S > 0 for the ilu0 runs; 0 for none.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<f64>,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
     #[arg(long, value_enum, value_delimiter = ',')]
     method: Vec<Method>,
-    #[arg(long)]
+    /// Give up each run after N iterations (at least 1).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = max_iter_arg)]
     max_iter: Option<usize>,
     /// Wall-time limit of each solve: 90, 90s, 1.5m, 2h, 500ms (the run is recorded as
     /// time-limit).
     #[arg(long, value_parser = parse_time)]
     time_limit: Option<Duration>,
+    /// Denominator of the stopping test's relative residual: initial (||r||/||r0||) or rhs
+    /// (||r||/||b||).
     #[arg(long, value_enum)]
     criterion: Option<ResidualNorm>,
     /// True residual into the plotted history every N iterations; 0 = auto (n/100 clamped to
     /// 1..10, about 10% extra wall time at most, excluded from the reported times).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: usize,
+    /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.
     #[arg(long, value_enum)]
     backend: Option<BackendChoice>,
-    /// CPU threads (0: all cores).
-    #[arg(long)]
+    /// CPU threads (0: all cores; at most 4 per core).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = threads_arg)]
     threads: Option<usize>,
     /// No progress bar (the summary is still printed).
     #[arg(short, long)]
@@ -82,8 +87,7 @@ fn parse_time(text: &str) -> Result<Duration, String> {
 }
 
 /// Flags override `solver.toml`, which overrides the built-in defaults.
-fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
-    let config = raw.validate()?;
+fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits) -> StudySpec {
     let or = |flag: &[_], default| {
         if flag.is_empty() {
             vec![default]
@@ -101,7 +105,7 @@ fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
     } else {
         args.tol.clone()
     };
-    Ok(StudySpec {
+    StudySpec {
         inputs: args.inputs.clone(),
         grid: Grid {
             precisions,
@@ -119,23 +123,32 @@ fn spec(raw: RawConfig, args: &BatchArgs) -> anyhow::Result<StudySpec> {
             criterion: args.criterion.unwrap_or(config.params.criterion),
             true_residual_every: args.true_residual_every,
             ilu_shift: match args.ilu_shift {
-                Some(s) => Some(precsolve::precond::ilu0::check_shift(s)?),
+                Some(s) => (s > 0.0).then_some(s),
                 None => config.ilu_shift,
             },
         },
         backend: args.backend.unwrap_or(config.backend),
         out: args.out.clone(),
-    })
+        read_limits: limits,
+    }
 }
 
-pub fn run_batch(raw: RawConfig, args: BatchArgs, progress: &MultiProgress) -> anyhow::Result<u8> {
-    let threads = args.threads.unwrap_or(raw.solve.threads);
-    let spec = spec(raw, &args)?;
+pub fn run_batch(
+    mut raw: RawConfig,
+    args: BatchArgs,
+    limits: ReadLimits,
+    progress: &MultiProgress,
+) -> anyhow::Result<u8> {
+    if let Some(threads) = args.threads {
+        raw.solve.threads = threads;
+    }
+    let config = raw.validate()?;
+    let spec = spec(&config, &args, limits);
     // Everything the user can get wrong is refused here, before a directory is created.
     spec.validate()?;
-    if threads > 0 {
+    if config.threads > 0 {
         rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
+            .num_threads(config.threads)
             .build_global()?;
     }
     let stop = Arc::new(AtomicBool::new(false));

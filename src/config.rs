@@ -89,21 +89,13 @@ impl RawConfig {
     /// Check every value and build the configuration the command runs with.
     pub fn validate(self) -> Result<Config> {
         let s = &self.solve;
-        if !(s.tol > 0.0 && s.tol < 1.0) {
-            return Err(Error::Config(format!(
-                "tol = {} must lie strictly between 0 and 1",
-                s.tol
-            )));
-        }
-        if s.max_iter == 0 {
-            return Err(Error::Config("max_iter must be at least 1".into()));
-        }
-        if !(s.ilu_shift.is_finite() && s.ilu_shift >= 0.0) {
-            return Err(Error::Config(format!(
-                "ilu_shift = {} must be 0 (no shift) or a positive number",
-                s.ilu_shift
-            )));
-        }
+        let check = |key: &str, checked: std::result::Result<(), String>| {
+            checked.map_err(|why| Error::Config(format!("{key}: {why}")))
+        };
+        check("tol", check_tol(s.tol).map(drop))?;
+        check("max_iter", check_max_iter(s.max_iter).map(drop))?;
+        check("threads", check_threads(s.threads).map(drop))?;
+        check("ilu_shift", check_ilu_shift(s.ilu_shift).map(drop))?;
         if s.ilu_shift > 0.0 && s.precond != PrecondKind::Ilu0 {
             return Err(Error::Config(
                 "ilu_shift is set but the preconditioner is not ilu0".into(),
@@ -127,6 +119,56 @@ impl RawConfig {
             format: self.output.format,
             quiet: self.output.quiet,
         })
+    }
+}
+
+/// The range of `tol` (flag or file): strictly between 0 and 1.
+pub fn check_tol(tol: f64) -> std::result::Result<f64, String> {
+    if tol > 0.0 && tol < 1.0 {
+        Ok(tol)
+    } else {
+        Err(format!("{tol} must lie strictly between 0 and 1"))
+    }
+}
+
+/// `max_iter` is at least 1.
+pub fn check_max_iter(max_iter: usize) -> std::result::Result<usize, String> {
+    if max_iter >= 1 {
+        Ok(max_iter)
+    } else {
+        Err("must be at least 1".into())
+    }
+}
+
+/// `ilu_shift` is 0 (none) or a positive finite number.
+pub fn check_ilu_shift(shift: f64) -> std::result::Result<f64, String> {
+    if shift.is_finite() && shift >= 0.0 {
+        Ok(shift)
+    } else {
+        Err(format!("{shift} must be 0 (no shift) or a positive number"))
+    }
+}
+
+/// Threads per core allowed beyond one: oversubscribing a little can be useful for tests, but
+/// thousands of threads on a few cores only thrash.
+pub const THREADS_PER_CORE_MAX: usize = 4;
+
+/// Cores of this machine as the OS reports them (1 where unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `threads` is 0 (every core) or at most [`THREADS_PER_CORE_MAX`] per core.
+pub fn check_threads(threads: usize) -> std::result::Result<usize, String> {
+    let cores = cores();
+    let most = THREADS_PER_CORE_MAX * cores;
+    if threads <= most {
+        Ok(threads)
+    } else {
+        Err(format!(
+            "{threads} threads is more than {most} ({THREADS_PER_CORE_MAX} x the {cores} cores \
+             here); 0 uses every core"
+        ))
     }
 }
 

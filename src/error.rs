@@ -31,6 +31,13 @@ pub enum Error {
     /// A preconditioner cannot be built for this matrix (ILU(0): zero pivot, missing diagonal).
     #[error("{0}")]
     Preconditioner(String),
+    /// A resource another process holds (a study directory that another `solver batch` writes).
+    #[error("{0}")]
+    InUse(String),
+    /// A device or feature this machine or build lacks, asked for explicitly (`--backend cuda`
+    /// without a usable GPU, `mp` without the `mpfr` feature): a usage problem, not bad data.
+    #[error("{0}")]
+    Unavailable(String),
     /// A compute backend failed (device errors, out of memory).
     #[error("backend {backend}: {message}")]
     Backend {
@@ -42,6 +49,6 @@ pub enum Error {
 impl Error {
     /// True when the error is the user's input (exit code for bad input), not an internal failure.
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, Error::Backend { .. })
+        !matches!(self, Error::Backend { .. } | Error::Unavailable(_))
     }
 }

@@ -4,6 +4,8 @@ pub mod backend;
 pub mod batch;
 pub mod config;
 pub mod error;
+pub mod escape;
+pub mod output;
 pub mod precision;
 pub mod precond;
 pub mod report;

@@ -3,23 +3,29 @@
 
 mod cli_batch;
 
+mod cli_args;
+
 use anyhow::Context as _;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use cli_args::{count_arg, ilu_shift_arg, max_iter_arg, positive_count_arg, threads_arg, tol_arg};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use precsolve::Error;
 use precsolve::config::{Config, OutputFormat, RawConfig};
+use precsolve::output::OutputFile;
 use precsolve::precond::{PrecondKind, Preconditioning};
-use precsolve::report::{MatrixSummary, SolveReport, write_history_csv, write_solution};
+use precsolve::report::{MatrixSummary, SolveReport, history_csv, solution_text};
 use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice, Problem, Recipe, solve};
 use precsolve::solver::{Monitor, ResidualNorm};
-use precsolve::sparse::read_vector;
-use precsolve::{Error, load_matrix};
+use precsolve::sparse::{ReadLimits, load_matrix_with, read_vector_with};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Exit codes: 0 every requested solve converged; 1 internal failure; 2 command-line usage
-/// (clap's own); 3 a solve did not converge; 4 bad input (matrix, vector or configuration).
+/// (clap's own, and a device or feature this machine or build lacks); 3 a solve did not
+/// converge; 4 bad input (matrix, vector, configuration, or an output that cannot be used).
+const EXIT_USAGE: u8 = 2;
 const EXIT_NOT_CONVERGED: u8 = 3;
 const EXIT_BAD_INPUT: u8 = 4;
 const EXIT_INTERNAL: u8 = 1;
@@ -37,6 +43,11 @@ struct Cli {
     /// Show informational log lines (RUST_LOG overrides).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// Read matrix and vector files that are FIFOs, devices or other non-regular files
+    /// (refused by default: such a read can block for ever or never end). Reading stays
+    /// bounded by the memory available.
+    #[arg(long, global = true)]
+    allow_special_files: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,10 +72,10 @@ struct BenchArgs {
     /// Matrix Market file or generated matrix (e.g. poisson3d:200).
     matrix: String,
     /// Timed runs per kernel (the median is reported).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = positive_count_arg)]
     reps: usize,
     /// Iterations of each timed CG/BiCGStab solve.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = positive_count_arg)]
     iterations: usize,
     /// Also write the results as JSON.
     #[arg(long, value_name = "FILE")]
@@ -83,33 +94,39 @@ struct BenchArgs {
 struct SolveArgs {
     /// Matrix Market file (.mtx, .mtx.gz) or generated matrix (poisson2d:N, poisson3d:N).
     matrix: String,
+    /// Krylov method: auto (CG for a matrix stored as symmetric, else BiCGStab), cg, bicgstab.
     #[arg(long, value_enum)]
     method: Option<Method>,
     /// Working precisions, side by side in this order with ratios against the first: a comma
     /// list of f64, td, dd, qd, mp:<bits> (feature mpfr); or `both` (= f64,dd).
     #[arg(long, value_name = "LIST")]
     precision: Option<PrecisionChoice>,
-    #[arg(long)]
+    /// Stop when the relative recurrence residual (see --criterion) is at or below TOL, with
+    /// 0 < TOL < 1.
+    #[arg(long, allow_negative_numbers = true, value_parser = tol_arg)]
     tol: Option<f64>,
-    #[arg(long)]
+    /// Give up after N iterations (at least 1).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = max_iter_arg)]
     max_iter: Option<usize>,
-    /// Relative residual of the stopping test.
+    /// Denominator of the stopping test's relative residual: initial (||r||/||r0||, the
+    /// thesis's) or rhs (||r||/||b||).
     #[arg(long, value_enum)]
     criterion: Option<ResidualNorm>,
     /// Recompute the true residual every N iterations into the history (0: only at the end).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: Option<usize>,
+    /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.
     #[arg(long, value_enum)]
     backend: Option<BackendChoice>,
-    /// CPU threads (0: all cores).
-    #[arg(long)]
+    /// CPU threads (0: all cores; at most 4 per core).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = threads_arg)]
     threads: Option<usize>,
     /// Preconditioner, applied in double in both precisions.
     #[arg(long, value_enum)]
     precond: Option<PrecondKind>,
     /// ILU(0) diagonal shift S > 0: factor A + S max|a_ij| I (inserting missing diagonals)
-    /// instead of stopping at a zero pivot.
-    #[arg(long, value_name = "S")]
+    /// instead of stopping at a zero pivot; 0 for none.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<f64>,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones).
     #[arg(long, value_name = "FILE")]
@@ -120,9 +137,11 @@ struct SolveArgs {
     /// Write the solution of the last precision run as a Matrix Market array.
     #[arg(long, value_name = "FILE")]
     write_x: Option<PathBuf>,
-    /// Write per-iteration residuals of every run as CSV.
+    /// Write per-iteration residuals of every run as CSV (BiCGStab's half steps marked in the
+    /// `step` column).
     #[arg(long, value_name = "FILE.csv")]
     history: Option<PathBuf>,
+    /// Report format: table (for people) or json (for programs).
     #[arg(long, value_enum)]
     format: Option<OutputFormat>,
     /// No progress line on stderr.
@@ -134,26 +153,53 @@ struct SolveArgs {
 struct InfoArgs {
     /// Matrix Market file or generated matrix.
     matrix: String,
+    /// Report format: table (for people) or json (for programs).
     #[arg(long, value_enum)]
     format: Option<OutputFormat>,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The help shows each option's default as it is in effect: built in, or from the
+    // configuration file (a file that does not load shows the built-in ones; `run` reports it).
+    let help_config = load_config(config_arg().as_deref()).unwrap_or_default();
+    let matches = cli_args::with_defaults_in_help(Cli::command(), &help_config).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let progress = MultiProgress::new();
     init_logging(cli.verbose, &progress);
     match run(cli, &progress) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {}", error_chain(&err));
-            let bad_input = err.downcast_ref::<Error>().is_some_and(Error::is_bad_input);
-            ExitCode::from(if bad_input {
-                EXIT_BAD_INPUT
-            } else {
-                EXIT_INTERNAL
-            })
+            // Messages quote files and paths: escaped, so they cannot drive the terminal.
+            let message = error_chain(&err);
+            eprintln!(
+                "error: {}",
+                precsolve::escape::escape_keeping_lines(&message)
+            );
+            ExitCode::from(exit_code(&err))
         }
     }
+}
+
+fn exit_code(err: &anyhow::Error) -> u8 {
+    match err.downcast_ref::<Error>() {
+        Some(Error::Unavailable(_)) => EXIT_USAGE,
+        Some(e) if e.is_bad_input() => EXIT_BAD_INPUT,
+        _ => EXIT_INTERNAL,
+    }
+}
+
+/// `--config FILE` (or `--config=FILE`) from the raw arguments, before clap parses them.
+fn config_arg() -> Option<PathBuf> {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--config" {
+            return args.next().map(PathBuf::from);
+        }
+        if let Some(path) = arg.to_str().and_then(|a| a.strip_prefix("--config=")) {
+            return Some(PathBuf::from(path));
+        }
+    }
+    None
 }
 
 /// The error and its causes, each once: library errors already quote their source.
@@ -194,23 +240,29 @@ fn load_config(path: Option<&Path>) -> anyhow::Result<RawConfig> {
 
 fn run(cli: Cli, progress: &MultiProgress) -> anyhow::Result<u8> {
     let raw = load_config(cli.config.as_deref())?;
+    let limits = ReadLimits {
+        allow_special_files: cli.allow_special_files,
+        ..ReadLimits::default()
+    };
     match cli.command {
-        Command::Solve(args) => run_solve(raw, args, progress),
-        Command::Info(args) => run_info(raw, args),
-        Command::Bench(args) => run_bench(args),
-        Command::Batch(args) => cli_batch::run_batch(raw, args, progress),
+        Command::Solve(args) => run_solve(raw, args, &limits, progress),
+        Command::Info(args) => run_info(raw, args, &limits),
+        Command::Bench(args) => run_bench(args, &limits),
+        Command::Batch(args) => cli_batch::run_batch(raw, args, limits, progress),
         Command::Report(args) => cli_batch::run_report(args),
     }
 }
 
 #[cfg(feature = "cuda")]
-fn run_bench(args: BenchArgs) -> anyhow::Result<u8> {
-    anyhow::ensure!(
-        args.reps >= 1 && args.iterations >= 1,
-        "--reps and --iterations must be at least 1"
-    );
-    let gpu = precsolve::solver::dispatch::cuda_backend()?;
-    let a = Arc::new(load_matrix(&args.matrix)?);
+fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
+    let json_out = args.json.as_deref().map(OutputFile::prepare).transpose()?;
+    let gpu = precsolve::solver::dispatch::cuda_backend().map_err(|e| match e {
+        Error::Backend { message, .. } => {
+            Error::Unavailable(format!("solver bench needs a GPU: {message}"))
+        }
+        other => other,
+    })?;
+    let a = Arc::new(load_matrix_with(&args.matrix, limits)?);
     let report = match args.precond {
         PrecondKind::None => precsolve::backend::cuda::bench::run(
             gpu,
@@ -229,29 +281,36 @@ fn run_bench(args: BenchArgs) -> anyhow::Result<u8> {
         )?,
     };
     print!("{}", report.to_table());
-    if let Some(path) = &args.json {
-        std::fs::write(path, report.to_json())
-            .with_context(|| format!("writing {}", path.display()))?;
+    if let Some(out) = json_out {
+        out.commit(report.to_json().as_bytes())?;
     }
     Ok(0)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_bench(_: BenchArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("this build has no CUDA backend (built without the `cuda` feature)")
+fn run_bench(_: BenchArgs, _: &ReadLimits) -> anyhow::Result<u8> {
+    Err(Error::Unavailable(
+        "solver bench needs the CUDA backend, and this build has none (built without the `cuda` \
+         feature)"
+            .into(),
+    )
+    .into())
 }
 
-fn run_info(mut raw: RawConfig, args: InfoArgs) -> anyhow::Result<u8> {
+fn run_info(mut raw: RawConfig, args: InfoArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
     if let Some(f) = args.format {
         raw.output.format = f;
     }
     let config = raw.validate()?;
-    let a = load_matrix(&args.matrix)?;
+    let a = load_matrix_with(&args.matrix, limits)?;
     let summary = MatrixSummary::new(&args.matrix, &a);
     match config.format {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
         OutputFormat::Table => {
-            println!("matrix            {}", summary.name);
+            println!(
+                "matrix            {}",
+                precsolve::escape::escape(&summary.name)
+            );
             println!("size              {} x {}", summary.rows, summary.cols);
             println!("nonzeros          {}", summary.nnz);
             println!(
@@ -264,7 +323,7 @@ fn run_info(mut raw: RawConfig, args: InfoArgs) -> anyhow::Result<u8> {
                 k => println!("diagonal          {k} rows without a stored diagonal entry"),
             }
             let method = Method::Auto.resolve(&a);
-            println!("solve --method auto would use {method:?}");
+            println!("solve --method auto would use {}", method.name());
         }
     }
     Ok(0)
@@ -310,10 +369,15 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     }
 }
 
-fn read_vector_arg(path: &Option<PathBuf>) -> anyhow::Result<Option<Vec<f64>>> {
+/// `--rhs` or `--x0`: a vector of the matrix's length, or an error naming the file.
+fn read_vector_arg(
+    path: &Option<PathBuf>,
+    limits: &ReadLimits,
+    rows: usize,
+) -> anyhow::Result<Option<Vec<f64>>> {
     path.as_ref()
         .map(|p| {
-            read_vector(p).map_err(|source| Error::MatrixMarket {
+            read_vector_with(p, limits, Some(rows)).map_err(|source| Error::MatrixMarket {
                 path: p.clone(),
                 source,
             })
@@ -322,10 +386,26 @@ fn read_vector_arg(path: &Option<PathBuf>) -> anyhow::Result<Option<Vec<f64>>> {
         .map_err(Into::into)
 }
 
-fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> anyhow::Result<u8> {
+fn run_solve(
+    mut raw: RawConfig,
+    args: SolveArgs,
+    limits: &ReadLimits,
+    progress: &MultiProgress,
+) -> anyhow::Result<u8> {
     apply_overrides(&mut raw, &args);
     let mut config: Config = raw.validate()?;
     config.params.record_history = args.history.is_some();
+    // Output paths are checked before any work: a bad one fails now, not after the solves.
+    let history_out = args
+        .history
+        .as_deref()
+        .map(OutputFile::prepare)
+        .transpose()?;
+    let x_out = args
+        .write_x
+        .as_deref()
+        .map(OutputFile::prepare)
+        .transpose()?;
     if config.threads > 0 {
         rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads)
@@ -333,13 +413,16 @@ fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> a
             .context("setting up the thread pool")?;
     }
     let load_start = Instant::now();
-    let a = Arc::new(load_matrix(&args.matrix)?);
+    let a = Arc::new(load_matrix_with(&args.matrix, limits)?);
     log::info!(
         "read {} in {:.3} s",
-        args.matrix,
+        precsolve::escape::escape(&args.matrix),
         load_start.elapsed().as_secs_f64()
     );
-    let problem = Problem::new(a, read_vector_arg(&args.rhs)?, read_vector_arg(&args.x0)?)?;
+    let rows = a.nrows();
+    let b = read_vector_arg(&args.rhs, limits, rows)?;
+    let x0 = read_vector_arg(&args.x0, limits, rows)?;
+    let problem = Problem::new(a, b, x0).with_context(|| args.matrix.clone())?;
     // Resolve once up front, for every precision of the list: a missing GPU, or a precision the
     // GPU lacks (qd), is reported before any work, and auto logs its choice.
     config.backend = match config.backend.resolve_for(&config.precision.precisions())? {
@@ -382,11 +465,11 @@ fn run_solve(mut raw: RawConfig, args: SolveArgs, progress: &MultiProgress) -> a
         OutputFormat::Table => print!("{}", report.to_table()),
         OutputFormat::Json => println!("{}", report.to_json()),
     }
-    if let Some(path) = &args.history {
-        write_history_csv(path, &infos)?;
+    if let Some(out) = history_out {
+        out.commit(&history_csv(&infos)?)?;
     }
-    if let (Some(path), Some(x), Some(info)) = (&args.write_x, &last_x, infos.last()) {
-        write_solution(path, x, info.precision)?;
+    if let (Some(out), Some(x), Some(info)) = (x_out, &last_x, infos.last()) {
+        out.commit(solution_text(x, info.precision).as_bytes())?;
     }
     Ok(if report.all_converged() {
         0

@@ -9,7 +9,6 @@ use crate::solver::{ResidualNorm, SolveInfo, StopReason};
 use crate::sparse::CsrMatrix;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::Path;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct MatrixSummary {
@@ -176,7 +175,7 @@ impl SolveReport {
         );
         let mut rows = vec![header];
         let ratio_cells = |f: fn(&Ratios) -> f64| -> Vec<String> {
-            self.ratios.iter().map(|q| format!("{:.2}", f(q))).collect()
+            self.ratios.iter().map(|q| ratio_cell(f(q))).collect()
         };
         let mut row = |label: &str, f: &dyn Fn(&RunReport) -> String, ratios: Vec<String>| {
             let mut cells = vec![label.to_string()];
@@ -239,25 +238,42 @@ impl SolveReport {
     }
 }
 
+/// `a / b`, undefined (NaN, shown `-` and written null) when `b` is zero: two runs of 0
+/// iterations have no ratio.
 fn ratio(a: f64, b: f64) -> f64 {
     if b == 0.0 { f64::NAN } else { a / b }
+}
+
+/// A ratio for a table: two decimals, three significant digits below 0.01 (135 iterations
+/// against 30000 is `4.50e-3`, not `0.00`), `-` where undefined.
+pub fn ratio_cell(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x != 0.0 && x.abs() < 0.01 {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.2}")
+    }
 }
 
 fn sci(x: f64) -> String {
     format!("{x:.3e}")
 }
 
-/// `--history FILE.csv`: one row per recorded iteration of every run.
-pub fn write_history_csv(path: &Path, infos: &[SolveInfo]) -> Result<()> {
+/// `--history FILE.csv`: one row per recorded iteration of every run. BiCGStab records two
+/// points an iteration: `step` is `half` for the residual `s` of its half step, `full` for the
+/// residual that ends the iteration (CG's points are all `full`).
+pub fn history_csv(infos: &[SolveInfo]) -> Result<Vec<u8>> {
     let io_err = |e: csv::Error| Error::Io {
-        path: path.to_path_buf(),
+        path: "history CSV".into(),
         source: std::io::Error::other(e),
     };
-    let mut w = csv::Writer::from_path(path).map_err(io_err)?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "precision",
         "method",
         "iteration",
+        "step",
         "recurrence_residual",
         "true_residual",
         "elapsed_s",
@@ -269,6 +285,7 @@ pub fn write_history_csv(path: &Path, infos: &[SolveInfo]) -> Result<()> {
                 info.precision.to_string(),
                 info.method.to_string(),
                 h.iteration.to_string(),
+                if h.half_step { "half" } else { "full" }.to_string(),
                 format!("{:e}", h.recurrence_residual),
                 h.true_residual.map_or(String::new(), |t| format!("{t:e}")),
                 format!("{:e}", h.elapsed),
@@ -276,15 +293,12 @@ pub fn write_history_csv(path: &Path, infos: &[SolveInfo]) -> Result<()> {
             .map_err(io_err)?;
         }
     }
-    w.flush().map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    w.into_inner().map_err(|e| io_err(e.into_error().into()))
 }
 
 /// `--write-x FILE`: the solution as a Matrix Market `n x 1` array, each value rounded to the
 /// nearest double (17 significant digits, so it reads back bit for bit).
-pub fn write_solution(path: &Path, x: &[crate::Dd], precision: &str) -> Result<()> {
+pub fn solution_text(x: &[crate::Dd], precision: &str) -> String {
     use crate::Precision;
     let mut text = String::with_capacity(x.len() * 26 + 128);
     let _ = writeln!(text, "%%MatrixMarket matrix array real general");
@@ -296,10 +310,7 @@ pub fn write_solution(path: &Path, x: &[crate::Dd], precision: &str) -> Result<(
     for v in x {
         let _ = writeln!(text, "{:.16e}", v.to_f64());
     }
-    std::fs::write(path, text).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    text
 }
 
 /// One timed kernel of `solver bench`.

@@ -209,12 +209,13 @@ fn history_csv_and_solution_file_are_written() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("precision,method,iteration,recurrence_residual,true_residual,elapsed_s")
+        Some("precision,method,iteration,step,recurrence_residual,true_residual,elapsed_s")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!(rows.iter().any(|r| r[0] == "f64") && rows.iter().any(|r| r[0] == "dd"));
+    assert!(rows.iter().all(|r| r[3] == "full"), "CG has no half steps");
     assert!(
-        rows.iter().any(|r| r[2] == "4" && !r[4].is_empty()),
+        rows.iter().any(|r| r[2] == "4" && !r[5].is_empty()),
         "true residual at iteration 4"
     );
     let x = std::fs::read_to_string(dir.path().join("x.mtx")).unwrap();
@@ -358,25 +359,25 @@ fn ilu0_zero_pivot_and_missing_diagonal_name_file_and_row_and_shift_goes_on() {
         let out = solver(&shifted, dir.path());
         assert_eq!(out.status.code(), Some(EXIT_OK), "{file}: {:?}", text(&out));
     }
-    // A shift without ILU(0), or a negative one, is a configuration mistake.
-    for args in [
-        &["solve", "poisson2d:8", "--ilu-shift", "0.1"][..],
-        &[
-            "solve",
-            "poisson2d:8",
-            "--precond",
-            "ilu0",
-            "--ilu-shift=-1",
-        ][..],
-    ] {
-        let out = solver(args, dir.path());
-        assert_eq!(
-            out.status.code(),
-            Some(EXIT_BAD_INPUT),
-            "{args:?}: {:?}",
-            text(&out)
+    // A shift without ILU(0) is a configuration mistake; a negative one a usage error that
+    // the range check answers (written as `-5` or `=-1`).
+    let out = solver(&["solve", "poisson2d:8", "--ilu-shift", "0.1"], dir.path());
+    assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{:?}", text(&out));
+    assert!(text(&out).1.contains("ilu_shift"), "{:?}", text(&out));
+    for shift in [&["--ilu-shift=-1"][..], &["--ilu-shift", "-5"][..]] {
+        let mut args = vec!["solve", "poisson2d:8", "--precond", "ilu0"];
+        args.extend_from_slice(shift);
+        let out = solver(&args, dir.path());
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_USAGE), "{shift:?}: {stderr}");
+        assert!(
+            stderr.contains("--ilu-shift") && stderr.contains("must be 0 (no shift) or a positive"),
+            "{stderr}"
         );
-        assert!(text(&out).1.contains("ilu_shift"), "{:?}", text(&out));
+        assert!(
+            !stderr.contains("-- -"),
+            "no clap tip to use `--`: {stderr}"
+        );
     }
 }
 

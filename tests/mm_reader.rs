@@ -3,9 +3,10 @@
 //! against nalgebra-sparse on every matrix in `../shared/matrices`.
 
 use precsolve::sparse::{
-    CsrMatrix, MmError, MmErrorKind, Symmetry, parse_matrix_market, read_matrix_market, read_vector,
+    CsrMatrix, MmError, MmErrorKind, ReadLimits, Symmetry, parse_matrix_market, read_matrix_market,
+    read_matrix_market_with, read_vector, read_vector_with,
 };
-use std::io::Write;
+use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
 
 fn fixture(dir: &str, name: &str) -> PathBuf {
@@ -63,17 +64,20 @@ fn read_tiny(name: &str) -> CsrMatrix {
 enum Reader {
     Matrix,
     Vector,
+    /// A vector that must have this length (a right-hand side for a matrix of these rows).
+    VectorOf(usize),
 }
 
 fn read_with(reader: Reader, path: &Path) -> Result<(), MmError> {
     match reader {
         Reader::Matrix => read_matrix_market(path).map(drop),
         Reader::Vector => read_vector(path).map(drop),
+        Reader::VectorOf(n) => read_vector_with(path, &ReadLimits::default(), Some(n)).map(drop),
     }
 }
 
 use MmErrorKind::*;
-use Reader::{Matrix, Vector};
+use Reader::{Matrix, Vector, VectorOf};
 
 /// Every file in `matrices/bad/`: the reader to use, the kind and the line it must report.
 const BAD: &[(&str, Reader, MmErrorKind, usize)] = &[
@@ -130,6 +134,9 @@ const BAD: &[(&str, Reader, MmErrorKind, usize)] = &[
     ("bad_number_fortran_exponent.mtx", Matrix, BadNumber, 3),
     ("bad_number_array.mtx", Matrix, BadNumber, 4),
     ("bad_number_binary.mtx", Matrix, BadNumber, 3),
+    ("bad_number_escape_sequence.mtx", Matrix, BadNumber, 3),
+    ("bad_number_nul.mtx", Matrix, BadNumber, 4),
+    ("bad_number_long_token.mtx", Matrix, BadNumber, 4),
     ("upper_triangle.mtx", Matrix, UpperTriangle, 5),
     ("upper_triangle_skew.mtx", Matrix, UpperTriangle, 4),
     ("skew_diagonal.mtx", Matrix, SkewDiagonal, 4),
@@ -141,6 +148,12 @@ const BAD: &[(&str, Reader, MmErrorKind, usize)] = &[
     ("non_finite_symmetric_sum.mtx", Matrix, NonFinite, 6),
     ("vector_two_columns.mtx", Vector, NotAVector, 3),
     ("vector_pattern.mtx", Vector, Unsupported, 1),
+    ("vector_wrong_length.mtx", VectorOf(3), WrongLength, 2),
+    // 76 bytes declaring 2^31 - 1 rows (16 GiB of row pointers), and 2e8 rows with one entry.
+    ("too_large_rows.mtx", Matrix, TooLarge, 2),
+    ("too_large_rows_few_entries.mtx", Matrix, TooLarge, 2),
+    // 40 KB that decompress to 40 MiB of comment after one declared entry: stopped at 16 MiB.
+    ("too_large_gzip_bomb.mtx.gz", Matrix, TooLarge, 4),
     // All of it decodes; the gzip trailer (CRC and size) is cut off.
     ("io_truncated.mtx.gz", Matrix, Io, 4),
 ];
@@ -183,7 +196,10 @@ fn every_kind_has_a_fixture() {
         SkewDiagonal,
         NonFinite,
         NotAVector,
+        WrongLength,
+        TooLarge,
     ];
+    // NotAFile has no fixture file (git stores no FIFO): `special_files_are_refused` makes one.
     for kind in all {
         assert!(BAD.iter().any(|b| b.2 == kind), "no fixture for {kind:?}");
         let words = kind.to_string();
@@ -253,7 +269,7 @@ fn unreadable_paths_are_io_errors_without_a_line() {
     assert!(e.to_string().starts_with("i/o error: "), "{e}");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices");
     let e = read_matrix_market(&dir).expect_err("a directory");
-    assert_eq!((e.kind, e.line), (Io, 0), "{e}");
+    assert_eq!((e.kind, e.line), (NotAFile, 0), "{e}");
 }
 
 #[test]
@@ -557,13 +573,13 @@ fn nalgebra_triplets(path: &Path, integer: bool) -> Result<Vec<(usize, usize, f6
     Ok(summed)
 }
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn shared_matrices_match_nalgebra_sparse() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/matrices");
-    if !dir.is_dir() {
-        eprintln!("SKIPPED: ../shared/matrices not found");
-        return;
-    }
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("shared matrices")
         .map(|entry| entry.expect("directory entry").path())
@@ -595,4 +611,73 @@ fn shared_matrices_match_nalgebra_sparse() {
         };
         assert_eq!(m.symmetry(), declared, "{name}");
     }
+}
+
+#[test]
+fn reading_stays_within_the_memory_budget() {
+    let small = ReadLimits {
+        memory_budget: Some(200),
+        allow_special_files: false,
+    };
+    let e = read_matrix_market_with(&fixture("tiny", "crlf.mtx"), &small).expect_err("budget");
+    assert_eq!(e.kind, TooLarge, "{e}");
+    assert!(e.message.contains("200 bytes of memory available"), "{e}");
+    let e = precsolve::sparse::load_matrix_with("poisson3d:100", &small).expect_err("budget");
+    assert!(e.to_string().contains("poisson3d:100"), "{e}");
+    // A file larger than the budget is refused from its size, before it is read.
+    let big = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices/graded_spd_400.mtx");
+    let e = read_matrix_market_with(&big, &small).expect_err("file size");
+    assert!(e.message.contains("the file is"), "{e}");
+    read_matrix_market_with(&big, &ReadLimits::unlimited()).expect("no limit");
+}
+
+#[test]
+fn a_stream_is_cut_at_what_its_declared_entries_can_take() {
+    // One declared entry, then an endless comment: stopped at 256 bytes + 16 MiB past the header.
+    struct Endless(usize);
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let header = b"%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1\n%";
+            let n = buf.len();
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = header.get(self.0 + i).copied().unwrap_or(b'x');
+            }
+            self.0 += n;
+            Ok(n)
+        }
+    }
+    let e = parse_matrix_market(Endless(0)).expect_err("endless");
+    assert_eq!(e.kind, TooLarge, "{e}");
+    assert!(e.message.contains("1 declared entries"), "{e}");
+    // No banner in the first bytes: refused at once, however long the stream.
+    let zeros = std::io::repeat(0).take(u64::MAX);
+    let e = parse_matrix_market(zeros).expect_err("zeros");
+    assert_eq!(e.kind, BadBanner, "{e}");
+}
+
+#[cfg(unix)]
+#[test]
+fn special_files_are_refused_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.mtx");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let e = read_matrix_market(&fifo).expect_err("a FIFO");
+    assert_eq!((e.kind, e.line), (NotAFile, 0), "{e}");
+    assert!(e.message.contains("FIFO"), "{e}");
+    // Allowed, a FIFO is read like a stream: here a writer sends a small matrix.
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        std::fs::write(
+            writer_path,
+            "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 4\n2 2 5\n",
+        )
+    });
+    let allowed = ReadLimits {
+        allow_special_files: true,
+        ..ReadLimits::default()
+    };
+    let m = read_matrix_market_with(&fifo, &allowed).expect("read from the FIFO");
+    writer.join().unwrap().unwrap();
+    assert_entries(&m, &[(0, 0, 4.0), (1, 1, 5.0)], "fifo");
 }

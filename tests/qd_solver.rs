@@ -98,11 +98,13 @@ fn graded_spd_400_cg_needs_fewer_iterations_with_each_precision() {
 
 /// nos1 (SuiteSparse, n = 237, condition ~2e7), tol 1e-12. Measured: f64 2252 iterations (true
 /// residual 2.6e-9), dd 1248 (8.1e-13), qd 610 (9.0e-13).
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn nos1_cg_needs_fewer_iterations_with_each_precision() {
-    let Some(dir) = shared_matrices("nos1_cg_needs_fewer_iterations_with_each_precision") else {
-        return;
-    };
+    let dir = shared_matrices();
     let tol = 1e-12;
     let runs = solve_all(&shared_matrix(&dir, "nos1"), tol);
     check("nos1", &runs, [2252, 1248, 610], tol);

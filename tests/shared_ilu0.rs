@@ -66,11 +66,13 @@ const SPD: &[&str] = &[
     "bcsstk16", "bcsstk22", "bcsstm07", "gr_30_30", "mesh2e1", "mesh2em5", "nos3", "nos5",
 ];
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn ilu0_cg_needs_fewer_iterations_on_the_positive_definite_matrices() {
-    let Some(dir) = shared_matrices("ilu0_cg_needs_fewer_iterations") else {
-        return;
-    };
+    let dir = shared_matrices();
     check_fewer_iterations(&dir, SPD, "cg");
 }
 
@@ -84,22 +86,26 @@ const NONSYMMETRIC: &[&str] = &[
     "odepa400", "pde900", "saylr1", "sherman1", "sherman5", "steam1", "tub100",
 ];
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn ilu0_bicgstab_needs_fewer_iterations_on_nonsymmetric_matrices() {
-    let Some(dir) = shared_matrices("ilu0_bicgstab_needs_fewer_iterations") else {
-        return;
-    };
+    let dir = shared_matrices();
     check_fewer_iterations(&dir, NONSYMMETRIC, "bicgstab");
 }
 
 /// Thesis Table 4.9's situation: with ILU(0) the double recurrence reports convergence while its
 /// true residual misses the tolerance; double-double meets it. Measured true residuals, f64 / dd:
 /// cryg2500 3e-1 / 8e-9 (243 / 217 iterations), Chebyshev1 4e-4 / 2e-9 (70 / 32).
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn ilu0_in_dd_meets_the_true_residual_that_double_misses() {
-    let Some(dir) = shared_matrices("ilu0_in_dd_meets_the_true_residual") else {
-        return;
-    };
+    let dir = shared_matrices();
     for name in ["cryg2500", "Chebyshev1"] {
         let problem = load(&dir, name);
         let [f64_run, dd_run] = solve_pair(&problem, &ilu0(&problem, None));
@@ -124,11 +130,13 @@ fn ilu0_in_dd_meets_the_true_residual_that_double_misses() {
 
 /// cavity01 stores no diagonal entry in 74 rows: ILU(0) refuses it naming the first such row,
 /// and a tiny shift (which inserts them) gives a preconditioner that works.
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn ilu0_missing_diagonals_are_an_error_and_a_shift_goes_on() {
-    let Some(dir) = shared_matrices("ilu0_missing_diagonals") else {
-        return;
-    };
+    let dir = shared_matrices();
     let problem = load(&dir, "cavity01");
     let err = Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, None)
         .unwrap_err()

@@ -29,11 +29,13 @@ const SPD: &[&str] = &[
     "nos3", "nos5",
 ];
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn cg_solves_the_positive_definite_matrices_in_both_precisions() {
-    let Some(dir) = shared_matrices("cg_solves_the_positive_definite_matrices") else {
-        return;
-    };
+    let dir = shared_matrices();
     for name in SPD {
         let (f64_run, dd_run) = solve_both(&dir, name, Method::Auto);
         assert_eq!(dd_run.method, "cg", "{name} is stored as symmetric");
@@ -71,11 +73,13 @@ const NONSYMMETRIC_SOLVED_BY_BOTH: &[&str] = &[
     "rdb200",
 ];
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn bicgstab_solves_nonsymmetric_matrices_in_both_precisions() {
-    let Some(dir) = shared_matrices("bicgstab_solves_nonsymmetric_matrices") else {
-        return;
-    };
+    let dir = shared_matrices();
     for name in NONSYMMETRIC_SOLVED_BY_BOTH {
         let (f64_run, dd_run) = solve_both(&dir, name, Method::Auto);
         assert_eq!(dd_run.method, "bicgstab");
@@ -84,11 +88,13 @@ fn bicgstab_solves_nonsymmetric_matrices_in_both_precisions() {
     }
 }
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn fs_183_4_dd_converges_in_a_fraction_of_the_iterations() {
-    let Some(dir) = shared_matrices("fs_183_4_dd_converges_in_a_fraction") else {
-        return;
-    };
+    let dir = shared_matrices();
     // Measured: double reaches 30,000 iterations without converging, DD converges in 553
     // (condition number 2.2e11).
     let (f64_run, dd_run) = solve_both(&dir, "fs_183_4", Method::Bicgstab);
@@ -105,11 +111,13 @@ fn fs_183_4_dd_converges_in_a_fraction_of_the_iterations() {
     // test's: a timed assertion here failed once when the shared CI machine stalled.
 }
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn olm500_and_rdb200l_are_solved_by_dd_only() {
-    let Some(dir) = shared_matrices("olm500_and_rdb200l_are_solved_by_dd_only") else {
-        return;
-    };
+    let dir = shared_matrices();
     // Measured: double BiCGStab breaks down (olm500 after 485 iterations at ||r||/||r0|| 4.1,
     // rdb200l after 45 at 4.5e-7; SciPy's bicgstab fails on both too); DD converges in 350 and 29.
     for name in ["olm500", "rdb200l"] {
@@ -127,11 +135,13 @@ fn olm500_and_rdb200l_are_solved_by_dd_only() {
     }
 }
 
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
 #[test]
 fn cg_names_symmetric_indefinite_matrices() {
-    let Some(dir) = shared_matrices("cg_names_symmetric_indefinite_matrices") else {
-        return;
-    };
+    let dir = shared_matrices();
     for name in ["bfwb398", "ex2", "hangGlider_1", "orbitRaising_1"] {
         let (f64_run, dd_run) = solve_both(&dir, name, Method::Cg);
         for run in [f64_run, dd_run] {

@@ -198,11 +198,7 @@ impl Condition {
 }
 
 pub fn method_name(m: Method) -> &'static str {
-    match m {
-        Method::Auto => "auto",
-        Method::Cg => "cg",
-        Method::Bicgstab => "bicgstab",
-    }
+    m.name()
 }
 
 fn criterion_name(c: ResidualNorm) -> &'static str {

@@ -10,6 +10,7 @@
 
 mod grid;
 mod inputs;
+mod lock;
 mod store;
 mod summary;
 
@@ -18,6 +19,7 @@ pub use grid::{
     parse_duration,
 };
 pub use inputs::{MatrixInput, expand_inputs, matrix_name};
+pub use lock::{LOCK_FILE, StudyLock};
 pub use store::{
     CompactHistory, FORMAT_VERSION, MatrixShape, RUNS_FILE, RunRecord, RunResult, RunStatus,
     SERIES_POINTS, Store, decimate, latest_by_key, read_records,
@@ -43,6 +45,8 @@ pub struct StudySpec {
     pub backend: BackendChoice,
     /// The study directory (created if needed).
     pub out: PathBuf,
+    /// Limits on reading each matrix file; a matrix beyond them is recorded as a load error.
+    pub read_limits: crate::sparse::ReadLimits,
 }
 
 impl StudySpec {
@@ -117,6 +121,8 @@ pub struct StudyOutcome {
 pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<StudyOutcome> {
     spec.validate()?;
     let matrices = expand_inputs(&spec.inputs)?;
+    // Held until the study returns: a second `solver batch` on this directory fails at once.
+    let _lock = StudyLock::acquire(&spec.out)?;
     let (mut store, records) = Store::open(&spec.out)?;
     let latest: HashMap<String, RunStatus> = latest_by_key(records)
         .into_iter()
@@ -155,7 +161,7 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
             return Ok(outcome);
         }
         observer.run_started(&m.name, &keys[0]);
-        let problem = crate::load_matrix(&m.key)
+        let problem = crate::sparse::load_matrix_with(&m.key, &spec.read_limits)
             .and_then(|a| Problem::new(Arc::new(a), None, None))
             .map_err(|e| e.to_string());
         // Each preconditioner is built once per matrix, for all the runs that use it.
@@ -420,14 +426,4 @@ pub fn render_study(dir: &Path) -> Result<Summary> {
     Ok(summary)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
-}
+use crate::output::write_atomic;

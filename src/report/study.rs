@@ -159,11 +159,7 @@ fn sci(x: f64) -> String {
 }
 
 fn fixed2(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.2}")
-    } else {
-        "-".into()
-    }
+    super::ratio_cell(x)
 }
 
 /// The thesis's per-matrix comparison (Tables 4.3-4.5): both precisions and dd/f64 ratios.

@@ -124,7 +124,7 @@ pub fn bicgstab<B: Backend, P: Precision, M: Preconditioner<B>>(
         }
         alpha = step.alpha;
         let s_norm = step.ss.sqrt();
-        if let Some(stop) = tracker.check(k, &s_norm, None)? {
+        if let Some(stop) = tracker.check_half_step(k, &s_norm)? {
             // Converged on the half step: x got x + alpha p^ only. (Stopped for another reason
             // here, x holds the whole step.)
             debug_assert!(stop != StopReason::ConvergedRtol || step.half_converged);

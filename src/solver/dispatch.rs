@@ -21,6 +21,15 @@ pub enum Method {
 }
 
 impl Method {
+    /// The name on the command line and in reports: `auto`, `cg`, `bicgstab`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Auto => "auto",
+            Method::Cg => "cg",
+            Method::Bicgstab => "bicgstab",
+        }
+    }
+
     /// Resolve `Auto` from the symmetry the matrix source declared.
     pub fn resolve(self, a: &CsrMatrix) -> Method {
         match self {
@@ -106,10 +115,7 @@ pub fn cpu_only_error(p: WorkingPrecision) -> Error {
         WorkingPrecision::Mp(_) => "runs on the CPU only (MPFR)",
         _ => "has no CUDA kernels",
     };
-    Error::Backend {
-        backend: "cuda",
-        message: format!("{} {why}: use --backend cpu", p.name()),
-    }
+    Error::Unavailable(format!("{} {why}: use --backend cpu", p.name()))
 }
 
 /// The error for a precision this build cannot run ([`WorkingPrecision::unavailable`]).
@@ -277,24 +283,32 @@ impl BackendChoice {
         match self {
             BackendChoice::Cpu => Ok(ResolvedBackend::Cpu),
             #[cfg(feature = "cuda")]
-            BackendChoice::Cuda => cuda_backend().map(|_| ResolvedBackend::Cuda),
+            BackendChoice::Cuda => match cuda_backend() {
+                Ok(_) => Ok(ResolvedBackend::Cuda),
+                Err(Error::Backend { message, .. }) => Err(Error::Unavailable(format!(
+                    "--backend cuda: no usable GPU ({message})"
+                ))),
+                Err(e) => Err(e),
+            },
             #[cfg(not(feature = "cuda"))]
-            BackendChoice::Cuda => Err(Error::Backend {
-                backend: "cuda",
-                message: "this build has no CUDA backend (built without the `cuda` feature)".into(),
-            }),
+            BackendChoice::Cuda => Err(Error::Unavailable(
+                "--backend cuda: this build has no CUDA backend (built without the `cuda` feature)"
+                    .into(),
+            )),
             #[cfg(feature = "cuda")]
             BackendChoice::Auto => match cuda_backend() {
                 Ok(gpu) => {
                     log::info!("using the GPU: {}", gpu.device_description());
                     Ok(ResolvedBackend::Cuda)
                 }
-                Err(Error::Backend { message, .. }) => {
-                    log::warn!("no usable GPU ({message}); solving on the CPU");
-                    Ok(ResolvedBackend::Cpu)
-                }
                 Err(e) => {
-                    log::warn!("no usable GPU ({e}); solving on the CPU");
+                    let why = match e {
+                        Error::Backend { message, .. } => message,
+                        e => e.to_string(),
+                    };
+                    // Once per process: a batch resolves the backend for every run.
+                    static WARNED: std::sync::Once = std::sync::Once::new();
+                    WARNED.call_once(|| log::warn!("no usable GPU ({why}); solving on the CPU"));
                     Ok(ResolvedBackend::Cpu)
                 }
             },
@@ -315,6 +329,11 @@ pub struct Problem {
 impl Problem {
     /// `b` defaults to all ones and `x0` to zero, as in the thesis's evaluation.
     pub fn new(a: Arc<CsrMatrix>, b: Option<Vec<f64>>, x0: Option<Vec<f64>>) -> Result<Self> {
+        if a.nrows() == 0 && a.ncols() == 0 {
+            return Err(Error::InvalidInput(
+                "the matrix is empty (0 x 0): there is nothing to solve".into(),
+            ));
+        }
         if !a.is_square() {
             return Err(Error::InvalidInput(format!(
                 "the matrix is {} x {}: Krylov solvers need a square matrix",

@@ -116,7 +116,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
         if r0_norm == 0.0 || self.b_norm() == 0.0 {
             return Some(StopReason::ConvergedZeroResidual);
         }
-        self.record_point(0, r0_norm / self.denominator, None);
+        self.record_point(0, false, r0_norm / self.denominator, None);
         None
     }
 
@@ -124,11 +124,18 @@ impl<'a, B: Backend> Tracker<'a, B> {
         (self.start.elapsed() - self.checks).as_secs_f64()
     }
 
-    fn record_point(&mut self, iteration: usize, relative: f64, true_residual: Option<f64>) {
+    fn record_point(
+        &mut self,
+        iteration: usize,
+        half_step: bool,
+        relative: f64,
+        true_residual: Option<f64>,
+    ) {
         if self.params.record_history {
             let elapsed = self.loop_elapsed();
             self.history.push(HistoryPoint {
                 iteration,
+                half_step,
                 recurrence_residual: relative,
                 true_residual,
                 elapsed,
@@ -152,6 +159,25 @@ impl<'a, B: Backend> Tracker<'a, B> {
         norm: &P,
         x: Option<&B::Vector<P>>,
     ) -> Result<Option<StopReason>> {
+        self.check_step(k, false, norm, x)
+    }
+
+    /// [`check`](Tracker::check) for BiCGStab's half step: recorded in the history as such.
+    pub fn check_half_step<P: Precision>(
+        &mut self,
+        k: usize,
+        norm: &P,
+    ) -> Result<Option<StopReason>> {
+        self.check_step(k, true, norm, None)
+    }
+
+    fn check_step<P: Precision>(
+        &mut self,
+        k: usize,
+        half_step: bool,
+        norm: &P,
+        x: Option<&B::Vector<P>>,
+    ) -> Result<Option<StopReason>> {
         let norm = norm.to_f64();
         if !norm.is_finite() {
             return Ok(Some(StopReason::NonFinite {
@@ -163,7 +189,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             Some(x) if self.wants_x(k) => Some(self.timed_true_residual(x, k)?),
             _ => None,
         };
-        self.record_point(k, relative, true_residual);
+        self.record_point(k, half_step, relative, true_residual);
         if relative <= self.params.tol {
             return Ok(Some(StopReason::ConvergedRtol));
         }

@@ -111,6 +111,9 @@ pub struct SolveTimes {
 #[derive(Clone, Debug, Serialize)]
 pub struct HistoryPoint {
     pub iteration: usize,
+    /// BiCGStab's half step (the residual `s` after `x + alpha p`, before the `omega` step)
+    /// rather than a whole iteration; false for every point of CG.
+    pub half_step: bool,
     /// Relative recurrence residual by the chosen criterion.
     pub recurrence_residual: f64,
     /// `||b - A x|| / ||b||` in DD, where it was computed at this iteration.

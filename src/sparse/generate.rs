@@ -40,6 +40,23 @@ impl GeneratedMatrix {
         }
     }
 
+    /// Rows of the generated matrix.
+    pub fn rows(self) -> usize {
+        match self {
+            GeneratedMatrix::Poisson2d(n) => n * n,
+            GeneratedMatrix::Poisson3d(n) => n * n * n,
+        }
+    }
+
+    /// Bytes the CSR arrays take: a row pointer and at most 7 entries (12 bytes each) a row.
+    pub fn bytes(self) -> u64 {
+        let per_row = match self {
+            GeneratedMatrix::Poisson2d(_) => 8 + 5 * 12,
+            GeneratedMatrix::Poisson3d(_) => 8 + 7 * 12,
+        };
+        self.rows() as u64 * per_row
+    }
+
     pub fn build(self) -> CsrMatrix {
         match self {
             GeneratedMatrix::Poisson2d(n) => poisson2d(n),

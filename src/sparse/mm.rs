@@ -15,14 +15,16 @@
 //!
 //! Everything else is an [`MmError`] carrying a [`MmErrorKind`] and the 1-based line at fault
 //! (the last line for a file that ends too early); nothing on user input panics. The file is read
-//! into memory whole and scanned byte by byte; large bodies are parsed in parallel
-//! (`mm_body.rs`).
+//! into memory whole, within [`ReadLimits`] (`mm_source.rs`: regular files only by default, the
+//! banner checked first, streams bounded by their declared entries), and what the matrix will
+//! cost is checked from the header before the body is parsed (`check_cost`). The body is scanned
+//! byte by byte; large bodies are parsed in parallel (`mm_body.rs`).
 
 use super::mm_body::{self, Coo};
 use super::mm_header::{self, Field, Format, Header};
-use super::{CsrError, CsrMatrix};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use super::mm_source::{self, ReadLimits};
+use super::{CsrError, CsrMatrix, Symmetry};
+use std::io::Read;
 use std::path::Path;
 
 /// What went wrong; each has a fixture in `matrices/bad/`.
@@ -60,6 +62,13 @@ pub enum MmErrorKind {
     NonFinite,
     /// `read_vector` on a file with more than one column.
     NotAVector,
+    /// A vector whose length is not the matrix's row count.
+    WrongLength,
+    /// A FIFO, device or directory where a file was expected (see `ReadLimits`); its fixture
+    /// is made by the test (git stores no FIFOs).
+    NotAFile,
+    /// More memory than the file's content justifies or than is available (see `ReadLimits`).
+    TooLarge,
 }
 
 impl std::fmt::Display for MmErrorKind {
@@ -80,6 +89,9 @@ impl std::fmt::Display for MmErrorKind {
             MmErrorKind::SkewDiagonal => "diagonal entry in skew-symmetric matrix",
             MmErrorKind::NonFinite => "non-finite value",
             MmErrorKind::NotAVector => "not a vector",
+            MmErrorKind::WrongLength => "wrong vector length",
+            MmErrorKind::NotAFile => "not a regular file",
+            MmErrorKind::TooLarge => "too large",
         })
     }
 }
@@ -115,20 +127,39 @@ impl std::fmt::Display for MmError {
 
 impl std::error::Error for MmError {}
 
-/// Read a `.mtx` file, or a gzip-compressed one when the name ends in `.gz`.
+/// Read a `.mtx` file, or a gzip-compressed one when the name ends in `.gz`, within the
+/// default [`ReadLimits`] (the memory available now; regular files only).
 pub fn read_matrix_market(path: &Path) -> Result<CsrMatrix, MmError> {
-    parse_bytes(&read_file(path)?)
+    read_matrix_market_with(path, &ReadLimits::default())
 }
 
-/// Parse an uncompressed Matrix Market stream (wrap a `.gz` stream in a `GzDecoder` first).
-pub fn parse_matrix_market<R: BufRead>(reader: R) -> Result<CsrMatrix, MmError> {
-    parse_bytes(&read_all(reader)?)
+/// [`read_matrix_market`] within the given limits.
+pub fn read_matrix_market_with(path: &Path, limits: &ReadLimits) -> Result<CsrMatrix, MmError> {
+    parse_bytes(&mm_source::read_source(path, limits)?, limits)
+}
+
+/// Parse an uncompressed Matrix Market stream (wrap a `.gz` stream in a `GzDecoder` first),
+/// bounded as a gzip file is (see [`ReadLimits`]).
+pub fn parse_matrix_market<R: Read>(reader: R) -> Result<CsrMatrix, MmError> {
+    let limits = ReadLimits::default();
+    parse_bytes(&mm_source::read_stream(reader, &limits)?, &limits)
 }
 
 /// A right-hand side or initial guess: an `n x 1` array, or an `n x 1` coordinate file whose
 /// missing entries are zero (duplicates summed); real or integer.
 pub fn read_vector(path: &Path) -> Result<Vec<f64>, MmError> {
-    let data = read_file(path)?;
+    read_vector_with(path, &ReadLimits::default(), None)
+}
+
+/// [`read_vector`] within the given limits; with `expected_len`, a vector of another length is
+/// an error naming both lengths (a sparse coordinate vector of that length may then have as few
+/// entries as it likes).
+pub fn read_vector_with(
+    path: &Path,
+    limits: &ReadLimits,
+    expected_len: Option<usize>,
+) -> Result<Vec<f64>, MmError> {
+    let data = mm_source::read_source(path, limits)?;
     let hdr = mm_header::parse_header(&data)?;
     if hdr.field == Field::Pattern {
         return Err(MmError::new(
@@ -147,6 +178,19 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>, MmError> {
             ),
         ));
     }
+    if let Some(n) = expected_len
+        && hdr.nrows != n
+    {
+        return Err(MmError::new(
+            MmErrorKind::WrongLength,
+            hdr.size_line,
+            format!(
+                "the vector has {} entries but the matrix has {n} rows",
+                hdr.nrows
+            ),
+        ));
+    }
+    check_cost(&hdr, data.len(), limits, expected_len)?;
     let m = build(&data, &hdr)?;
     let mut x = vec![0.0; m.nrows()];
     for (i, xi) in x.iter_mut().enumerate() {
@@ -157,77 +201,64 @@ pub fn read_vector(path: &Path) -> Result<Vec<f64>, MmError> {
     Ok(x)
 }
 
-/// The whole file in memory: one read, no per-line allocation.
-fn read_file(path: &Path) -> Result<Vec<u8>, MmError> {
-    let file = File::open(path).map_err(|e| MmError::new(MmErrorKind::Io, 0, e.to_string()))?;
-    if path.extension().is_some_and(|ext| ext == "gz") {
-        // Multi-member: concatenated gzip streams (as `cat a.gz b.gz`) are one valid file.
-        return read_all(BufReader::new(flate2::read::MultiGzDecoder::new(file)));
-    }
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if let Some(data) = read_parallel(&file, size) {
-        return Ok(data);
-    }
-    let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
-    match (&file).read_to_end(&mut data) {
-        Ok(_) => Ok(data),
-        Err(e) => Err(read_error(&data, e)),
-    }
-}
+/// Rows or columns beyond twice the declared entries plus this many are empty ones that cost
+/// memory (row pointers, solver vectors) which nothing in the file pays for: a 75-byte file
+/// can declare two billion rows.
+const SPARE_ROWS: usize = 1 << 20;
 
-/// Large files are read by all rayon threads at once, each into its own slice: the kernel's
-/// copy and the page faults of the fresh buffer are most of a read's time. `None` (read again
-/// sequentially) for small files, other platforms, or any surprise (the file changed).
-#[cfg(unix)]
-fn read_parallel(file: &File, size: u64) -> Option<Vec<u8>> {
-    use rayon::prelude::*;
-    use std::os::unix::fs::FileExt;
-    const CHUNK: usize = 8 << 20;
-    let size = usize::try_from(size).ok()?;
-    if size < 4 * CHUNK || rayon::current_num_threads() < 2 {
-        return None;
-    }
-    // Zeroed memory comes from fresh pages: the threads' writes are the first touch.
-    let mut data = vec![0u8; size];
-    data.par_chunks_mut(CHUNK)
-        .enumerate()
-        .try_for_each(|(k, chunk)| file.read_exact_at(chunk, (k * CHUNK) as u64))
-        .ok()?;
-    // A file that grew since its size was taken is read sequentially.
-    let mut probe = [0u8; 1];
-    (file.read_at(&mut probe, size as u64).ok()? == 0).then_some(data)
-}
-
-#[cfg(not(unix))]
-fn read_parallel(_file: &File, _size: u64) -> Option<Vec<u8>> {
-    None
-}
-
-fn read_all<R: Read>(mut reader: R) -> Result<Vec<u8>, MmError> {
-    let mut data = Vec::new();
-    match reader.read_to_end(&mut data) {
-        Ok(_) => Ok(data),
-        Err(e) => Err(read_error(&data, e)),
-    }
-}
-
-/// A read that failed part way (a truncated `.gz`): the line being read when it failed, or 0
-/// when nothing could be read (a directory, say).
-fn read_error(partial: &[u8], e: std::io::Error) -> MmError {
-    let line = if partial.is_empty() {
-        0
+/// Refuses, from the header alone, a matrix whose size its entries cannot justify (more rows or
+/// columns than `2 entries + SPARE_ROWS`, a length the caller vouches for excepted), or whose
+/// reading would take more memory than the budget: the file, its entries (16 bytes each), the
+/// CSR arrays and the sort's scratch (28 bytes per stored entry) and three row arrays.
+fn check_cost(
+    hdr: &Header,
+    file_bytes: usize,
+    limits: &ReadLimits,
+    vouched_rows: Option<usize>,
+) -> Result<(), MmError> {
+    let entries = hdr.entries;
+    let most = entries.saturating_mul(2).saturating_add(SPARE_ROWS);
+    let stored = if hdr.symmetry == Symmetry::General {
+        entries as u64
     } else {
-        mm_header::eof_line(partial)
+        2 * entries as u64
     };
-    MmError::new(
-        MmErrorKind::Io,
-        line,
-        format!("read failed after {} bytes: {e}", partial.len()),
-    )
+    let rows = hdr.nrows as u64 + 1;
+    let need = (file_bytes as u64)
+        .saturating_add(stored.saturating_mul(44))
+        .saturating_add(rows.saturating_mul(24));
+    let shape = format!(
+        "a {} x {} matrix with {entries} declared entries",
+        hdr.nrows, hdr.ncols
+    );
+    let unjustified = (hdr.nrows > most && vouched_rows != Some(hdr.nrows)) || hdr.ncols > most;
+    if unjustified {
+        return Err(MmError::new(
+            MmErrorKind::TooLarge,
+            hdr.size_line,
+            format!(
+                "{shape} would need {} for its rows alone, which its entries cannot justify:                  refused (at most 2 x entries + {SPARE_ROWS} rows and columns)",
+                mm_source::format_bytes(rows.saturating_mul(24)),
+            ),
+        ));
+    }
+    if need > limits.budget() {
+        return Err(MmError::new(
+            MmErrorKind::TooLarge,
+            hdr.size_line,
+            format!(
+                "{shape} needs about {} to read, more than the {} of memory available",
+                mm_source::format_bytes(need),
+                mm_source::format_bytes(limits.budget())
+            ),
+        ));
+    }
+    Ok(())
 }
 
-fn parse_bytes(data: &[u8]) -> Result<CsrMatrix, MmError> {
+fn parse_bytes(data: &[u8], limits: &ReadLimits) -> Result<CsrMatrix, MmError> {
     let hdr = mm_header::parse_header(data)?;
+    check_cost(&hdr, data.len(), limits, None)?;
     build(data, &hdr)
 }
 

@@ -2,6 +2,7 @@
 
 use super::Symmetry;
 use super::mm::{MmError, MmErrorKind};
+pub(super) use crate::escape::quote;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Format {
@@ -56,17 +57,6 @@ pub(super) fn eof_line(data: &[u8]) -> usize {
     let newlines = data.iter().filter(|&&b| b == b'\n').count();
     let unterminated = usize::from(data.last().is_some_and(|&b| b != b'\n'));
     (newlines + unterminated).max(1)
-}
-
-/// A token quoted for a message, cut short so a binary file cannot flood the terminal.
-pub(super) fn quote(token: &[u8]) -> String {
-    const MAX: usize = 40;
-    let text = String::from_utf8_lossy(&token[..token.len().min(MAX)]);
-    if token.len() > MAX {
-        format!("'{text}...'")
-    } else {
-        format!("'{text}'")
-    }
 }
 
 fn err(kind: MmErrorKind, line: usize, message: impl Into<String>) -> MmError {

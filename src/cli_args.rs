@@ -1,0 +1,108 @@
+//! Number flags and help text of the `solver` binary (not part of the library).
+//!
+//! Numbers parse with their sign, so `--tol -1` reaches the range check, which answers with the
+//! range (clap on its own offers a `-- -1` tip that then fails). The help of every option that
+//! has a default states it as it is in effect: built in, or set by the configuration file.
+
+use clap::Command;
+use clap::ValueEnum;
+use precsolve::config::{self, RawConfig};
+
+/// A whole number; negative ones are refused with the range rather than a parse error.
+fn integer(text: &str) -> Result<usize, String> {
+    let value: i128 = text.trim().parse().map_err(|_| {
+        format!(
+            "'{}' is not a whole number",
+            precsolve::escape::escape(text)
+        )
+    })?;
+    if value < 0 {
+        return Err(format!("{value} is negative"));
+    }
+    usize::try_from(value).map_err(|_| format!("{value} is too large"))
+}
+
+fn real(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("'{}' is not a number", precsolve::escape::escape(text)))
+}
+
+/// 0 or more.
+pub fn count_arg(text: &str) -> Result<usize, String> {
+    integer(text)
+}
+
+/// 1 or more.
+pub fn positive_count_arg(text: &str) -> Result<usize, String> {
+    match integer(text)? {
+        0 => Err("must be at least 1".into()),
+        n => Ok(n),
+    }
+}
+
+pub fn max_iter_arg(text: &str) -> Result<usize, String> {
+    config::check_max_iter(integer(text)?)
+}
+
+pub fn threads_arg(text: &str) -> Result<usize, String> {
+    config::check_threads(integer(text)?)
+}
+
+pub fn tol_arg(text: &str) -> Result<f64, String> {
+    config::check_tol(real(text)?)
+}
+
+pub fn ilu_shift_arg(text: &str) -> Result<f64, String> {
+    config::check_ilu_shift(real(text)?)
+}
+
+/// The name a value enum is written with on the command line.
+fn value_name<T: ValueEnum>(value: T) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
+}
+
+/// `cmd` with `[default: ...]` appended to the help of each option whose default comes from
+/// the configuration (`solver.toml`, or the built-in defaults where there is none).
+pub fn with_defaults_in_help(cmd: Command, raw: &RawConfig) -> Command {
+    let s = &raw.solve;
+    let shared = [
+        ("method", s.method.name().to_string()),
+        ("tol", format!("{:e}", s.tol)),
+        ("max_iter", s.max_iter.to_string()),
+        ("criterion", value_name(s.criterion)),
+        ("backend", value_name(s.backend)),
+        ("threads", s.threads.to_string()),
+        ("precond", value_name(s.precond)),
+        ("ilu_shift", s.ilu_shift.to_string()),
+    ];
+    let format = ("format", value_name(raw.output.format));
+    let precision = ("precision", s.precision.to_string());
+    let solve: Vec<(&str, String)> = shared
+        .iter()
+        .cloned()
+        .chain([
+            precision.clone(),
+            format.clone(),
+            ("true_residual_every", s.true_residual_every.to_string()),
+        ])
+        .collect();
+    let batch: Vec<(&str, String)> = shared.iter().cloned().chain([precision]).collect();
+    let note = "Defaults shown are those in effect: built in, or set by ./solver.toml (or the \
+                file given by --config).";
+    cmd.mut_subcommand("solve", |c| annotate(c, &solve).after_help(note))
+        .mut_subcommand("batch", |c| annotate(c, &batch).after_help(note))
+        .mut_subcommand("info", |c| annotate(c, &[format]).after_help(note))
+}
+
+fn annotate(mut cmd: Command, defaults: &[(&str, String)]) -> Command {
+    for (id, value) in defaults {
+        cmd = cmd.mut_arg(*id, |arg| {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            arg.help(format!("{help} [default: {value}]"))
+        });
+    }
+    cmd
+}
