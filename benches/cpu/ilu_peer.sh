@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 matrix=${1:-poisson3d:100}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-ours=$(cargo run --release --quiet --example ilu0_peer -- "$matrix" "$dir")
+ours=$(cargo bench --quiet --bench ilu0_peer -- "$matrix" "$dir")
 echo "$ours" | grep -v '^ours_ms'
 ms=$(echo "$ours" | awk '/^ours_ms/ {print $2}')
 python3 benches/cpu/scipy_trisolve.py "$dir" "$ms"

@@ -243,7 +243,7 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
 /// [`prefetch_ahead`] asks for the matrix. Without it the loads of the values stalled the kernel
 /// (a quarter of its `perf` samples), whether or not the matrix had just been read: the DD SpMV
 /// took 5.9-7.5 ms, with it 4.8-5.6 (poisson3d(100), 2 threads, best of 30, builds alternated:
-/// `examples/dd_spmv_timing.rs`, `benches/results/cpu.md`). 256 and 4096 slots measured the same
+/// `benches/dd_spmv_timing.rs`, `benches/results/cpu.md`). 256 and 4096 slots measured the same
 /// within this machine's noise.
 const PREFETCH_SLOTS: usize = 1024;
 

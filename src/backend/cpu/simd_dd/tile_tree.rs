@@ -4,7 +4,7 @@
 //! from the products of lanes `t`, `t + 128`, `t + 64` and `t + 192`, four interleaved streams
 //! per vector, and zeroed an array of 16 registers per tile (a `memset` call, with a
 //! `vzeroupper`): the DD `dot_tiled` of poisson3d(100) took 2.1-2.6 ms, now 0.9-1.4 (2
-//! threads, `examples/cg_phase_timing.rs`), and 12% less time with the vectors in cache.
+//! threads, `benches/cg_phase_timing.rs`), and 12% less time with the vectors in cache.
 
 use super::{DdX, lanes};
 use crate::backend::cpu::kernels::TILE_ROWS;

@@ -4,7 +4,7 @@
 //! `benches/cpu/scipy_trisolve.py` can time SciPy's `spsolve_triangular` on the same factors
 //! and check its answer against ours.
 //!
-//! Usage: `cargo run --release --example ilu0_peer -- poisson3d:100 OUT_DIR`
+//! Usage: `cargo bench --bench ilu0_peer -- poisson3d:100 OUT_DIR`
 
 use precsolve::backend::cpu::trisolve::{CpuIlu, Schedule};
 use precsolve::precond::ilu0::Ilu0Factors;
@@ -48,7 +48,8 @@ fn write_vector(path: &Path, v: &[f64]) -> std::io::Result<()> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
+    // `cargo bench` adds `--bench`.
+    let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
     let (spec, out) = match args.as_slice() {
         [_, spec, out] => (spec.as_str(), Path::new(out)),
         _ => return Err("usage: ilu0_peer MATRIX OUT_DIR".into()),

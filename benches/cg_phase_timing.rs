@@ -5,7 +5,7 @@
 //! reported against the bytes it must move, so the DD/double ratio of every pass can be put
 //! beside its bytes ratio ("min": the ratio of the shortest times). See `benches/results/cpu.md`.
 //!
-//!     cargo run --release --example cg_phase_timing [N] [REPEATS]
+//!     cargo bench --bench cg_phase_timing -- [N] [REPEATS]
 
 use precsolve::backend::cpu::{CpuBackend, CpuVector};
 use precsolve::backend::{Backend, Operand, TiledDots};
@@ -13,7 +13,7 @@ use precsolve::{Dd, Precision};
 use std::sync::Arc;
 use std::time::Instant;
 
-#[path = "../benches/common/vectors.rs"]
+#[path = "common/vectors.rs"]
 mod vectors;
 use vectors::test_vector;
 
@@ -82,7 +82,8 @@ fn median_min_ms(times: &[f64]) -> (f64, f64) {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    // `cargo bench` adds `--bench`.
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     let grid: usize = args.next().map_or(100, |s| s.parse().expect("N"));
     let repeats: usize = args.next().map_or(40, |s| s.parse().expect("REPEATS"));
     let csr = Arc::new(precsolve::sparse::poisson3d(grid));

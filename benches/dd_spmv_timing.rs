@@ -2,7 +2,7 @@
 //! comparisons of two builds run alternately (criterion compares a run with the previous one,
 //! which on this shared machine drifts by 20% within minutes). See `benches/results/cpu.md`.
 //!
-//!     cargo run --release --example dd_spmv_timing
+//!     cargo bench --bench dd_spmv_timing
 
 use precsolve::Dd;
 use precsolve::backend::Backend;
@@ -10,7 +10,7 @@ use precsolve::backend::cpu::CpuBackend;
 use std::sync::Arc;
 use std::time::Instant;
 
-#[path = "../benches/common/vectors.rs"]
+#[path = "common/vectors.rs"]
 mod vectors;
 use vectors::test_vector;
 
