@@ -10,6 +10,7 @@ use common::outcomes::{TRUE_RESIDUAL_SLACK, assert_solved, solve_on_cpu};
 use precsolve::precond::Preconditioning;
 use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
 use precsolve::solver::{Params, SolveInfo, StopReason};
+use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -36,7 +37,8 @@ const SPD: &[&str] = &[
 #[test]
 fn cg_solves_the_positive_definite_matrices_in_both_precisions() {
     let dir = shared_matrices();
-    for name in SPD {
+    // Matrices side by side on the rayon pool (one test holds many solves).
+    SPD.par_iter().for_each(|name| {
         let (f64_run, dd_run) = solve_both(&dir, name, Method::Auto);
         assert_eq!(dd_run.method, "cg", "{name} is stored as symmetric");
         assert_solved(name, &f64_run);
@@ -48,7 +50,7 @@ fn cg_solves_the_positive_definite_matrices_in_both_precisions() {
             dd_run.iterations,
             f64_run.iterations
         );
-    }
+    });
 }
 
 /// Nonsymmetric matrices both precisions solve with BiCGStab at 1e-8.
@@ -80,12 +82,12 @@ const NONSYMMETRIC_SOLVED_BY_BOTH: &[&str] = &[
 #[test]
 fn bicgstab_solves_nonsymmetric_matrices_in_both_precisions() {
     let dir = shared_matrices();
-    for name in NONSYMMETRIC_SOLVED_BY_BOTH {
+    NONSYMMETRIC_SOLVED_BY_BOTH.par_iter().for_each(|name| {
         let (f64_run, dd_run) = solve_both(&dir, name, Method::Auto);
         assert_eq!(dd_run.method, "bicgstab");
         assert_solved(name, &f64_run);
         assert_solved(name, &dd_run);
-    }
+    });
 }
 
 #[cfg_attr(
