@@ -416,3 +416,44 @@ fn the_missing_gpu_is_reported_once_per_process_and_bench_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn a_batch_records_an_oversized_matrix_as_a_load_error_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "batch",
+        &bad("too_large_rows.mtx"),
+        "poisson2d:4",
+        "--precision",
+        "f64",
+        "--out",
+        "s",
+        "-q",
+    ];
+    for _resume in 0..2 {
+        let out = solver(&args, dir.path());
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{:?}", text(&out));
+    }
+    let runs = std::fs::read_to_string(dir.path().join("s/runs.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = runs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let status = |name: &str| -> Vec<String> {
+        records
+            .iter()
+            .filter(|r| r["name"].as_str().unwrap().contains(name))
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Recorded once (a repeated failure on resume is not written twice), the other run done.
+    assert_eq!(status("too_large_rows"), ["load-error"], "{runs}");
+    assert_eq!(status("poisson2d"), ["converged"], "{runs}");
+    let error = records
+        .iter()
+        .find(|r| r["status"] == "load-error")
+        .and_then(|r| r["error"].as_str())
+        .unwrap()
+        .to_string();
+    assert!(error.contains("2147483647 x 2147483647"), "{error}");
+}
