@@ -19,7 +19,7 @@
 //! `target/fuzz-failures/` and named in the failure.
 
 use precsolve::config::RawConfig;
-use precsolve::sparse::{CsrMatrix, parse_matrix_market};
+use precsolve::sparse::parse_matrix_market;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::io::Read as _;
@@ -171,19 +171,10 @@ fn line_count(data: &[u8]) -> usize {
 fn check_matrix_market(data: &[u8]) -> Option<String> {
     match catch_unwind(AssertUnwindSafe(|| parse_matrix_market(data))) {
         Err(_) => Some("the Matrix Market reader panicked".into()),
-        Ok(Ok(m)) => {
-            let again = CsrMatrix::try_from_parts(
-                m.nrows(),
-                m.ncols(),
-                m.row_ptr().to_vec(),
-                m.col_idx().to_vec(),
-                m.values().to_vec(),
-                m.symmetry(),
-            );
-            again
-                .err()
-                .map(|e| format!("accepted a matrix that breaks a CSR invariant: {e}"))
-        }
+        Ok(Ok(m)) => m
+            .check_invariants()
+            .err()
+            .map(|e| format!("accepted a matrix that breaks a CSR invariant: {e}")),
         Ok(Err(e)) if !(1..=line_count(data)).contains(&e.line) => Some(format!(
             "error names line {} of a {}-line input: {e}",
             e.line,

@@ -72,50 +72,7 @@ impl CsrMatrix {
         values: Vec<f64>,
         symmetry: Symmetry,
     ) -> Result<Self, CsrError> {
-        for dim in [nrows, ncols] {
-            if dim > i32::MAX as usize {
-                return Err(CsrError::TooLarge { dim });
-            }
-        }
-        if row_ptr.len() != nrows + 1 {
-            return Err(CsrError::RowPtrLength {
-                got: row_ptr.len(),
-                expected: nrows + 1,
-            });
-        }
-        if row_ptr[0] != 0 {
-            return Err(CsrError::RowPtrNotMonotone { row: 0 });
-        }
-        let nnz = col_idx.len();
-        if values.len() != nnz || row_ptr[nrows] != nnz {
-            return Err(CsrError::RowPtrEnd {
-                last: row_ptr[nrows],
-                nnz: values.len().max(nnz),
-            });
-        }
-        for row in 0..nrows {
-            let (start, end) = (row_ptr[row], row_ptr[row + 1]);
-            if end < start || end > nnz {
-                return Err(CsrError::RowPtrNotMonotone { row });
-            }
-            let mut previous: i64 = -1;
-            for k in start..end {
-                let col = col_idx[k] as i64;
-                if col < 0 || col >= ncols as i64 {
-                    return Err(CsrError::ColumnOutOfRange { row, col, ncols });
-                }
-                if col <= previous {
-                    return Err(CsrError::ColumnsNotSorted { row });
-                }
-                if !values[k].is_finite() {
-                    return Err(CsrError::NonFinite {
-                        row,
-                        col: col as usize,
-                    });
-                }
-                previous = col;
-            }
-        }
+        check_parts(nrows, ncols, &row_ptr, &col_idx, &values)?;
         Ok(CsrMatrix {
             nrows,
             ncols,
@@ -231,6 +188,18 @@ impl CsrMatrix {
     pub fn symmetry(&self) -> Symmetry {
         self.symmetry
     }
+    /// Checks every invariant again (as [`CsrMatrix::try_from_parts`] does): for fuzzers and
+    /// tests of code that builds matrices.
+    pub fn check_invariants(&self) -> Result<(), CsrError> {
+        check_parts(
+            self.nrows,
+            self.ncols,
+            &self.row_ptr,
+            &self.col_idx,
+            &self.values,
+        )
+    }
+
     pub fn is_square(&self) -> bool {
         self.nrows == self.ncols
     }
@@ -274,6 +243,61 @@ impl CsrMatrix {
         )
         .expect("a validated CsrMatrix is a valid sprs CSR view")
     }
+}
+
+/// The invariants [`CsrMatrix::try_from_parts`] checks.
+fn check_parts(
+    nrows: usize,
+    ncols: usize,
+    row_ptr: &[usize],
+    col_idx: &[i32],
+    values: &[f64],
+) -> Result<(), CsrError> {
+    for dim in [nrows, ncols] {
+        if dim > i32::MAX as usize {
+            return Err(CsrError::TooLarge { dim });
+        }
+    }
+    if row_ptr.len() != nrows + 1 {
+        return Err(CsrError::RowPtrLength {
+            got: row_ptr.len(),
+            expected: nrows + 1,
+        });
+    }
+    if row_ptr[0] != 0 {
+        return Err(CsrError::RowPtrNotMonotone { row: 0 });
+    }
+    let nnz = col_idx.len();
+    if values.len() != nnz || row_ptr[nrows] != nnz {
+        return Err(CsrError::RowPtrEnd {
+            last: row_ptr[nrows],
+            nnz: values.len().max(nnz),
+        });
+    }
+    for row in 0..nrows {
+        let (start, end) = (row_ptr[row], row_ptr[row + 1]);
+        if end < start || end > nnz {
+            return Err(CsrError::RowPtrNotMonotone { row });
+        }
+        let mut previous: i64 = -1;
+        for k in start..end {
+            let col = col_idx[k] as i64;
+            if col < 0 || col >= ncols as i64 {
+                return Err(CsrError::ColumnOutOfRange { row, col, ncols });
+            }
+            if col <= previous {
+                return Err(CsrError::ColumnsNotSorted { row });
+            }
+            if !values[k].is_finite() {
+                return Err(CsrError::NonFinite {
+                    row,
+                    col: col as usize,
+                });
+            }
+            previous = col;
+        }
+    }
+    Ok(())
 }
 
 fn allocation_error(nrows: usize) -> CsrError {
