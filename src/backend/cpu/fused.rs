@@ -8,10 +8,9 @@
 //! SpMV) and equal [`dot_tiled`].
 
 use super::kernels::{self, DOT_CHUNK};
-use super::{CpuMatrix, CpuVector, VECTOR_CHUNK};
+use super::{CpuMatrix, CpuVector, VECTOR_CHUNK, tasks};
 use crate::backend::{Operand, TiledDots, cg_step_accepts};
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
-use rayon::prelude::*;
 
 /// The length of either kind of operand.
 fn operand_len<P: Precision>(x: &Operand<'_, CpuVector<P>, CpuVector<f64>>) -> usize {
@@ -44,34 +43,35 @@ pub(super) fn spmv_dots<P: Precision>(
     assert_eq!(csr.nrows(), csr.ncols(), "spmv_dots: a square matrix");
     let sell = a.sell_for::<P>();
     let ws = w.slice();
-    let tiles: Vec<[Vec<P::Acc>; 2]> = q
-        .slice_mut()
-        .chunks_mut(DOT_CHUNK)
-        .into_par_iter()
-        .enumerate()
-        .map(|(chunk, mut out)| {
-            let (first, len) = (chunk * DOT_CHUNK, out.len());
-            let rows = P::Vector::lend(&mut out);
-            match x {
-                Operand::Own(x) => {
-                    kernels::spmv_rows::<P>(csr, a.lanes, sell, x.slice(), first, rows, None)
-                }
-                Operand::Wide(x) => {
-                    kernels::spmv_rows_wide::<P>(csr, a.lanes, sell, &x.0, first, rows)
-                }
+    // Tasks of whole tiles, balanced by nonzeros: the tile partials are the same whoever
+    // computes them, and they are collected in order.
+    let work = super::spmv_work::<P>(csr);
+    let ranges = tasks::row_ranges(csr, tasks::task_count(work), kernels::TILE_ROWS);
+    let pieces = tasks::split_mut(q.slice_mut(), &ranges);
+    let jobs: Vec<_> = pieces.into_iter().zip(&ranges).collect();
+    let tiles: Vec<[Vec<P::Acc>; 2]> = tasks::map(jobs, work, |_, (mut out, range)| {
+        let (first, len) = (range.start, out.len());
+        let rows = P::Vector::lend(&mut out);
+        match x {
+            Operand::Own(x) => {
+                kernels::spmv_rows::<P>(csr, a.lanes, sell, x.slice(), first, rows, None)
             }
-            let (wc, qc) = (piece::<P>(ws, first, len), P::Vector::read_back(&out));
-            let mut sums: [Vec<P::Acc>; 2] = Default::default();
+            Operand::Wide(x) => kernels::spmv_rows_wide::<P>(csr, a.lanes, sell, &x.0, first, rows),
+        }
+        let (wc, qc) = (piece::<P>(ws, first, len), P::Vector::read_back(&out));
+        let mut sums: [Vec<P::Acc>; 2] = Default::default();
+        // a task may span several dot chunks; each tile's partial is its own either way
+        for (w, q) in wc.chunks(DOT_CHUNK).into_iter().zip(qc.chunks(DOT_CHUNK)) {
             match dots {
-                TiledDots::With(_) => kernels::dot_tiles::<P>(wc, qc, &mut sums[0]),
+                TiledDots::With(_) => kernels::dot_tiles::<P>(w, q, &mut sums[0]),
                 TiledDots::SelfAnd(_) => {
-                    kernels::dot_tiles::<P>(qc, qc, &mut sums[0]);
-                    kernels::dot_tiles::<P>(qc, wc, &mut sums[1]);
+                    kernels::dot_tiles::<P>(q, q, &mut sums[0]);
+                    kernels::dot_tiles::<P>(q, w, &mut sums[1]);
                 }
             }
-            sums
-        })
-        .collect();
+        }
+        sums
+    });
     let total = |k: usize| {
         let all: Vec<P::Acc> = tiles.iter().flat_map(|t| t[k].iter().cloned()).collect();
         P::from_acc(kernels::sum_tiles(&all))
@@ -86,17 +86,13 @@ pub(super) fn spmv_dots<P: Precision>(
 /// order of `dot`.
 pub(super) fn dot_tiled<P: Precision>(x: &CpuVector<P>, y: &CpuVector<P>) -> P {
     assert_eq!(x.len(), y.len(), "dot_tiled: lengths");
-    let xs = x.slice().chunks(DOT_CHUNK);
-    let ys = y.slice().chunks(DOT_CHUNK);
-    let tiles: Vec<Vec<P::Acc>> = xs
-        .into_par_iter()
-        .zip(ys)
-        .map(|(x, y)| {
-            let mut tiles = Vec::with_capacity(DOT_CHUNK / kernels::TILE_ROWS);
-            kernels::dot_tiles::<P>(x, y, &mut tiles);
-            tiles
-        })
-        .collect();
+    let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
+    let chunks: Vec<_> = chunks.zip(y.slice().chunks(DOT_CHUNK)).collect();
+    let tiles: Vec<Vec<P::Acc>> = tasks::map(chunks, super::work::<P>(x.len()), |_, (x, y)| {
+        let mut tiles = Vec::with_capacity(DOT_CHUNK / kernels::TILE_ROWS);
+        kernels::dot_tiles::<P>(x, y, &mut tiles);
+        tiles
+    });
     P::from_acc(kernels::sum_tiles(&tiles.concat()))
 }
 
@@ -105,19 +101,15 @@ pub(super) fn update_norm<P: Precision>(alpha: &P, q: &CpuVector<P>, r: &mut Cpu
     assert_eq!(q.len(), r.len(), "cg update: lengths");
     let minus_alpha = alpha.neg();
     let qs = q.slice();
-    let partials: Vec<P::Acc> = r
-        .slice_mut()
-        .chunks_mut(DOT_CHUNK)
-        .into_par_iter()
-        .enumerate()
-        .map(|(chunk, mut rc)| {
-            let (first, len) = (chunk * DOT_CHUNK, rc.len());
-            let qc = piece::<P>(qs, first, len);
-            kernels::axpy_chunk::<P>(&minus_alpha, qc, P::Vector::lend(&mut rc));
-            let rc = P::Vector::read_back(&rc);
-            kernels::dot_chunk::<P>(rc, rc)
-        })
-        .collect();
+    let work = super::work::<P>(r.len());
+    let chunks = r.slice_mut().chunks_mut(DOT_CHUNK);
+    let partials: Vec<P::Acc> = tasks::map(chunks, work, |chunk, mut rc| {
+        let (first, len) = (chunk * DOT_CHUNK, rc.len());
+        let qc = piece::<P>(qs, first, len);
+        kernels::axpy_chunk::<P>(&minus_alpha, qc, P::Vector::lend(&mut rc));
+        let rc = P::Vector::read_back(&rc);
+        kernels::dot_chunk::<P>(rc, rc)
+    });
     P::from_acc(kernels::sum_partials(&partials))
 }
 
@@ -136,29 +128,25 @@ pub(super) fn axpyz_norm<P: Precision>(
         "axpyz_norm: lengths"
     );
     let (xs, ys, ws) = (x.slice(), y.map(CpuVector::slice), w.map(CpuVector::slice));
-    let partials: Vec<(P::Acc, P::Acc)> = z
-        .slice_mut()
-        .chunks_mut(DOT_CHUNK)
-        .into_par_iter()
-        .enumerate()
-        .map(|(chunk, mut zc)| {
-            let (first, len) = (chunk * DOT_CHUNK, zc.len());
-            let xc = piece::<P>(xs, first, len);
-            match ys {
-                Some(ys) => {
-                    let yc = piece::<P>(ys, first, len);
-                    kernels::axpyz_chunk::<P>(alpha, xc, yc, P::Vector::lend(&mut zc))
-                }
-                None => kernels::axpy_chunk::<P>(alpha, xc, P::Vector::lend(&mut zc)),
+    let work = super::work::<P>(n);
+    let chunks = z.slice_mut().chunks_mut(DOT_CHUNK);
+    let partials: Vec<(P::Acc, P::Acc)> = tasks::map(chunks, work, |chunk, mut zc| {
+        let (first, len) = (chunk * DOT_CHUNK, zc.len());
+        let xc = piece::<P>(xs, first, len);
+        match ys {
+            Some(ys) => {
+                let yc = piece::<P>(ys, first, len);
+                kernels::axpyz_chunk::<P>(alpha, xc, yc, P::Vector::lend(&mut zc))
             }
-            let zc = P::Vector::read_back(&zc);
-            let wz = match ws {
-                Some(ws) => kernels::dot_chunk::<P>(piece::<P>(ws, first, len), zc),
-                None => P::Acc::zero(),
-            };
-            (kernels::dot_chunk::<P>(zc, zc), wz)
-        })
-        .collect();
+            None => kernels::axpy_chunk::<P>(alpha, xc, P::Vector::lend(&mut zc)),
+        }
+        let zc = P::Vector::read_back(&zc);
+        let wz = match ws {
+            Some(ws) => kernels::dot_chunk::<P>(piece::<P>(ws, first, len), zc),
+            None => P::Acc::zero(),
+        };
+        (kernels::dot_chunk::<P>(zc, zc), wz)
+    });
     let (zz, wz): (Vec<P::Acc>, Vec<P::Acc>) = partials.into_iter().unzip();
     let wz = match w {
         Some(_) => P::from_acc(kernels::sum_partials(&wz)),
@@ -179,17 +167,14 @@ pub(super) fn x_update<P: Precision>(
     let n = x.len();
     assert!(p.len() == n && s.len() == n, "x_update: lengths");
     let (ps, ss) = (p.slice(), s.slice());
-    x.slice_mut()
-        .chunks_mut(VECTOR_CHUNK)
-        .into_par_iter()
-        .enumerate()
-        .for_each(|(chunk, mut xc)| {
-            let (first, len) = (chunk * VECTOR_CHUNK, xc.len());
-            let pc = piece::<P>(ps, first, len);
-            kernels::axpy_chunk::<P>(alpha, pc, P::Vector::lend(&mut xc));
-            let sc = piece::<P>(ss, first, len);
-            kernels::axpy_chunk::<P>(omega, sc, P::Vector::lend(&mut xc));
-        });
+    let chunks = x.slice_mut().chunks_mut(VECTOR_CHUNK);
+    tasks::for_each(chunks, super::work::<P>(n), |chunk, mut xc| {
+        let (first, len) = (chunk * VECTOR_CHUNK, xc.len());
+        let pc = piece::<P>(ps, first, len);
+        kernels::axpy_chunk::<P>(alpha, pc, P::Vector::lend(&mut xc));
+        let sc = piece::<P>(ss, first, len);
+        kernels::axpy_chunk::<P>(omega, sc, P::Vector::lend(&mut xc));
+    });
 }
 
 /// [`Backend::cg_step`](crate::backend::Backend::cg_step) from the two passes above.
@@ -222,23 +207,20 @@ pub(super) fn cg_direction<P: Precision>(
         operand_len(&z) == n && x.len() == n,
         "cg_direction: lengths"
     );
-    p.slice_mut()
-        .chunks_mut(VECTOR_CHUNK)
-        .into_par_iter()
-        .zip(x.slice_mut().chunks_mut(VECTOR_CHUNK))
-        .enumerate()
-        .for_each(|(chunk, (mut pc, xc))| {
-            let (first, len) = (chunk * VECTOR_CHUNK, pc.len());
-            kernels::axpy_chunk::<P>(alpha, P::Vector::read_back(&pc), xc);
-            match &z {
-                Operand::Own(z) => {
-                    let zc = piece::<P>(z.slice(), first, len);
-                    kernels::xpay_chunk::<P>(zc, beta, P::Vector::lend(&mut pc));
-                }
-                Operand::Wide(z) => {
-                    let zc = &z.0[first..first + len];
-                    kernels::xpay_chunk_wide::<P>(zc, beta, P::Vector::lend(&mut pc));
-                }
+    let chunks = p.slice_mut().chunks_mut(VECTOR_CHUNK).into_iter();
+    let chunks: Vec<_> = chunks.zip(x.slice_mut().chunks_mut(VECTOR_CHUNK)).collect();
+    tasks::for_each(chunks, super::work::<P>(n), |chunk, (mut pc, xc)| {
+        let (first, len) = (chunk * VECTOR_CHUNK, pc.len());
+        kernels::axpy_chunk::<P>(alpha, P::Vector::read_back(&pc), xc);
+        match &z {
+            Operand::Own(z) => {
+                let zc = piece::<P>(z.slice(), first, len);
+                kernels::xpay_chunk::<P>(zc, beta, P::Vector::lend(&mut pc));
             }
-        });
+            Operand::Wide(z) => {
+                let zc = &z.0[first..first + len];
+                kernels::xpay_chunk_wide::<P>(zc, beta, P::Vector::lend(&mut pc));
+            }
+        }
+    });
 }

@@ -28,15 +28,21 @@ pub const DOT_THREADS: usize = 256;
 pub const DOT_PER_THREAD: usize = 32;
 pub const DOT_CHUNK: usize = DOT_THREADS * DOT_PER_THREAD;
 
-/// The halving tree over the lane sums (`DOT_THREADS` of a dot, or a tile's groups); the result
-/// is in lane 0.
+/// The halving tree over the lane sums (`DOT_THREADS` of a dot, or a tile's groups): `s[t] =
+/// s[t] + s[t + off]`, `off = len/2, ..., 1`; the result is in lane 0. Only the first `active`
+/// lanes were ever written; the rest hold the zero they started as. A zero plus a zero is that zero again (`+0 + +0 = +0`, in every word
+/// of every precision), so the additions between two untouched lanes are skipped: a short
+/// vector's dot costs a few additions instead of the whole tree, with the same bits. Where an
+/// active lane meets an untouched one the addition is still made (`-0 + +0` is `+0`).
 #[inline(always)]
-fn tree_reduce<A: Precision>(lanes: &mut [A]) -> A {
+fn tree_reduce_prefix<A: Precision>(lanes: &mut [A], mut active: usize) -> A {
+    debug_assert!(lanes.len().is_power_of_two() && active <= lanes.len());
     let mut off = lanes.len() / 2;
     while off > 0 {
-        for t in 0..off {
+        for t in 0..off.min(active) {
             lanes[t] = lanes[t].add(&lanes[t + off]);
         }
+        active = active.min(off);
         off /= 2;
     }
     lanes[0].clone()
@@ -442,7 +448,7 @@ fma_kernel! {
                 *lane = lane.add(&xi.mul(&yi));
             }
         }
-        tree_reduce(&mut lanes)
+        tree_reduce_prefix(&mut lanes, x.len().min(DOT_THREADS))
     }
 }
 
@@ -455,7 +461,7 @@ pub fn sum_partials<A: Precision>(partials: &[A]) -> A {
             *lane = lane.add(p);
         }
     }
-    tree_reduce(&mut lanes)
+    tree_reduce_prefix(&mut lanes, partials.len().min(DOT_THREADS))
 }
 
 /// CG's `<p, q>` computed beside the SpMV that produces `q` follows its own order, the one a GPU
@@ -504,7 +510,7 @@ fma_kernel! {
             for (t, lane) in lanes[..count].iter_mut().enumerate() {
                 *lane = x.load(first + t).mul(&y.load(first + t));
             }
-            out.push(tree_reduce(&mut lanes));
+            out.push(tree_reduce_prefix(&mut lanes, count));
         }
     }
 }
@@ -515,15 +521,25 @@ fma_kernel! {
 /// over the 32 warp sums. The caller rounds the sum to `P`.
 pub fn sum_tiles<A: Precision>(tiles: &[A]) -> A {
     const WARP: usize = 32;
-    let mut lanes: Vec<A> = vec![A::zero(); TILE_FINAL_LANES];
+    // Lanes past the last tile stay zero, and so do warps of such lanes (see
+    // `tree_reduce_prefix`): only the lanes and warps tiles reach are stored and summed.
+    let active = tiles.len().min(TILE_FINAL_LANES);
+    let warps_active = active.div_ceil(WARP);
+    let mut lanes: Vec<A> = vec![A::zero(); warps_active * WARP];
     for row in tiles.chunks(TILE_FINAL_LANES) {
         for (lane, t) in lanes.iter_mut().zip(row) {
             *lane = lane.add(t);
         }
     }
-    let mut warps: [A; TILE_FINAL_LANES / WARP] =
-        std::array::from_fn(|w| tree_reduce(&mut lanes[w * WARP..(w + 1) * WARP]));
-    tree_reduce(&mut warps)
+    let mut warps: [A; TILE_FINAL_LANES / WARP] = std::array::from_fn(|w| {
+        if w < warps_active {
+            let lanes_here = (active - w * WARP).min(WARP);
+            tree_reduce_prefix(&mut lanes[w * WARP..(w + 1) * WARP], lanes_here)
+        } else {
+            A::zero()
+        }
+    });
+    tree_reduce_prefix(&mut warps, warps_active)
 }
 
 // The element-wise updates: whole SIMD registers of double-double and td vectors through the

@@ -7,6 +7,7 @@
 
 mod kernels;
 mod simd_dd;
+mod tasks;
 pub mod trisolve;
 
 use super::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
@@ -20,10 +21,10 @@ use std::sync::{Arc, OnceLock};
 pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
 pub use trisolve::CpuIlu;
 
-/// Rows per parallel task in SpMV: large enough to amortise scheduling, small enough to balance;
-/// a multiple of the SIMD kernel's rows at once (4 or 8), so that tasks hold whole groups of rows.
-const SPMV_ROWS_PER_TASK: usize = 4096;
-/// Elements per parallel task in the vector updates.
+/// SpMV tasks start at multiples of this many rows: whole groups of the SIMD kernel's rows at
+/// once (4 or 8). How many tasks, and where they end, is the work's to say (`tasks.rs`).
+const SPMV_ROW_ALIGN: usize = 64;
+/// Elements per piece of the vector updates (pieces run on the pool when the work is worth it).
 const VECTOR_CHUNK: usize = 1 << 14;
 
 #[derive(Clone, Debug, Default)]
@@ -191,25 +192,21 @@ impl Backend for CpuBackend {
     fn dot<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {
         assert_eq!(x.len(), y.len(), "dot: lengths");
         // The partials and their sum stay in `P::Acc`; the result is rounded to `P` once.
-        let xs = x.slice().chunks(DOT_CHUNK);
-        let ys = y.slice().chunks(DOT_CHUNK);
-        let partials: Vec<P::Acc> = xs
-            .into_par_iter()
-            .zip(ys)
-            .map(|(x, y)| kernels::dot_chunk::<P>(x, y))
-            .collect();
+        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
+        let chunks: Vec<_> = chunks.zip(y.slice().chunks(DOT_CHUNK)).collect();
+        let partials = tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
+            kernels::dot_chunk::<P>(x, y)
+        });
         Ok(P::from_acc(kernels::sum_partials(&partials)))
     }
 
     fn dot_wide<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<f64>) -> Result<P> {
         assert_eq!(x.len(), y.len(), "dot: lengths");
-        let xs = x.slice().chunks(DOT_CHUNK);
-        let ys = y.0.par_chunks(DOT_CHUNK);
-        let partials: Vec<P::Acc> = xs
-            .into_par_iter()
-            .zip(ys)
-            .map(|(x, y)| kernels::dot_chunk_wide::<P>(x, y))
-            .collect();
+        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
+        let chunks: Vec<_> = chunks.zip(y.0.chunks(DOT_CHUNK)).collect();
+        let partials = tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
+            kernels::dot_chunk_wide::<P>(x, y)
+        });
         Ok(P::from_acc(kernels::sum_partials(&partials)))
     }
 
@@ -220,10 +217,14 @@ impl Backend for CpuBackend {
         y: &mut CpuVector<P>,
     ) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "xpay");
-        write::<P>(y)
-            .into_par_iter()
-            .zip(x.0.par_chunks(VECTOR_CHUNK))
-            .for_each(|(y, x)| kernels::xpay_chunk_wide::<P>(x, beta, y));
+        let work = work::<P>(y.len());
+        let pieces: Vec<_> = write::<P>(y)
+            .into_iter()
+            .zip(x.0.chunks(VECTOR_CHUNK))
+            .collect();
+        tasks::for_each(pieces, work, |_, (y, x)| {
+            kernels::xpay_chunk_wide::<P>(x, beta, y)
+        });
         Ok(())
     }
 
@@ -247,28 +248,34 @@ impl Backend for CpuBackend {
         y: &mut CpuVector<P>,
     ) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "axpy");
-        write::<P>(y)
-            .into_par_iter()
-            .zip(x.0.par_chunks(VECTOR_CHUNK))
-            .for_each(|(y, x)| kernels::axpy_chunk_wide::<P>(alpha, x, y));
+        let work = work::<P>(y.len());
+        let pieces: Vec<_> = write::<P>(y)
+            .into_iter()
+            .zip(x.0.chunks(VECTOR_CHUNK))
+            .collect();
+        tasks::for_each(pieces, work, |_, (y, x)| {
+            kernels::axpy_chunk_wide::<P>(alpha, x, y)
+        });
         Ok(())
     }
 
     fn axpy<P: Precision>(&self, alpha: &P, x: &CpuVector<P>, y: &mut CpuVector<P>) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "axpy");
-        write::<P>(y)
-            .into_par_iter()
-            .zip(read::<P>(x))
-            .for_each(|(y, x)| kernels::axpy_chunk::<P>(alpha, x, y));
+        let work = work::<P>(y.len());
+        let pieces: Vec<_> = write::<P>(y).into_iter().zip(read::<P>(x)).collect();
+        tasks::for_each(pieces, work, |_, (y, x)| {
+            kernels::axpy_chunk::<P>(alpha, x, y)
+        });
         Ok(())
     }
 
     fn xpay<P: Precision>(&self, x: &CpuVector<P>, beta: &P, y: &mut CpuVector<P>) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "xpay");
-        write::<P>(y)
-            .into_par_iter()
-            .zip(read::<P>(x))
-            .for_each(|(y, x)| kernels::xpay_chunk::<P>(x, beta, y));
+        let work = work::<P>(y.len());
+        let pieces: Vec<_> = write::<P>(y).into_iter().zip(read::<P>(x)).collect();
+        tasks::for_each(pieces, work, |_, (y, x)| {
+            kernels::xpay_chunk::<P>(x, beta, y)
+        });
         Ok(())
     }
 
@@ -280,19 +287,20 @@ impl Backend for CpuBackend {
         z: &mut CpuVector<P>,
     ) -> Result<()> {
         same_lengths(&[x.len(), y.len(), z.len()], "axpyz");
-        write::<P>(z)
-            .into_par_iter()
-            .zip(read::<P>(x).into_par_iter().zip(read::<P>(y)))
-            .for_each(|(z, (x, y))| kernels::axpyz_chunk::<P>(alpha, x, y, z));
+        let work = work::<P>(z.len());
+        let inputs = read::<P>(x).into_iter().zip(read::<P>(y));
+        let pieces: Vec<_> = write::<P>(z).into_iter().zip(inputs).collect();
+        tasks::for_each(pieces, work, |_, (z, (x, y))| {
+            kernels::axpyz_chunk::<P>(alpha, x, y, z)
+        });
         Ok(())
     }
 
     fn copy<P: Precision>(&self, x: &CpuVector<P>, y: &mut CpuVector<P>) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "copy");
-        write::<P>(y)
-            .into_par_iter()
-            .zip(read::<P>(x))
-            .for_each(|(y, x)| kernels::copy_chunk::<P>(x, y));
+        let work = work::<P>(y.len());
+        let pieces: Vec<_> = write::<P>(y).into_iter().zip(read::<P>(x)).collect();
+        tasks::for_each(pieces, work, |_, (y, x)| kernels::copy_chunk::<P>(x, y));
         Ok(())
     }
 
@@ -302,10 +310,11 @@ impl Backend for CpuBackend {
         y: &mut CpuVector<Q>,
     ) -> Result<()> {
         same_lengths(&[x.len(), y.len()], "convert");
-        write::<Q>(y)
-            .into_par_iter()
-            .zip(read::<P>(x))
-            .for_each(|(y, x)| kernels::convert_chunk::<P, Q>(x, y));
+        let work = work::<Q>(y.len());
+        let pieces: Vec<_> = write::<Q>(y).into_iter().zip(read::<P>(x)).collect();
+        tasks::for_each(pieces, work, |_, (y, x)| {
+            kernels::convert_chunk::<P, Q>(x, y)
+        });
         Ok(())
     }
 
@@ -395,10 +404,12 @@ impl Backend for CpuBackend {
         p: &mut CpuVector<P>,
     ) -> Result<()> {
         same_lengths(&[r.len(), v.len(), p.len()], "bicgstab_direction");
-        write::<P>(p)
-            .into_par_iter()
-            .zip(read::<P>(r).into_par_iter().zip(read::<P>(v)))
-            .for_each(|(p, (r, v))| kernels::bicgstab_direction_chunk::<P>(r, beta, omega, v, p));
+        let work = work::<P>(p.len());
+        let inputs = read::<P>(r).into_iter().zip(read::<P>(v));
+        let pieces: Vec<_> = write::<P>(p).into_iter().zip(inputs).collect();
+        tasks::for_each(pieces, work, |_, (p, (r, v))| {
+            kernels::bicgstab_direction_chunk::<P>(r, beta, omega, v, p)
+        });
         Ok(())
     }
 }
@@ -413,8 +424,9 @@ fn write<P: Precision>(y: &mut CpuVector<P>) -> Vec<SliceMutOf<'_, P>> {
     y.slice_mut().chunks_mut(VECTOR_CHUNK)
 }
 
-/// The rows of `y <- A x` (`x` of `x_len` entries) in tasks of `SPMV_ROWS_PER_TASK` rows,
-/// `rows(first, out)` computing rows `first..first + out.len()`.
+/// The rows of `y <- A x` (`x` of `x_len` entries) in tasks balanced by nonzeros (one, on the
+/// calling thread, where the matrix is small), `rows(first, out)` computing rows
+/// `first..first + out.len()`.
 fn row_tasks<P: Precision>(
     a: &CpuMatrix,
     x_len: usize,
@@ -424,11 +436,21 @@ fn row_tasks<P: Precision>(
 ) {
     assert_eq!(x_len, a.csr.ncols(), "{what}: x length");
     assert_eq!(y.len(), a.csr.nrows(), "{what}: y length");
-    let tasks = y.slice_mut().chunks_mut(SPMV_ROWS_PER_TASK);
-    tasks
-        .into_par_iter()
-        .enumerate()
-        .for_each(|(task, out)| rows(task * SPMV_ROWS_PER_TASK, out));
+    let work = spmv_work::<P>(&a.csr);
+    let ranges = tasks::row_ranges(&a.csr, tasks::task_count(work), SPMV_ROW_ALIGN);
+    let pieces = tasks::split_mut(y.slice_mut(), &ranges);
+    let jobs: Vec<_> = pieces.into_iter().zip(&ranges).collect();
+    tasks::for_each(jobs, work, |_, (out, range)| rows(range.start, out));
+}
+
+/// The work of a vector pass over `n` elements of `P`.
+fn work<P: Precision>(n: usize) -> usize {
+    n.saturating_mul(tasks::cost::<P>())
+}
+
+/// The work of an SpMV of `a` with vectors of `P`: its nonzeros and its rows.
+fn spmv_work<P: Precision>(a: &CsrMatrix) -> usize {
+    (a.nnz() + a.nrows()).saturating_mul(tasks::cost::<P>())
 }
 
 fn same_lengths(lengths: &[usize], what: &str) {

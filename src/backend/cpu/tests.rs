@@ -322,24 +322,34 @@ fn check_spmv_dots<P: Precision<Acc = P, Vector = Vec<P>>>(seed: u64) {
                 (Operand::Wide(&dv), &widened, "wide"),
             ] {
                 let q_want = reference_spmv(&csr, lanes, x_as_p, None);
-                let what = format!("{} spmv_dots n {n} lanes {lanes} x {kind}", P::NAME);
-                let mut q = CpuVector::from(vec![P::zero(); n]);
-                let got = backend
-                    .spmv_dots_tiled(&a, x, TiledDots::With(&wv), &mut q)
-                    .unwrap();
-                assert_same_bits(&q.0, &q_want, &what);
-                let want = [reference_dot_tiled(&w, &q_want), P::zero()];
-                assert_same_bits(&[got.0, got.1], &want, &format!("{what} <w, q>"));
-                let mut q = CpuVector::from(vec![P::zero(); n]);
-                let got = backend
-                    .spmv_dots_tiled(&a, x, TiledDots::SelfAnd(&wv), &mut q)
-                    .unwrap();
-                assert_same_bits(&q.0, &q_want, &what);
-                let want = [
-                    reference_dot_tiled(&q_want, &q_want),
-                    reference_dot_tiled(&q_want, &w),
-                ];
-                assert_same_bits(&[got.0, got.1], &want, &format!("{what} <q, q>, <q, w>"));
+                // one thread gives tasks that span several dot chunks; three split them
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let what = format!(
+                        "{} spmv_dots n {n} lanes {lanes} x {kind} threads {threads}",
+                        P::NAME
+                    );
+                    let mut q = CpuVector::from(vec![P::zero(); n]);
+                    let got = pool
+                        .install(|| backend.spmv_dots_tiled(&a, x, TiledDots::With(&wv), &mut q))
+                        .unwrap();
+                    assert_same_bits(&q.0, &q_want, &what);
+                    let want = [reference_dot_tiled(&w, &q_want), P::zero()];
+                    assert_same_bits(&[got.0, got.1], &want, &format!("{what} <w, q>"));
+                    let mut q = CpuVector::from(vec![P::zero(); n]);
+                    let got = pool
+                        .install(|| backend.spmv_dots_tiled(&a, x, TiledDots::SelfAnd(&wv), &mut q))
+                        .unwrap();
+                    assert_same_bits(&q.0, &q_want, &what);
+                    let want = [
+                        reference_dot_tiled(&q_want, &q_want),
+                        reference_dot_tiled(&q_want, &w),
+                    ];
+                    assert_same_bits(&[got.0, got.1], &want, &format!("{what} <q, q>, <q, w>"));
+                }
             }
         }
     }

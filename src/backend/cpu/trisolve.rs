@@ -128,16 +128,19 @@ impl CpuIlu {
     }
 }
 
-/// `z_i = w_i` in `P`, in parallel.
+/// `z_i = w_i` in `P`, on the pool where the vector is long enough to pay for it.
 fn widen<P: Precision>(w: &[f64], z: SliceMutOf<'_, P>) {
-    z.chunks_mut(ROWS_PER_TASK)
-        .into_par_iter()
-        .zip(w.par_chunks(ROWS_PER_TASK))
-        .for_each(|(mut z, w)| {
-            for (i, &wi) in w.iter().enumerate() {
-                z.set(i, P::from_f64(wi));
-            }
-        });
+    let work = w.len() * super::tasks::cost::<P>();
+    let pieces: Vec<_> = z
+        .chunks_mut(ROWS_PER_TASK)
+        .into_iter()
+        .zip(w.chunks(ROWS_PER_TASK))
+        .collect();
+    super::tasks::for_each(pieces, work, |_, (mut z, w)| {
+        for (i, &wi) in w.iter().enumerate() {
+            z.set(i, P::from_f64(wi));
+        }
+    });
 }
 
 /// Both solves in natural order on the factors as stored; the result in `w`.
