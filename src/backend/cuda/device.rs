@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
-use cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
+use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -153,26 +153,8 @@ impl KernelStore {
         {
             return Ok(m.clone());
         }
-        let (_, body) = SOURCES
-            .iter()
-            .find(|(n, _)| *n == source_name)
-            .expect("known kernel source");
-        let mut text = COMMON.join("\n");
-        text.push('\n');
-        text.push_str(body);
-        let options = CompileOptions {
-            arch: Some(self.arch),
-            // DD needs IEEE rounding at every step: no contraction, no flush to zero, IEEE div/sqrt.
-            fmad: Some(false),
-            ftz: Some(false),
-            prec_div: Some(true),
-            prec_sqrt: Some(true),
-            use_fast_math: Some(false),
-            ..Default::default()
-        };
         let start = std::time::Instant::now();
-        let ptx = compile_ptx_with_opts(&text, options)
-            .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))?;
+        let ptx = compile_source(source_name, self.arch)?;
         let module = self
             .ctx
             .load_module(ptx)
@@ -185,6 +167,46 @@ impl KernelStore {
         let mut modules = self.modules.lock().expect("module cache lock");
         Ok(modules.entry(source_name).or_insert(module).clone())
     }
+}
+
+/// NVRTC's PTX for the kernel source `source_name` (a name in `SOURCES`) for `arch` (`sm_90`).
+fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
+    let (_, body) = SOURCES
+        .iter()
+        .find(|(n, _)| *n == source_name)
+        .expect("known kernel source");
+    let mut text = COMMON.join("\n");
+    text.push('\n');
+    text.push_str(body);
+    let options = CompileOptions {
+        arch: Some(arch),
+        // DD needs IEEE rounding at every step: no contraction, no flush to zero, IEEE div/sqrt.
+        fmad: Some(false),
+        ftz: Some(false),
+        prec_div: Some(true),
+        prec_sqrt: Some(true),
+        use_fast_math: Some(false),
+        ..Default::default()
+    };
+    compile_ptx_with_opts(&text, options)
+        .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))
+}
+
+/// Compile every kernel source for `arch` with NVRTC alone: no GPU or driver is needed, so the
+/// kernels' CUDA C is checked where no GPU is (`tests/kernel_sources.rs`, run by `.ci/run`).
+/// Returns the names of the sources compiled; an error holds NVRTC's log.
+pub fn compile_kernel_sources(arch: &'static str) -> Result<Vec<&'static str>> {
+    // SAFETY: only tries to dlopen libnvrtc.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(cuda_error(
+            "compiling the kernels",
+            "libnvrtc could not be loaded",
+        ));
+    }
+    SOURCES
+        .iter()
+        .map(|&(name, _)| compile_source(name, arch).map(|_| name))
+        .collect()
 }
 
 /// Allocate `words` zeroed doubles, naming the size on failure (out of memory is common).

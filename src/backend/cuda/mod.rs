@@ -16,7 +16,7 @@ mod sell;
 mod spmv_dot;
 mod vectors;
 
-pub use device::probe;
+pub use device::{compile_kernel_sources, probe};
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
 pub use sell::{SELL_ROWS, SpmvLayout};
 
