@@ -146,11 +146,7 @@ pub fn run_batch(
     let spec = spec(&config, &args, limits);
     // Everything the user can get wrong is refused here, before a directory is created.
     spec.validate()?;
-    if config.threads > 0 {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(config.threads)
-            .build_global()?;
-    }
+    precsolve::backend::cpu::use_threads(config.threads)?;
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = stop.clone();
     // First Ctrl-C: stop after cancelling the run in progress (it is not recorded) and render

@@ -406,12 +406,7 @@ fn run_solve(
         .as_deref()
         .map(OutputFile::prepare)
         .transpose()?;
-    if config.threads > 0 {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(config.threads)
-            .build_global()
-            .context("setting up the thread pool")?;
-    }
+    precsolve::backend::cpu::use_threads(config.threads).context("setting up the thread pool")?;
     let load_start = Instant::now();
     let a = Arc::new(load_matrix_with(&args.matrix, limits)?);
     log::info!(

@@ -493,7 +493,25 @@ pub fn dot_tiles<P: Precision>(x: SliceOf<'_, P>, y: SliceOf<'_, P>, out: &mut V
         out.extend(sums.iter().map(|s| P::Acc::from_dd(*s)));
         done = whole;
     }
-    dot_tiles_scalar::<P>(x.split_at(done).1, y.split_at(done).1, out);
+    let (x, y) = (x.split_at(done).1, y.split_at(done).1);
+    // A long partial tile of double-doubles goes through the SIMD kernel too, padded with
+    // zeros: a product of zeros is the zero lane the definition has there (+0, +0).
+    if let (Some(xd), Some(yd)) = (
+        x.as_slice().and_then(simd_dd::as_dd),
+        y.as_slice().and_then(simd_dd::as_dd),
+    ) && xd.len() >= TILE_ROWS / 4
+        && simd_dd::available()
+    {
+        let (mut xp, mut yp) = ([Dd::ZERO; TILE_ROWS], [Dd::ZERO; TILE_ROWS]);
+        xp[..xd.len()].copy_from_slice(xd);
+        yp[..yd.len()].copy_from_slice(yd);
+        let mut sum = [Dd::ZERO];
+        // SAFETY: the SIMD kernels are available (checked above).
+        unsafe { simd_dd::dot_tiles(simd_dd::SimdIn::Dd(&xp), simd_dd::SimdIn::Dd(&yp), &mut sum) };
+        out.push(P::Acc::from_dd(sum[0]));
+        return;
+    }
+    dot_tiles_scalar::<P>(x, y, out);
 }
 
 fma_kernel! {

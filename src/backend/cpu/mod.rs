@@ -18,6 +18,7 @@ use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
+pub use tasks::use_threads;
 pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
 pub use trisolve::CpuIlu;
 

@@ -828,8 +828,11 @@ fn dot_chunk_layout<const W: usize>(x: impl Source, y: impl Source) -> Dd {
     let full_rows = n / T;
     let rem = n % T;
     let mut sums = [Dd::default(); T];
+    // Lanes at and past `n` stay zero: blocks made only of them are skipped, and so are the
+    // tree's sums of two of them (0 + 0 is the zero already there), as in `tree_reduce_prefix`.
+    let mut active = n.min(T);
     // Lanes `block .. block + DOT_REGS W`, register `g` holding lanes `block + W g ..+ W`.
-    for block in (0..T).step_by(DOT_REGS * W) {
+    for block in (0..active).step_by(DOT_REGS * W) {
         let mut s = [DdX::<W>::ZERO; DOT_REGS];
         for i in 0..full_rows {
             let at = i * T + block;
@@ -866,17 +869,19 @@ fn dot_chunk_layout<const W: usize>(x: impl Source, y: impl Source) -> Dd {
     // The halving tree; `W` lanes at a time while `off >= W`, then lane by lane.
     let mut off = T / 2;
     while off >= W {
-        for t in (0..off).step_by(W) {
+        for t in (0..off.min(active)).step_by(W) {
             let v =
                 DdX::<W>::load(&sums[t..t + W]).add(DdX::<W>::load(&sums[t + off..t + off + W]));
             v.store(&mut sums[t..t + W]);
         }
+        active = active.min(off);
         off /= 2;
     }
     while off > 0 {
-        for t in 0..off {
+        for t in 0..off.min(active) {
             sums[t] = sums[t].add(sums[t + off]);
         }
+        active = active.min(off);
         off /= 2;
     }
     sums[0]
