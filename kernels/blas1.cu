@@ -30,9 +30,7 @@ extern "C" __global__ void dot_f64_partial(long long n, const double* __restrict
 
 extern "C" __global__ void dot_f64_final(int m, const double* __restrict__ partial, double* out) {
     __shared__ double shared[DOT_THREADS];
-    double s = 0.0;
-    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, partial[i]);
-    s = tree_reduce_f64(s, shared);
+    const double s = chunks_final_f64(m, partial, shared);
     if (threadIdx.x == 0) out[0] = s;
 }
 
@@ -107,9 +105,7 @@ extern "C" __global__ void dot_wide_dd_partial(long long n, const double2* __res
 extern "C" __global__ void dot_dd_final(int m, const double2* __restrict__ partial, double2* out) {
     __shared__ double shared_hi[DOT_THREADS];
     __shared__ double shared_lo[DOT_THREADS];
-    dd_t s = dd_from_f64(0.0);
-    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_load(partial, i));
-    s = tree_reduce_dd(s, shared_hi, shared_lo);
+    const dd_t s = chunks_final_dd(m, partial, shared_hi, shared_lo);
     if (threadIdx.x == 0) dd_store(out, 0, s);
 }
 

@@ -14,7 +14,7 @@ mod gpu_checks {
     use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
     use precsolve::precond::{Identity, Ilu0, Preconditioner};
-    use precsolve::solver::{NoMonitor, Params, SolveInfo, bicgstab, cg};
+    use precsolve::solver::{CgSteps, NoMonitor, Params, SolveInfo, bicgstab, cg};
     use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
     use precsolve::{Dd, Precision, Qd};
     use std::sync::Arc;
@@ -41,6 +41,10 @@ mod gpu_checks {
         (
             "preconditioned_solves_match_cpu_on_shared_matrices",
             precond_solves_shared,
+        ),
+        (
+            "device_resident_cg_matches_cpu_point_by_point",
+            device_resident_cg,
         ),
     ];
 
@@ -597,7 +601,7 @@ mod gpu_checks {
     }
 
     /// One solve through the real loop on any backend.
-    fn solve_on<B: Backend, P: Precision, M: Preconditioner<B>>(
+    fn solve_on<B: CgSteps, P: Precision, M: Preconditioner<B>>(
         backend: &B,
         a: &Arc<CsrMatrix>,
         precond: &M,
@@ -678,6 +682,169 @@ mod gpu_checks {
             gi.true_residual
         );
         Ok(gi)
+    }
+
+    /// CG with the scalars on the device (f64 and dd: batches of iterations read back at once)
+    /// against the CPU, history point by point: stops at max_iter inside a batch, periodic true
+    /// residuals (batches end where x is read), convergence, an indefinite matrix (the stop on
+    /// `<p, Ap>`), with and without ILU(0).
+    fn device_resident_cg(gpu: &CudaBackend) -> Result<(), String> {
+        let cpu = CpuBackend::new();
+        let spd = Arc::new(poisson3d(12));
+        // poisson3d(12) shifted by -2 I: symmetric, indefinite
+        let indefinite = {
+            let mut values = spd.values().to_vec();
+            for (i, ends) in spd.row_ptr().windows(2).enumerate() {
+                let diagonal = (ends[0]..ends[1]).find(|&k| spd.col_idx()[k] as usize == i);
+                values[diagonal.expect("poisson3d stores its diagonal")] -= 2.0;
+            }
+            let parts = (spd.row_ptr().to_vec(), spd.col_idx().to_vec(), values);
+            Arc::new(
+                CsrMatrix::try_from_parts(
+                    spd.nrows(),
+                    spd.ncols(),
+                    parts.0,
+                    parts.1,
+                    parts.2,
+                    Symmetry::Symmetric,
+                )
+                .map_err(|e| e.to_string())?,
+            )
+        };
+        let factors = Arc::new(Ilu0Factors::new(&spd, None).map_err(err)?);
+        let cases: [(&str, &Arc<CsrMatrix>, Params); 4] = [
+            (
+                "max_iter 37",
+                &spd,
+                Params {
+                    max_iter: 37,
+                    tol: 1e-300,
+                    ..Params::default()
+                },
+            ),
+            (
+                "true residual every 5",
+                &spd,
+                Params {
+                    true_residual_every: 5,
+                    ..Params::default()
+                },
+            ),
+            (
+                "converges",
+                &spd,
+                Params {
+                    tol: 1e-12,
+                    ..Params::default()
+                },
+            ),
+            (
+                "indefinite",
+                &indefinite,
+                Params {
+                    tol: 1e-14,
+                    ..Params::default()
+                },
+            ),
+        ];
+        for (label, a, params) in cases {
+            let params = Params {
+                record_history: true,
+                ..params
+            };
+            for ilu in [false, true] {
+                if ilu && label == "indefinite" {
+                    continue;
+                }
+                let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
+                    same_history(&format!("{label} {name} ilu {ilu}"), &g.0, &c.0)?;
+                    same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
+                };
+                if ilu {
+                    let (g, c) = (
+                        Ilu0::new(gpu, &factors).map_err(err)?,
+                        Ilu0::new(&cpu, &factors).map_err(err)?,
+                    );
+                    check(
+                        "f64",
+                        widen(solve_on::<_, f64, _>(gpu, a, &g, true, &params)?),
+                        widen(solve_on::<_, f64, _>(&cpu, a, &c, true, &params)?),
+                    )?;
+                    check(
+                        "dd",
+                        widen(solve_on::<_, Dd, _>(gpu, a, &g, true, &params)?),
+                        widen(solve_on::<_, Dd, _>(&cpu, a, &c, true, &params)?),
+                    )?;
+                } else {
+                    check(
+                        "f64",
+                        widen(solve_on::<_, f64, _>(gpu, a, &Identity, true, &params)?),
+                        widen(solve_on::<_, f64, _>(&cpu, a, &Identity, true, &params)?),
+                    )?;
+                    check(
+                        "dd",
+                        widen(solve_on::<_, Dd, _>(gpu, a, &Identity, true, &params)?),
+                        widen(solve_on::<_, Dd, _>(&cpu, a, &Identity, true, &params)?),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A solution as the words of its elements (double-double: both halves).
+    fn widen<P: Precision>((info, x): (SolveInfo, Vec<P>)) -> (SolveInfo, Vec<f64>) {
+        let words = x
+            .iter()
+            .flat_map(|v| {
+                let d = v.to_dd();
+                [d.hi, d.lo]
+            })
+            .collect();
+        (info, words)
+    }
+
+    /// Outcome, iterations, residuals and every history point the same, bit for bit.
+    fn same_history(label: &str, g: &SolveInfo, c: &SolveInfo) -> Result<(), String> {
+        if g.iterations != c.iterations || g.stop_reason != c.stop_reason {
+            return Err(format!(
+                "{label}: GPU {} iterations ({}), CPU {} ({})",
+                g.iterations, g.stop_reason, c.iterations, c.stop_reason
+            ));
+        }
+        if g.history.len() != c.history.len() {
+            return Err(format!(
+                "{label}: {} history points against {}",
+                g.history.len(),
+                c.history.len()
+            ));
+        }
+        for (gp, cp) in g.history.iter().zip(&c.history) {
+            let bits = |p: &precsolve::solver::HistoryPoint| {
+                (
+                    p.iteration,
+                    p.half_step,
+                    p.recurrence_residual.to_bits(),
+                    p.true_residual.map(f64::to_bits),
+                )
+            };
+            if bits(gp) != bits(cp) {
+                return Err(format!("{label}: history point GPU {gp:?}, CPU {cp:?}"));
+            }
+        }
+        if g.true_residual.to_bits() != c.true_residual.to_bits() {
+            return Err(format!(
+                "{label}: true residual GPU {:e}, CPU {:e}",
+                g.true_residual, c.true_residual
+            ));
+        }
+        println!(
+            "    {label:>36}: {:>4} iterations ({}), {} history points identical",
+            g.iterations,
+            g.stop_reason,
+            g.history.len()
+        );
+        Ok(())
     }
 
     fn solves_poisson(gpu: &CudaBackend) -> Result<(), String> {

@@ -56,6 +56,23 @@ __device__ __forceinline__ dd_t tree_reduce_dd(dd_t s, double* shared_hi, double
     return s;  // valid in thread 0
 }
 
+// The sum of m chunk partials by one block of DOT_THREADS (dot_{p}_final, and the steps that
+// finish a dot product where its scalars are decided): thread t sums partials t,
+// t + DOT_THREADS, ... from zero, then the halving tree.
+__device__ __forceinline__ double chunks_final_f64(int m, const double* __restrict__ partial,
+                                                   double* shared) {
+    double s = 0.0;
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, partial[i]);
+    return tree_reduce_f64(s, shared);  // valid in thread 0
+}
+
+__device__ __forceinline__ dd_t chunks_final_dd(int m, const double2* __restrict__ partial,
+                                                double* shared_hi, double* shared_lo) {
+    dd_t s = dd_from_f64(0.0);
+    for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_load(partial, i));
+    return tree_reduce_dd(s, shared_hi, shared_lo);  // valid in thread 0
+}
+
 // The tiled order of CG's <p, q> beside its SpMV (src/backend/cpu/kernels.rs, TILE_ROWS): rows
 // in tiles of TILE_ROWS = DOT_THREADS consecutive rows; a tile's products (zero past the last
 // row) are summed by the halving tree above (tree_reduce_*, one product a lane), so a block of

@@ -1,7 +1,6 @@
 //! The one place where runtime choices (backend x precision x method) become generic calls.
 
-use super::{Monitor, Params, SolveInfo, bicgstab, cg};
-use crate::backend::Backend;
+use super::{CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision, Qd, Td};
@@ -406,7 +405,7 @@ pub fn solve(
     }
 }
 
-fn with_precision<B: Backend>(
+fn with_precision<B: CgSteps>(
     backend: &B,
     problem: &Problem,
     recipe: Recipe<'_>,
@@ -433,7 +432,7 @@ fn with_precision<B: Backend>(
     }
 }
 
-fn run<B: Backend, P: Precision>(
+fn run<B: CgSteps, P: Precision>(
     backend: &B,
     problem: &Problem,
     recipe: Recipe<'_>,
@@ -502,7 +501,7 @@ fn run<B: Backend, P: Precision>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn iterate<B: Backend, P: Precision, M: Preconditioner<B>>(
+fn iterate<B: CgSteps, P: Precision, M: Preconditioner<B>>(
     backend: &B,
     a: &B::Matrix,
     b: &B::Vector<f64>,

@@ -1,12 +1,12 @@
 //! Krylov solvers, each loop written once and generic over backend and precision.
 
 mod bicgstab;
-mod cg;
+pub mod cg;
 pub mod dispatch;
 mod monitor;
 mod params;
 
 pub use bicgstab::bicgstab;
-pub use cg::cg;
+pub use cg::{CgSteps, cg};
 pub use monitor::{Monitor, NoMonitor};
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

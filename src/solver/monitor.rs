@@ -1,6 +1,7 @@
 //! Per-iteration bookkeeping shared by every solver loop: the stopping test, the history,
 //! periodic true residuals, time limits and the user's [`Monitor`].
 
+use super::cg::Threshold;
 use super::params::{HistoryPoint, Params, SolveInfo, SolveTimes, StopReason};
 use crate::backend::Backend;
 use crate::error::Result;
@@ -56,6 +57,8 @@ pub(crate) struct Tracker<'a, B: Backend> {
     history: Vec<HistoryPoint>,
     time_to_target: Option<f64>,
     true_residual: TrueResidual<B>,
+    /// The monitor asked to stop (in a batch, taking effect at its last iteration).
+    cancelled: bool,
 }
 
 impl<'a, B: Backend> Tracker<'a, B> {
@@ -88,6 +91,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             history: Vec::new(),
             time_to_target: None,
             true_residual,
+            cancelled: false,
         })
     }
 
@@ -159,7 +163,29 @@ impl<'a, B: Backend> Tracker<'a, B> {
         norm: &P,
         x: Option<&B::Vector<P>>,
     ) -> Result<Option<StopReason>> {
-        self.check_step(k, false, norm, x)
+        self.check_step(k, false, norm, x, true)
+    }
+
+    /// [`check`](Tracker::check) for an iteration read back with others after they all ran
+    /// (`last`: the batch's last): a cancellation or the time limit, which the backend could not
+    /// see, stops the solve only at the batch's last iteration, where its vectors are.
+    pub fn check_in_batch<P: Precision>(
+        &mut self,
+        k: usize,
+        norm: &P,
+        x: Option<&B::Vector<P>>,
+        last: bool,
+    ) -> Result<Option<StopReason>> {
+        self.check_step(k, false, norm, x, last)
+    }
+
+    /// The stopping test on the recurrence residual, for steps that apply it where the scalars
+    /// are (after `setup_done`).
+    pub fn threshold(&self) -> Threshold {
+        Threshold {
+            denominator: self.denominator,
+            tol: self.params.tol,
+        }
     }
 
     /// [`check`](Tracker::check) for BiCGStab's half step: recorded in the history as such.
@@ -168,7 +194,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
         k: usize,
         norm: &P,
     ) -> Result<Option<StopReason>> {
-        self.check_step(k, true, norm, None)
+        self.check_step(k, true, norm, None, true)
     }
 
     fn check_step<P: Precision>(
@@ -177,6 +203,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
         half_step: bool,
         norm: &P,
         x: Option<&B::Vector<P>>,
+        may_cancel: bool,
     ) -> Result<Option<StopReason>> {
         let norm = norm.to_f64();
         if !norm.is_finite() {
@@ -190,10 +217,16 @@ impl<'a, B: Backend> Tracker<'a, B> {
             _ => None,
         };
         self.record_point(k, half_step, relative, true_residual);
-        if relative <= self.params.tol {
+        if self.threshold().reached(norm) {
             return Ok(Some(StopReason::ConvergedRtol));
         }
         if !self.monitor.iteration(k, relative) {
+            self.cancelled = true;
+        }
+        if !may_cancel {
+            return Ok(None);
+        }
+        if self.cancelled {
             return Ok(Some(StopReason::Cancelled));
         }
         if let Some(limit) = self.params.time_limit

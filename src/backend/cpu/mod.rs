@@ -18,8 +18,8 @@ use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-pub use tasks::use_threads;
 pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
+pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
 
 /// SpMV tasks start at multiples of this many rows: whole groups of the SIMD kernel's rows at

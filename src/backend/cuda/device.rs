@@ -23,6 +23,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("ilu0", include_str!("../../../kernels/ilu0.cu")),
     ("ilu0_parts", include_str!("../../../kernels/ilu0_parts.cu")),
     ("xprec", include_str!("../../../kernels/xprec.cu")),
+    ("cg", include_str!("../../../kernels/cg.cu")),
 ];
 
 pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
@@ -86,7 +87,9 @@ impl KernelStore {
         if let Some(f) = self.functions.lock().expect("kernel cache lock").get(name) {
             return Ok(f.clone());
         }
-        let source = if name.starts_with("ilu0p_") {
+        let source = if name.starts_with("cgs_") {
+            "cg"
+        } else if name.starts_with("ilu0p_") {
             "ilu0_parts"
         } else if name.starts_with("ilu0_") {
             "ilu0"

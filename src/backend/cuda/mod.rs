@@ -7,6 +7,7 @@
 //! match the CPU bit for bit (checked on the device by `tests/gpu.rs`).
 
 pub mod bench;
+mod cg;
 mod cusparse;
 mod cusparse_ilu;
 mod device;

@@ -85,15 +85,6 @@ impl CudaBackend {
         q: &mut CudaVector<P>,
         fuse: bool,
     ) -> Result<TilePartials<P>> {
-        let (x_len, wide) = match x {
-            Operand::Own(x) => (x.len, false),
-            Operand::Wide(x) => (x.len, true),
-        };
-        let w = dots.other();
-        assert!(
-            x_len == a.ncols && q.len == a.nrows && w.len == q.len && a.nrows == a.ncols,
-            "spmv_dots: a square matrix and vectors of its size"
-        );
         let two = matches!(dots, TiledDots::SelfAnd(_));
         let (first, tiles) = self.tile_partials::<P>(q.len)?;
         let second = match two {
@@ -105,6 +96,37 @@ impl CudaBackend {
             second,
             tiles,
         };
+        self.spmv_dots_partial_into(a, x, dots, q, fuse, &out)?;
+        Ok(out)
+    }
+
+    /// [`Self::spmv_dots_partial`] into partials allocated by the caller (`second` present
+    /// where `dots` asks for two).
+    pub(super) fn spmv_dots_partial_into<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CudaVector<P>>,
+        q: &mut CudaVector<P>,
+        fuse: bool,
+        out: &TilePartials<P>,
+    ) -> Result<()> {
+        let (x_len, wide) = match x {
+            Operand::Own(x) => (x.len, false),
+            Operand::Wide(x) => (x.len, true),
+        };
+        let w = dots.other();
+        assert!(
+            x_len == a.ncols && q.len == a.nrows && w.len == q.len && a.nrows == a.ncols,
+            "spmv_dots: a square matrix and vectors of its size"
+        );
+        let two = matches!(dots, TiledDots::SelfAnd(_));
+        assert_eq!(
+            two,
+            out.second.is_some(),
+            "spmv_dots: partials for the dots asked"
+        );
+        let tiles = out.tiles;
         let kernel = Self::spmv_dot_kernel::<P>(a, two, wide).filter(|_| fuse && a.nrows > 0);
         let Some(name) = kernel else {
             spmv_operand(self, a, x, q)?;
@@ -118,7 +140,7 @@ impl CudaBackend {
                     tile(q, w, second.as_ref().expect("a second partial"))?;
                 }
             }
-            return Ok(out);
+            return Ok(());
         };
         let f = self.kernels.function(&name)?;
         let nrows = a.nrows as i32;
@@ -143,7 +165,7 @@ impl CudaBackend {
         // block of TILE_ROWS threads per tile (the reduction launch: TILE_ROWS == BLOCK), one A
         // per block in each partial.
         unsafe { args.launch(Self::reduction(tiles)) }.map_err(driver_error(&name))?;
-        Ok(out)
+        Ok(())
     }
 
     /// `{op}_{p}(m, partial, rho, out)`: `alpha = rho / s` from the tile partials of `s`

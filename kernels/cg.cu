@@ -1,0 +1,220 @@
+// CG's steps with the scalars on the device (src/backend/cuda/cg.rs): iterations run one after
+// another with no transfer to the host; the host reads the records of many at once. Every test
+// here is the twin of one in src/solver/cg/steps.rs (rho_stops, pq_accepted, Threshold::reached),
+// so the kernels stop changing the vectors at exactly the iteration where the host's loop,
+// reading the records, stops. Every value has the bits of the portable steps (HostCg): the same
+// formulas as cg_direction_{p}, xpay_{p}, axpy_{p}, and the reductions' orders of reduce.cuh.
+//
+// cgs_rho_{p}(int m, const T* partial, cg_state* s, cg_record* rec, int cap)          one block
+//   preconditioned: rho = <r, z> from dot_wide's partials; stops, or beta = rho / rho_prev
+// cgs_direction_{p}(long long n, const cg_state* s, const T* z, T* p, T* x)
+// cgs_direction_wide_{p}(long long n, const cg_state* s, const double* z, T* p, T* x)
+//   first iteration p <- z; then (x <- x + alpha p where pending ;) p <- z + beta p
+// cgs_alpha_{p}(int m, const T* tiles, cg_state* s, cg_record* rec, int cap)          one block
+//   <p, q> from the SpMV's tile partials; alpha = rho / <p, q> where accepted, else stops
+// (cg_update_{p}, kernels/blas1.cu: r <- r - alpha q where accepted, with <r, r>'s partials)
+// cgs_close_{p}(int m, const T* partial, cg_state* s, cg_record* rec, int cap,
+//               double denominator, double tol, int identity)                         one block
+//   <r, r>; the iteration is done; the stopping test; without a preconditioner the next rho
+// cgs_settle_{p}(long long n, const cg_state* s, const T* p, T* x)   x <- x + alpha p if pending
+// cgs_settled_{p}(cg_state* s)                                        one thread: nothing pending
+//
+// Every kernel but cgs_settle does nothing once s->frozen is set (the same for all threads: no
+// kernel changes it before all its threads have read it).
+
+// The layout of CgScalars in src/backend/cuda/cg.rs. The first three are the scalars
+// cg_update_{p} reads ([1] alpha, [2] accepted).
+template <typename T>
+struct cg_state {
+    T pq, alpha, accepted, rr, rho, rho_prev, beta;
+    int done;     // iterations completed
+    int frozen;   // the iteration whose scalars stopped the solve (0: none)
+    int pending;  // the last step's alpha is still to be added to x
+    int pad;
+};
+
+// Iteration k's scalars, in records[(k - 1) % cap] (CgRecord in src/solver/cg/steps.rs).
+template <typename T>
+struct cg_record {
+    T rho, pq, rr;
+};
+
+struct f64_ops {
+    typedef double T;
+    typedef double V;
+    static __device__ __forceinline__ V load(const T* v, long long i) { return v[i]; }
+    static __device__ __forceinline__ void store(T* v, long long i, V a) { v[i] = a; }
+    static __device__ __forceinline__ V widen(double a) { return a; }
+    static __device__ __forceinline__ V of(double a) { return a; }
+    static __device__ __forceinline__ V add(V a, V b) { return __dadd_rn(a, b); }
+    static __device__ __forceinline__ V mul(V a, V b) { return __dmul_rn(a, b); }
+    static __device__ __forceinline__ V div(V a, V b) { return __ddiv_rn(a, b); }
+    static __device__ __forceinline__ bool finite(V a) { return isfinite(a); }
+    static __device__ __forceinline__ bool is_zero(V a) { return a == 0.0; }
+    static __device__ __forceinline__ double to_f64(V a) { return a; }
+    static __device__ __forceinline__ double norm(V rr) { return __dsqrt_rn(rr); }
+    static __device__ __forceinline__ V chunks_final(int m, const T* partial) {
+        __shared__ double shared[DOT_THREADS];
+        return chunks_final_f64(m, partial, shared);
+    }
+    static __device__ __forceinline__ V tiles_final(int m, const T* partial) {
+        __shared__ double shared[32];
+        return tile_final_f64(m, partial, shared);
+    }
+};
+
+struct dd_ops {
+    typedef double2 T;
+    typedef dd_t V;
+    static __device__ __forceinline__ V load(const T* v, long long i) { return dd_load(v, i); }
+    static __device__ __forceinline__ void store(T* v, long long i, V a) { dd_store(v, i, a); }
+    static __device__ __forceinline__ V widen(double a) { return dd_from_f64(a); }
+    static __device__ __forceinline__ V of(double a) { return dd_from_f64(a); }
+    static __device__ __forceinline__ V add(V a, V b) { return dd_add(a, b); }
+    static __device__ __forceinline__ V mul(V a, V b) { return dd_mul(a, b); }
+    static __device__ __forceinline__ V div(V a, V b) { return dd_div(a, b); }
+    static __device__ __forceinline__ bool finite(V a) { return isfinite(a.hi) && isfinite(a.lo); }
+    static __device__ __forceinline__ bool is_zero(V a) { return a.hi == 0.0 && a.lo == 0.0; }
+    static __device__ __forceinline__ double to_f64(V a) { return dd_to_f64(a); }
+    static __device__ __forceinline__ double norm(V rr) { return dd_to_f64(dd_sqrt(rr)); }
+    static __device__ __forceinline__ V chunks_final(int m, const T* partial) {
+        __shared__ double shared_hi[DOT_THREADS];
+        __shared__ double shared_lo[DOT_THREADS];
+        return chunks_final_dd(m, partial, shared_hi, shared_lo);
+    }
+    static __device__ __forceinline__ V tiles_final(int m, const T* partial) {
+        __shared__ double shared_hi[32];
+        __shared__ double shared_lo[32];
+        return tile_final_dd(m, partial, shared_hi, shared_lo);
+    }
+};
+
+// rho_stops: rho not finite, or zero.
+template <class O>
+__device__ __forceinline__ bool cgs_rho_stops(typename O::V rho) {
+    return !O::finite(rho) || O::is_zero(rho);
+}
+
+// Threshold::reached: the norm (rounded to double) not finite, or over the denominator <= tol.
+__device__ __forceinline__ bool cgs_reached(double norm, double denominator, double tol) {
+    return !isfinite(norm) || __ddiv_rn(norm, denominator) <= tol;
+}
+
+template <class O>
+__device__ __forceinline__ void cgs_freeze(cg_state<typename O::T>* s, int k) {
+    s->frozen = k;
+    O::store(&s->accepted, 0, O::of(0.0));  // cg_update_{p} leaves r alone
+}
+
+template <class O>
+__device__ __forceinline__ void cgs_rho(int m, const typename O::T* __restrict__ partial,
+                                        cg_state<typename O::T>* s,
+                                        cg_record<typename O::T>* rec, int cap) {
+    if (s->frozen) return;
+    const typename O::V rho = O::chunks_final(m, partial);
+    if (threadIdx.x != 0) return;
+    const int k = s->done + 1;
+    O::store(&rec[(k - 1) % cap].rho, 0, rho);
+    if (cgs_rho_stops<O>(rho)) {
+        cgs_freeze<O>(s, k);
+        return;
+    }
+    if (s->done > 0) O::store(&s->beta, 0, O::div(rho, O::load(&s->rho_prev, 0)));
+    O::store(&s->rho, 0, rho);
+}
+
+// Element i of the direction update, z_i read (widened where z is a double vector).
+template <class O>
+__device__ __forceinline__ void cgs_direction(long long i, const cg_state<typename O::T>* s,
+                                              typename O::T* p, typename O::T* x,
+                                              typename O::V zi) {
+    if (s->done == 0) {
+        O::store(p, i, zi);
+        return;
+    }
+    const typename O::V pi = O::load(p, i);
+    if (s->pending) O::store(x, i, O::add(O::mul(O::load(&s->alpha, 0), pi), O::load(x, i)));
+    O::store(p, i, O::add(zi, O::mul(O::load(&s->beta, 0), pi)));
+}
+
+template <class O>
+__device__ __forceinline__ void cgs_alpha(int m, const typename O::T* __restrict__ tiles,
+                                          cg_state<typename O::T>* s,
+                                          cg_record<typename O::T>* rec, int cap) {
+    if (s->frozen) return;
+    const typename O::V pq = O::tiles_final(m, tiles);
+    if (threadIdx.x != 0) return;
+    const int k = s->done + 1;
+    O::store(&rec[(k - 1) % cap].pq, 0, pq);
+    O::store(&s->pq, 0, pq);
+    // pq_accepted: finite and positive
+    const bool ok = O::finite(pq) && O::to_f64(pq) > 0.0;
+    O::store(&s->alpha, 0, ok ? O::div(O::load(&s->rho, 0), pq) : O::of(0.0));
+    O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
+    s->pending = ok;
+    if (!ok) s->frozen = k;
+}
+
+template <class O>
+__device__ __forceinline__ void cgs_close(int m, const typename O::T* __restrict__ partial,
+                                          cg_state<typename O::T>* s,
+                                          cg_record<typename O::T>* rec, int cap,
+                                          double denominator, double tol, int identity) {
+    if (s->frozen) return;
+    const typename O::V rr = O::chunks_final(m, partial);
+    if (threadIdx.x != 0) return;
+    const int k = s->done + 1;
+    O::store(&rec[(k - 1) % cap].rr, 0, rr);
+    O::store(&s->rr, 0, rr);
+    s->done = k;
+    const typename O::V rho = O::load(&s->rho, 0);
+    O::store(&s->rho_prev, 0, rho);
+    const bool stop = cgs_reached(O::norm(rr), denominator, tol);
+    if (identity) {
+        // the next iteration's rho is this <r, r>
+        O::store(&s->beta, 0, O::div(rr, rho));
+        O::store(&s->rho, 0, rr);
+        O::store(&rec[k % cap].rho, 0, rr);
+        if (!stop && cgs_rho_stops<O>(rr)) cgs_freeze<O>(s, k + 1);
+    }
+    if (stop) cgs_freeze<O>(s, k);
+}
+
+#define CG_STEPS(P, O)                                                                          \
+    extern "C" __global__ void cgs_rho_##P(int m, const O::T* partial, cg_state<O::T>* s,       \
+                                           cg_record<O::T>* rec, int cap) {                     \
+        cgs_rho<O>(m, partial, s, rec, cap);                                                    \
+    }                                                                                           \
+    extern "C" __global__ void cgs_direction_##P(long long n, const cg_state<O::T>* s,          \
+                                                 const O::T* __restrict__ z, O::T* p, O::T* x) { \
+        const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                   \
+        if (i >= n || s->frozen) return;                                                        \
+        cgs_direction<O>(i, s, p, x, O::load(z, i));                                         \
+    }                                                                                           \
+    extern "C" __global__ void cgs_direction_wide_##P(long long n, const cg_state<O::T>* s,     \
+                                                      const double* __restrict__ z, O::T* p,    \
+                                                      O::T* x) {                                \
+        const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                   \
+        if (i >= n || s->frozen) return;                                                        \
+        cgs_direction<O>(i, s, p, x, O::widen(z[i]));                                        \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                            \
+        cgs_alpha_##P(int m, const O::T* tiles, cg_state<O::T>* s, cg_record<O::T>* rec,        \
+                      int cap) {                                                                \
+        cgs_alpha<O>(m, tiles, s, rec, cap);                                                    \
+    }                                                                                           \
+    extern "C" __global__ void cgs_close_##P(int m, const O::T* partial, cg_state<O::T>* s,     \
+                                             cg_record<O::T>* rec, int cap, double denominator, \
+                                             double tol, int identity) {                        \
+        cgs_close<O>(m, partial, s, rec, cap, denominator, tol, identity);                      \
+    }                                                                                           \
+    extern "C" __global__ void cgs_settle_##P(long long n, const cg_state<O::T>* s,             \
+                                              const O::T* __restrict__ p, O::T* x) {            \
+        ELEMENT_INDEX                                                                           \
+        if (!s->pending) return;                                                                \
+        O::store(x, i, O::add(O::mul(O::load(&s->alpha, 0), O::load(p, i)), O::load(x, i)));   \
+    }                                                                                           \
+    extern "C" __global__ void cgs_settled_##P(cg_state<O::T>* s) { s->pending = 0; }
+
+CG_STEPS(f64, f64_ops)
+CG_STEPS(dd, dd_ops)
