@@ -12,25 +12,24 @@
 //   first iteration p <- z; then (x <- x + alpha p where pending ;) p <- z + beta p
 // cgs_alpha_{p}(int m, const T* tiles, cg_state* s, cg_record* rec, int cap)          one block
 //   <p, q> from the SpMV's tile partials; alpha = rho / <p, q> where accepted, else stops
-// (cg_update_{p}, kernels/blas1.cu: r <- r - alpha q where accepted, with <r, r>'s partials)
-// cgs_close_{p}(int m, const T* partial, cg_state* s, cg_record* rec, int cap,
-//               double denominator, double tol, int identity)                         one block
-//   <r, r>; the iteration is done; the stopping test; without a preconditioner the next rho
+// cgs_update_{p}(long long n, cg_state* s, cg_record* rec, int cap, const T* q, T* r,
+//                T* partial, double denominator, double tol, int identity)   reduction layout
+//   r <- r - alpha q with <r, r>'s partials (cg_update_{p}'s bits); the last block to finish
+//   sums them: the iteration is done; the stopping test; without a preconditioner the next rho
 // cgs_settle_{p}(long long n, const cg_state* s, const T* p, T* x)   x <- x + alpha p if pending
 // cgs_settled_{p}(cg_state* s)                                        one thread: nothing pending
 //
 // Every kernel but cgs_settle does nothing once s->frozen is set (the same for all threads: no
 // kernel changes it before all its threads have read it).
 
-// The layout of CgScalars in src/backend/cuda/cg.rs. The first three are the scalars
-// cg_update_{p} reads ([1] alpha, [2] accepted).
+// The layout of CgScalars in src/backend/cuda/cg.rs.
 template <typename T>
 struct cg_state {
     T pq, alpha, accepted, rr, rho, rho_prev, beta;
     int done;     // iterations completed
     int frozen;   // the iteration whose scalars stopped the solve (0: none)
     int pending;  // the last step's alpha is still to be added to x
-    int pad;
+    unsigned int ticket;  // cgs_update's blocks done (its last block closes the iteration)
 };
 
 // Iteration k's scalars, in records[(k - 1) % cap] (CgRecord in src/solver/cg/steps.rs).
@@ -61,6 +60,13 @@ struct f64_ops {
         __shared__ double shared[32];
         return tile_final_f64(m, partial, shared);
     }
+    // chunks_final over partials other blocks of this kernel wrote (read past L1)
+    static __device__ __forceinline__ V chunks_final_fresh(int m, const T* partial) {
+        __shared__ double shared[DOT_THREADS];
+        double s = 0.0;
+        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, __ldcg(partial + i));
+        return tree_reduce_f64(s, shared);
+    }
 };
 
 struct dd_ops {
@@ -86,6 +92,13 @@ struct dd_ops {
         __shared__ double shared_hi[32];
         __shared__ double shared_lo[32];
         return tile_final_dd(m, partial, shared_hi, shared_lo);
+    }
+    static __device__ __forceinline__ V chunks_final_fresh(int m, const T* partial) {
+        __shared__ double shared_hi[DOT_THREADS];
+        __shared__ double shared_lo[DOT_THREADS];
+        dd_t s = dd_from_f64(0.0);
+        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_of(__ldcg(partial + i)));
+        return tree_reduce_dd(s, shared_hi, shared_lo);
     }
 };
 
@@ -155,14 +168,12 @@ __device__ __forceinline__ void cgs_alpha(int m, const typename O::T* __restrict
     if (!ok) s->frozen = k;
 }
 
+// Thread 0, with <r, r> summed: the iteration is done; the stopping test; without a
+// preconditioner, the next iteration's rho.
 template <class O>
-__device__ __forceinline__ void cgs_close(int m, const typename O::T* __restrict__ partial,
-                                          cg_state<typename O::T>* s,
+__device__ __forceinline__ void cgs_close(typename O::V rr, cg_state<typename O::T>* s,
                                           cg_record<typename O::T>* rec, int cap,
                                           double denominator, double tol, int identity) {
-    if (s->frozen) return;
-    const typename O::V rr = O::chunks_final(m, partial);
-    if (threadIdx.x != 0) return;
     const int k = s->done + 1;
     O::store(&rec[(k - 1) % cap].rr, 0, rr);
     O::store(&s->rr, 0, rr);
@@ -178,6 +189,27 @@ __device__ __forceinline__ void cgs_close(int m, const typename O::T* __restrict
         if (!stop && cgs_rho_stops<O>(rr)) cgs_freeze<O>(s, k + 1);
     }
     if (stop) cgs_freeze<O>(s, k);
+}
+
+// r <- r - alpha q with <r, r>'s chunk partials (cg_update_{p}'s bits), then, in the block that
+// finishes last, <r, r> from the partials and the close: one launch where there were two.
+template <class O>
+__device__ __forceinline__ void cgs_update(cg_state<typename O::T>* s,
+                                           cg_record<typename O::T>* rec, int cap,
+                                           typename O::T* partial, double denominator, double tol,
+                                           int identity, typename O::V sum) {
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        O::store(partial, blockIdx.x, sum);
+        __threadfence();
+        last = atomicAdd(&s->ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    const typename O::V rr = O::chunks_final_fresh((int)gridDim.x, partial);
+    if (threadIdx.x != 0) return;
+    s->ticket = 0;
+    cgs_close<O>(rr, s, rec, cap, denominator, tol, identity);
 }
 
 #define CG_STEPS(P, O)                                                                          \
@@ -203,11 +235,6 @@ __device__ __forceinline__ void cgs_close(int m, const typename O::T* __restrict
                       int cap) {                                                                \
         cgs_alpha<O>(m, tiles, s, rec, cap);                                                    \
     }                                                                                           \
-    extern "C" __global__ void cgs_close_##P(int m, const O::T* partial, cg_state<O::T>* s,     \
-                                             cg_record<O::T>* rec, int cap, double denominator, \
-                                             double tol, int identity) {                        \
-        cgs_close<O>(m, partial, s, rec, cap, denominator, tol, identity);                      \
-    }                                                                                           \
     extern "C" __global__ void cgs_settle_##P(long long n, const cg_state<O::T>* s,             \
                                               const O::T* __restrict__ p, O::T* x) {            \
         ELEMENT_INDEX                                                                           \
@@ -218,3 +245,46 @@ __device__ __forceinline__ void cgs_close(int m, const typename O::T* __restrict
 
 CG_STEPS(f64, f64_ops)
 CG_STEPS(dd, dd_ops)
+
+extern "C" __global__ void cgs_update_f64(long long n, cg_state<double>* s, cg_record<double>* rec,
+                                          int cap, const double* __restrict__ q,
+                                          double* __restrict__ r, double* partial,
+                                          double denominator, double tol, int identity) {
+    __shared__ double shared[DOT_THREADS];
+    if (s->frozen) return;
+    const double minus_alpha = -s->alpha;
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    double sum = 0.0;
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const double v = __dadd_rn(__dmul_rn(minus_alpha, q[i]), r[i]);
+            r[i] = v;
+            sum = __dadd_rn(sum, __dmul_rn(v, v));
+        }
+    }
+    sum = tree_reduce_f64(sum, shared);
+    cgs_update<f64_ops>(s, rec, cap, partial, denominator, tol, identity, sum);
+}
+
+extern "C" __global__ void cgs_update_dd(long long n, cg_state<double2>* s, cg_record<double2>* rec,
+                                         int cap, const double2* __restrict__ q,
+                                         double2* __restrict__ r, double2* partial,
+                                         double denominator, double tol, int identity) {
+    __shared__ double shared_hi[DOT_THREADS];
+    __shared__ double shared_lo[DOT_THREADS];
+    if (s->frozen) return;
+    const dd_t minus_alpha = dd_neg(dd_of(s->alpha));
+    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
+    dd_t sum = dd_from_f64(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const dd_t v = dd_add(dd_mul(minus_alpha, dd_load(q, i)), dd_load(r, i));
+            dd_store(r, i, v);
+            sum = dd_add(sum, dd_mul(v, v));
+        }
+    }
+    sum = tree_reduce_dd(sum, shared_hi, shared_lo);
+    cgs_update<dd_ops>(s, rec, cap, partial, denominator, tol, identity, sum);
+}

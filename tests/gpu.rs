@@ -711,8 +711,16 @@ mod gpu_checks {
                 .map_err(|e| e.to_string())?,
             )
         };
-        let factors = Arc::new(Ilu0Factors::new(&spd, None).map_err(err)?);
-        let cases: [(&str, &Arc<CsrMatrix>, Params); 4] = [
+        let larger = Arc::new(poisson3d(24));
+        let full = |tol: f64, max_iter: usize| Params {
+            tol,
+            max_iter,
+            ..Params::default()
+        };
+        let cases: [(&str, &Arc<CsrMatrix>, Params); 6] = [
+            // past the batches that grow to full ones, which replay a CUDA graph
+            ("full batches, max_iter 200", &spd, full(1e-300, 200)),
+            ("full batches, converges", &larger, full(1e-13, 30_000)),
             (
                 "max_iter 37",
                 &spd,
@@ -747,13 +755,18 @@ mod gpu_checks {
                 },
             ),
         ];
-        for (label, a, params) in cases {
+        let runs = [true, false]
+            .into_iter()
+            .flat_map(|g| cases.iter().map(move |c| (g, c)));
+        for (graphs, (label, a, params)) in runs {
+            gpu.set_graphs(graphs);
+            let label = &format!("{label} graphs {graphs}");
             let params = Params {
                 record_history: true,
-                ..params
+                ..params.clone()
             };
             for ilu in [false, true] {
-                if ilu && label == "indefinite" {
+                if ilu && label.starts_with("indefinite") {
                     continue;
                 }
                 let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
@@ -761,6 +774,8 @@ mod gpu_checks {
                     same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
                 };
                 if ilu {
+                    // the matrix's own factors (ILU(0) of an SPD M-matrix: no pivot is zero)
+                    let factors = Arc::new(Ilu0Factors::new(a, None).map_err(err)?);
                     let (g, c) = (
                         Ilu0::new(gpu, &factors).map_err(err)?,
                         Ilu0::new(&cpu, &factors).map_err(err)?,
@@ -789,6 +804,7 @@ mod gpu_checks {
                 }
             }
         }
+        gpu.set_graphs(true);
         Ok(())
     }
 

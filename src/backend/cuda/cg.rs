@@ -3,13 +3,13 @@
 //! transfer. Double and double-double have these steps; td and qd run the portable ones
 //! ([`HostCg`]: one transfer an iteration).
 //!
-//! An iteration is five launches without a preconditioner: the direction update, the SpMV with
-//! `<p, q>`'s tile partials, `alpha`, the `r` update with `<r, r>`'s partials, and the close
-//! (the stopping test). Once an iteration's scalars stop the solve, every later kernel but the
+//! An iteration is four launches without a preconditioner: the direction update, the SpMV with
+//! `<p, q>`'s tile partials, `alpha`, and the `r` update with `<r, r>`, whose last block
+//! decides (the stopping test). Once an iteration's scalars stop the solve, every later kernel but the
 //! SpMV and the preconditioner (which recompute the same values from vectors nothing changes
 //! any more) does nothing, so the state stays at that iteration.
 
-use super::device::alloc_words;
+use super::device::{alloc_words, cuda_error};
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
@@ -29,7 +29,7 @@ struct CgScalars<T> {
     done: i32,
     frozen: i32,
     pending: i32,
-    pad: i32,
+    ticket: u32,
 }
 
 /// The layout of `cg_record<T>` in `kernels/cg.cu`.
@@ -69,6 +69,8 @@ pub struct DeviceCg<P: Precision> {
     collected: usize,
     batch: usize,
     batch_max: usize,
+    /// `batch_max` iterations captured (without a preconditioner, once the batch is full).
+    graph: Option<cudarc::driver::CudaGraph>,
 }
 
 const RING: usize = MAX_BATCH + 1;
@@ -172,6 +174,7 @@ impl CudaBackend {
             collected: 0,
             batch: 1,
             batch_max,
+            graph: None,
         })
     }
 
@@ -249,36 +252,66 @@ impl CudaBackend {
             // cap), one block of TILE_FINAL_THREADS.
             unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
         }
-        // r <- r - alpha q with <r, r>'s partials (cg_update reads alpha, accepted from s)
+        // r <- r - alpha q with <r, r>'s partials; the last block: <r, r>, the stopping test,
+        // the next rho without a preconditioner
         {
-            let (f, name) = self.kernel::<P>("cg_update")?;
-            let mut args = self.stream.launch_builder(&f);
-            args.arg(&n64)
-                .arg(&state)
-                .vec(&v.q)
-                .vec(&v.r)
-                .vec(&d.rr_partial);
-            // SAFETY: cg_update_{p}(long long n, const T* scalars, const T* q, T* r, T*
-            // partial): the state's first three fields are its scalars; reduction layout.
-            unsafe { args.launch(Self::reduction(d.blocks)) }.map_err(driver_error(&name))?;
-        }
-        // <r, r> ; the stopping test ; the next rho without a preconditioner
-        {
-            let (f, name) = self.kernel::<P>("cgs_close")?;
+            let (f, name) = self.kernel::<P>("cgs_update")?;
             let identity = i32::from(d.identity);
             let (den, tol) = (d.threshold.denominator, d.threshold.tol);
             let mut args = self.stream.launch_builder(&f);
-            args.arg(&blocks)
-                .vec(&d.rr_partial)
-                .arg(&state)
-                .arg(&ring)
-                .arg(&cap);
+            args.arg(&n64).arg(&state).arg(&ring).arg(&cap);
+            args.vec(&v.q).vec(&v.r).vec(&d.rr_partial);
             args.arg(&den).arg(&tol).arg(&identity);
-            // SAFETY: cgs_close_{p}(int m, const T* partial, cg_state* s, cg_record* rec, int
-            // cap, double denominator, double tol, int identity), one block of DOT_THREADS.
-            unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+            // SAFETY: cgs_update_{p}(long long n, cg_state* s, cg_record* rec, int cap, const
+            // T* q, T* r, T* partial, double denominator, double tol, int identity), the
+            // reduction layout (one partial a block).
+            unsafe { args.launch(Self::reduction(d.blocks)) }.map_err(driver_error(&name))?;
         }
         d.enqueued += 1;
+        Ok(())
+    }
+
+    /// `iterations` iterations: a full batch without a preconditioner replays a CUDA graph of
+    /// them, captured the first time (a graph's launch costs the host one call where the
+    /// iterations cost four each, and the device starts each kernel sooner).
+    fn device_run<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &CudaMatrix,
+        precond: &M,
+        v: &mut CgVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        d: &mut DeviceCg<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        let graphed = d.identity && iterations == d.batch_max && self.graphs_enabled();
+        if !graphed {
+            return (0..iterations).try_for_each(|_| self.device_iterate(a, precond, v, x, d));
+        }
+        if d.graph.is_none() {
+            let mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+            self.stream
+                .begin_capture(mode)
+                .map_err(driver_error("capturing CG's iterations"))?;
+            let enqueued = d.enqueued;
+            let captured =
+                (0..iterations).try_for_each(|_| self.device_iterate(a, precond, v, x, d));
+            d.enqueued = enqueued;
+            let flags = cudarc::driver::sys::CUgraphInstantiate_flags(0);
+            let graph = self
+                .stream
+                .end_capture(flags)
+                .map_err(driver_error("capturing CG's iterations"))?;
+            captured?;
+            d.graph = graph;
+        }
+        let graph = d
+            .graph
+            .as_ref()
+            .ok_or_else(|| cuda_error("CG's graph", "empty capture"))?;
+        graph
+            .launch()
+            .map_err(driver_error("launching CG's graph"))?;
+        d.enqueued += iterations;
         Ok(())
     }
 
@@ -376,17 +409,18 @@ impl CgSteps for CudaBackend {
         }
     }
 
-    fn cg_iterate<P: Precision, M: Preconditioner<Self>>(
+    fn cg_run<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &CudaMatrix,
         precond: &M,
         v: &mut CgVectors<Self, P>,
         x: &mut CudaVector<P>,
         state: &mut CudaCgState<P>,
+        iterations: usize,
     ) -> Result<()> {
         match state {
-            CudaCgState::Host(h) => h.iterate(self, a, precond, v, x),
-            CudaCgState::Device(d) => self.device_iterate(a, precond, v, x, d),
+            CudaCgState::Host(h) => h.run(self, a, precond, v, x, iterations),
+            CudaCgState::Device(d) => self.device_run(a, precond, v, x, d, iterations),
         }
     }
 

@@ -115,6 +115,9 @@ pub struct CudaBackend {
     /// The SpMV layout matrices uploaded from now on get, where it applies (`None`: chosen
     /// by [`SpmvLayout::for_matrix`]).
     spmv_layout: std::sync::Mutex<Option<SpmvLayout>>,
+    /// Whether full batches of device-resident iterations replay a CUDA graph
+    /// (`PRECSOLVE_CUDA_GRAPHS=0` turns it off, to measure one against the other).
+    graphs: std::sync::atomic::AtomicBool,
 }
 
 /// A device vector of `len` elements of `P`.
@@ -157,7 +160,10 @@ impl CudaBackend {
         })?;
         // SAFETY: the backend uses one stream for every allocation, copy and launch.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        // A stream of its own, not the legacy default one, which no graph can be captured on.
+        let stream = ctx
+            .new_stream()
+            .map_err(driver_error("creating a stream"))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
         let kernels = KernelStore::new(ctx.clone())?;
         Ok(CudaBackend {
@@ -167,12 +173,24 @@ impl CudaBackend {
             name,
             ilu_config: std::sync::Mutex::new(IluConfig::default()),
             spmv_layout: std::sync::Mutex::new(None),
+            graphs: std::sync::atomic::AtomicBool::new(
+                std::env::var("PRECSOLVE_CUDA_GRAPHS").map_or(true, |v| v != "0"),
+            ),
         })
     }
 
     /// Device name and architecture, for reports (`NVIDIA H200, sm_90`).
     pub fn device_description(&self) -> String {
         format!("{}, {}", self.name, self.kernels.arch())
+    }
+
+    /// Turn the CUDA graphs of device-resident iterations on or off (on by default).
+    pub fn set_graphs(&self, on: bool) {
+        self.graphs.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn graphs_enabled(&self) -> bool {
+        self.graphs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> {

@@ -69,9 +69,7 @@ pub fn cg<B: CgSteps, P: Precision, M: Preconditioner<B>>(
         if params.true_residual_every > 0 {
             batch = batch.min(params.true_residual_every - k % params.true_residual_every);
         }
-        for _ in 0..batch {
-            backend.cg_iterate(a, precond, &mut v, x, &mut state)?;
-        }
+        backend.cg_run(a, precond, &mut v, x, &mut state, batch)?;
         let last = k + batch;
         let collected = backend.cg_collect(&mut state, &mut records)?;
         for record in records.drain(..) {

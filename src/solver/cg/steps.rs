@@ -1,7 +1,7 @@
 //! CG's iteration as steps a backend runs, and the record each iteration leaves for the loop.
 //!
 //! The loop (`cg`, in `mod.rs`) never computes a scalar itself: it asks the backend to run
-//! iterations ([`CgSteps::cg_iterate`]) and reads back what they left ([`CgRecord`]), then makes
+//! iterations ([`CgSteps::cg_run`]) and reads back what they left ([`CgRecord`]), then makes
 //! every decision (stop, why, at which iteration) from those records. A backend that keeps the
 //! scalars on its device runs many iterations before the loop reads them; it stops changing its
 //! vectors at exactly the iteration the loop will stop at, because it applies the same tests
@@ -92,14 +92,15 @@ pub trait CgSteps: Backend + Sized {
     /// Iterations to run before the records are read (1: the loop decides after each).
     fn cg_batch<P: Precision>(&self, state: &Self::CgState<P>) -> usize;
 
-    /// Run one iteration (nothing, once an iteration has stopped the solve).
-    fn cg_iterate<P: Precision, M: Preconditioner<Self>>(
+    /// Run `iterations` iterations (nothing once an iteration has stopped the solve).
+    fn cg_run<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &Self::Matrix,
         precond: &M,
         v: &mut CgVectors<Self, P>,
         x: &mut Self::Vector<P>,
         state: &mut Self::CgState<P>,
+        iterations: usize,
     ) -> Result<()>;
 
     /// The records of the iterations run since the last call, in order, appended to `out`.
@@ -145,8 +146,21 @@ impl<P: Precision> HostCg<P> {
         }
     }
 
+    /// `iterations` iterations with the backend's primitives.
+    pub fn run<B: Backend, M: Preconditioner<B>>(
+        &mut self,
+        backend: &B,
+        a: &B::Matrix,
+        precond: &M,
+        v: &mut CgVectors<B, P>,
+        x: &mut B::Vector<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        (0..iterations).try_for_each(|_| self.iterate(backend, a, precond, v, x))
+    }
+
     /// One iteration with the backend's primitives.
-    pub fn iterate<B: Backend, M: Preconditioner<B>>(
+    fn iterate<B: Backend, M: Preconditioner<B>>(
         &mut self,
         backend: &B,
         a: &B::Matrix,
@@ -251,15 +265,16 @@ impl CgSteps for CpuBackend {
         1
     }
 
-    fn cg_iterate<P: Precision, M: Preconditioner<Self>>(
+    fn cg_run<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &Self::Matrix,
         precond: &M,
         v: &mut CgVectors<Self, P>,
         x: &mut Self::Vector<P>,
         state: &mut HostCg<P>,
+        iterations: usize,
     ) -> Result<()> {
-        state.iterate(self, a, precond, v, x)
+        state.run(self, a, precond, v, x, iterations)
     }
 
     fn cg_collect<P: Precision>(
