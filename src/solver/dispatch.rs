@@ -1,5 +1,6 @@
 //! The one place where runtime choices (backend x precision x method) become generic calls.
 
+use super::cost::{CostModel, Workload};
 use super::{CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::error::{Error, Result};
@@ -277,6 +278,37 @@ impl BackendChoice {
         }
     }
 
+    /// [`resolve_for`](BackendChoice::resolve_for) for solves of `a`; `Auto` with a usable GPU
+    /// then takes the backend the cost model ([`CostModel`]) estimates faster for all of
+    /// `precisions` together, and one log line says which and why.
+    pub fn resolve_for_problem(
+        self,
+        a: &CsrMatrix,
+        method: Method,
+        ilu: bool,
+        precisions: &[WorkingPrecision],
+    ) -> Result<ResolvedBackend> {
+        let resolved = self.resolve_for(precisions)?;
+        if self != BackendChoice::Auto || resolved == ResolvedBackend::Cpu {
+            return Ok(resolved);
+        }
+        let method = method.resolve(a);
+        let workloads: Vec<Workload> = precisions
+            .iter()
+            .map(|&precision| Workload {
+                rows: a.nrows(),
+                nnz: a.nnz(),
+                precision,
+                method,
+                ilu,
+            })
+            .collect();
+        let model = CostModel::measured(rayon::current_num_threads());
+        let (gpu, why) = model.prefers_gpu(&workloads);
+        log::info!("{why}");
+        Ok(if gpu { resolved } else { ResolvedBackend::Cpu })
+    }
+
     /// Pick the backend: `Auto` falls back to the CPU with one log line saying why.
     pub fn resolve(self) -> Result<ResolvedBackend> {
         match self {
@@ -396,7 +428,8 @@ pub fn solve(
         method: recipe.method.resolve(&problem.a),
         ..recipe
     };
-    match backend.resolve_for(&[recipe.precision])? {
+    let ilu = matches!(recipe.precond, Preconditioning::Ilu0(_));
+    match backend.resolve_for_problem(&problem.a, recipe.method, ilu, &[recipe.precision])? {
         ResolvedBackend::Cpu => {
             with_precision(&CpuBackend::new(), problem, recipe, params, monitor)
         }

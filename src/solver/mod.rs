@@ -2,6 +2,7 @@
 
 mod bicgstab;
 pub mod cg;
+pub mod cost;
 pub mod dispatch;
 mod monitor;
 mod params;
