@@ -252,3 +252,141 @@ extern "C" __global__ void bicg_r_dd(long long n, const double2* __restrict__ bl
     u = tree_reduce_dd(u, shared_hi, shared_lo);
     if (threadIdx.x == 0) dd_store(partial_rho, blockIdx.x, u);
 }
+
+// ------------------------------------------------------------------------------------------
+// BiCGStab's steps with the scalars on the device (src/backend/cuda/bicgstab.rs): the block
+// above is the start of bicg_state<T>, so bicg_s, bicg_decide, bicg_x and bicg_r read it as
+// they are; the kernels below add what the host did between iterations (beta, the direction
+// update, rho), the records the host reads many iterations at a time, and the tests that stop
+// the solve, twins of those in src/solver/bicgstab/steps.rs. Once s->frozen is set every kernel
+// here does nothing, and block[2] (accepted) is 0, so neither do bicg_s, bicg_decide, bicg_x and
+// bicg_r.
+// bgs_direction_{p}(long long n, const bicg_state* s, const T* r, const T* v, T* p)
+//   first iteration p <- r; then p <- r + beta (p - omega v) (bicgstab_direction_{p}'s bits)
+// bgs_alpha_tiles_{p}(int m, const T* tiles, bicg_state* s, bicg_record* rec, int cap)
+//   one block of TILE_FINAL_THREADS: <r~, v> from its tile partials; alpha, or the stop
+// bgs_alpha_{p}(int m, const T* partial, bicg_state* s, bicg_record* rec, int cap)
+//   the same from chunk partials (one block of DOT_THREADS; preconditioned: p^ in double)
+// bgs_close_{p}(int m, const T* rr_partial, const T* rho_partial, bicg_state* s,
+//               bicg_record* rec, int cap, double denominator, double tol)     one block
+//   the half-step test, omega's, <r, r> and the next rho; the stopping tests; beta
+
+template <typename T>
+struct bicg_state {
+    T rv, alpha, accepted, ss, half, tt, ts, omega, omega_ok, rr, rho_next;  // the block
+    T rho, rho_prev, beta;
+    int done;    // iterations completed (a half step that stops counts)
+    int frozen;  // the iteration whose scalars stopped the solve (0: none)
+    int pad0, pad1;
+};
+
+template <typename T>
+struct bicg_record {
+    T rho, rv, ss, omega, rr;
+};
+
+template <class O>
+__device__ __forceinline__ void bgs_freeze(bicg_state<typename O::T>* s, int k) {
+    s->frozen = k;
+    O::store(&s->accepted, 0, O::of(0.0));
+}
+
+template <class O>
+__device__ __forceinline__ void bgs_alpha_of(typename O::V rv, bicg_state<typename O::T>* s,
+                                             bicg_record<typename O::T>* rec, int cap) {
+    const int k = s->done + 1;
+    O::store(&rec[(k - 1) % cap].rv, 0, rv);
+    // BiCGStab's alpha_from_tiles: <r~, v> finite and non-zero
+    const bool ok = O::finite(rv) && !O::is_zero(rv);
+    O::store(&s->rv, 0, rv);
+    O::store(&s->alpha, 0, ok ? O::div(O::load(&s->rho, 0), rv) : O::of(0.0));
+    O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
+    if (!ok) s->frozen = k;
+}
+
+// Threshold::reached (kernels/cg.cu has its twin for CG).
+__device__ __forceinline__ bool bgs_reached(double norm, double denominator, double tol) {
+    return !isfinite(norm) || __ddiv_rn(norm, denominator) <= tol;
+}
+
+template <class O>
+__device__ __forceinline__ void bgs_close(int m, const typename O::T* __restrict__ rr_partial,
+                                          const typename O::T* __restrict__ rho_partial,
+                                          bicg_state<typename O::T>* s,
+                                          bicg_record<typename O::T>* rec, int cap,
+                                          double denominator, double tol) {
+    typedef typename O::V V;
+    if (s->frozen) return;
+    const int k = s->done + 1;
+    const V ss = O::load(&s->ss, 0);
+    const V omega = O::load(&s->omega, 0);
+    const bool half = bgs_reached(O::norm(ss), denominator, tol);
+    const bool omega_ok = O::finite(omega);
+    if (half || !omega_ok) {
+        if (threadIdx.x != 0) return;
+        O::store(&rec[(k - 1) % cap].ss, 0, ss);
+        O::store(&rec[(k - 1) % cap].omega, 0, omega);
+        s->done = half ? k : k - 1;
+        bgs_freeze<O>(s, k);
+        return;
+    }
+    const V rr = O::chunks_final(m, rr_partial);
+    __syncthreads();
+    const V rho_next = O::chunks_final(m, rho_partial);
+    if (threadIdx.x != 0) return;
+    bicg_record<typename O::T>* r = &rec[(k - 1) % cap];
+    O::store(&r->ss, 0, ss);
+    O::store(&r->omega, 0, omega);
+    O::store(&r->rr, 0, rr);
+    O::store(&s->rr, 0, rr);
+    O::store(&s->rho_next, 0, rho_next);
+    s->done = k;
+    if (bgs_reached(O::norm(rr), denominator, tol) || O::is_zero(omega)) {
+        bgs_freeze<O>(s, k);
+        return;
+    }
+    // beta = (rho / rho_prev) (alpha / omega) of the next iteration, rho_prev the rho of this
+    const V rho = O::load(&s->rho, 0);
+    O::store(&s->beta, 0, O::mul(O::div(rho_next, rho), O::div(O::load(&s->alpha, 0), omega)));
+    O::store(&s->rho_prev, 0, rho);
+    O::store(&s->rho, 0, rho_next);
+    O::store(&rec[k % cap].rho, 0, rho_next);
+    if (!O::finite(rho_next) || O::is_zero(rho_next)) bgs_freeze<O>(s, k + 1);
+}
+
+#define BICGSTAB_STEPS(P, O)                                                                    \
+    extern "C" __global__ void bgs_direction_##P(long long n, const bicg_state<O::T>* s,        \
+                                                 const O::T* __restrict__ r,                    \
+                                                 const O::T* __restrict__ v, O::T* p) {         \
+        const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;                   \
+        if (i >= n || s->frozen) return;                                                        \
+        if (s->done == 0) {                                                                     \
+            O::store(p, i, O::load(r, i));                                                      \
+            return;                                                                             \
+        }                                                                                       \
+        const O::V minus_omega = O::neg(O::load(&s->omega, 0));                                 \
+        const O::V t = O::add(O::mul(minus_omega, O::load(v, i)), O::load(p, i));               \
+        O::store(p, i, O::add(O::load(r, i), O::mul(O::load(&s->beta, 0), t)));                 \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                            \
+        bgs_alpha_tiles_##P(int m, const O::T* tiles, bicg_state<O::T>* s,                      \
+                            bicg_record<O::T>* rec, int cap) {                                  \
+        if (s->frozen) return;                                                                  \
+        const O::V rv = O::tiles_final(m, tiles);                                               \
+        if (threadIdx.x == 0) bgs_alpha_of<O>(rv, s, rec, cap);                                 \
+    }                                                                                           \
+    extern "C" __global__ void bgs_alpha_##P(int m, const O::T* partial, bicg_state<O::T>* s,   \
+                                             bicg_record<O::T>* rec, int cap) {                 \
+        if (s->frozen) return;                                                                  \
+        const O::V rv = O::chunks_final(m, partial);                                            \
+        if (threadIdx.x == 0) bgs_alpha_of<O>(rv, s, rec, cap);                                 \
+    }                                                                                           \
+    extern "C" __global__ void bgs_close_##P(int m, const O::T* rr_partial,                     \
+                                             const O::T* rho_partial, bicg_state<O::T>* s,      \
+                                             bicg_record<O::T>* rec, int cap,                   \
+                                             double denominator, double tol) {                  \
+        bgs_close<O>(m, rr_partial, rho_partial, s, rec, cap, denominator, tol);                \
+    }
+
+BICGSTAB_STEPS(f64, f64_ops)
+BICGSTAB_STEPS(dd, dd_ops)

@@ -14,7 +14,7 @@ mod gpu_checks {
     use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
     use precsolve::precond::{Identity, Ilu0, Preconditioner};
-    use precsolve::solver::{CgSteps, NoMonitor, Params, SolveInfo, bicgstab, cg};
+    use precsolve::solver::{BicgstabSteps, CgSteps, NoMonitor, Params, SolveInfo, bicgstab, cg};
     use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
     use precsolve::{Dd, Precision, Qd};
     use std::sync::Arc;
@@ -43,8 +43,8 @@ mod gpu_checks {
             precond_solves_shared,
         ),
         (
-            "device_resident_cg_matches_cpu_point_by_point",
-            device_resident_cg,
+            "device_resident_solves_match_cpu_point_by_point",
+            device_resident_solves,
         ),
     ];
 
@@ -601,7 +601,7 @@ mod gpu_checks {
     }
 
     /// One solve through the real loop on any backend.
-    fn solve_on<B: CgSteps, P: Precision, M: Preconditioner<B>>(
+    fn solve_on<B: CgSteps + BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         backend: &B,
         a: &Arc<CsrMatrix>,
         precond: &M,
@@ -684,11 +684,11 @@ mod gpu_checks {
         Ok(gi)
     }
 
-    /// CG with the scalars on the device (f64 and dd: batches of iterations read back at once)
-    /// against the CPU, history point by point: stops at max_iter inside a batch, periodic true
+    /// CG and BiCGStab with the scalars on the device (f64 and dd: batches of iterations read
+    /// back at once) against the CPU, history point by point: stops at max_iter inside a batch, periodic true
     /// residuals (batches end where x is read), convergence, an indefinite matrix (the stop on
     /// `<p, Ap>`), with and without ILU(0).
-    fn device_resident_cg(gpu: &CudaBackend) -> Result<(), String> {
+    fn device_resident_solves(gpu: &CudaBackend) -> Result<(), String> {
         let cpu = CpuBackend::new();
         let spd = Arc::new(poisson3d(12));
         // poisson3d(12) shifted by -2 I: symmetric, indefinite
@@ -758,49 +758,72 @@ mod gpu_checks {
         let runs = [true, false]
             .into_iter()
             .flat_map(|g| cases.iter().map(move |c| (g, c)));
-        for (graphs, (label, a, params)) in runs {
+        // with a nonsymmetric matrix for BiCGStab: cavity02 (SuiteSparse), where present
+        let cavity = format!("{}/cavity02.mtx", matrix_dir());
+        let nonsymmetric = match std::path::Path::new(&cavity).exists() {
+            true => Some(Arc::new(precsolve::load_matrix(&cavity).map_err(err)?)),
+            false => None,
+        };
+        let mut all: Vec<(&str, &Arc<CsrMatrix>, Params)> = cases.to_vec();
+        if let Some(a) = nonsymmetric.as_ref() {
+            all.push(("cavity02 (bicgstab only)", a, full(1e-12, 3000)));
+        }
+        for (graphs, (label, a, params)) in runs.chain(
+            [true, false]
+                .into_iter()
+                .flat_map(|g| all[cases.len()..].iter().map(move |c| (g, c))),
+        ) {
             gpu.set_graphs(graphs);
-            let label = &format!("{label} graphs {graphs}");
             let params = Params {
                 record_history: true,
                 ..params.clone()
             };
-            for ilu in [false, true] {
-                if ilu && label.starts_with("indefinite") {
+            for (use_cg, ilu) in [(true, false), (true, true), (false, false), (false, true)] {
+                if (ilu && label.starts_with("indefinite"))
+                    || (use_cg && label.contains("bicgstab only"))
+                {
                     continue;
                 }
+                let method = if use_cg { "cg" } else { "bicgstab" };
+                let label = &format!("{label} graphs {graphs} {method}");
                 let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
                     same_history(&format!("{label} {name} ilu {ilu}"), &g.0, &c.0)?;
                     same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
                 };
-                if ilu {
-                    // the matrix's own factors (ILU(0) of an SPD M-matrix: no pivot is zero)
-                    let factors = Arc::new(Ilu0Factors::new(a, None).map_err(err)?);
-                    let (g, c) = (
-                        Ilu0::new(gpu, &factors).map_err(err)?,
-                        Ilu0::new(&cpu, &factors).map_err(err)?,
-                    );
-                    check(
-                        "f64",
-                        widen(solve_on::<_, f64, _>(gpu, a, &g, true, &params)?),
-                        widen(solve_on::<_, f64, _>(&cpu, a, &c, true, &params)?),
-                    )?;
-                    check(
-                        "dd",
-                        widen(solve_on::<_, Dd, _>(gpu, a, &g, true, &params)?),
-                        widen(solve_on::<_, Dd, _>(&cpu, a, &c, true, &params)?),
-                    )?;
-                } else {
-                    check(
-                        "f64",
-                        widen(solve_on::<_, f64, _>(gpu, a, &Identity, true, &params)?),
-                        widen(solve_on::<_, f64, _>(&cpu, a, &Identity, true, &params)?),
-                    )?;
-                    check(
-                        "dd",
-                        widen(solve_on::<_, Dd, _>(gpu, a, &Identity, true, &params)?),
-                        widen(solve_on::<_, Dd, _>(&cpu, a, &Identity, true, &params)?),
-                    )?;
+                let factors = match ilu {
+                    // the matrix's own factors, shifted where a pivot would vanish
+                    true => Some(Arc::new(Ilu0Factors::new(a, Some(1e-8)).map_err(err)?)),
+                    false => None,
+                };
+                match factors {
+                    Some(factors) => {
+                        let (g, c) = (
+                            Ilu0::new(gpu, &factors).map_err(err)?,
+                            Ilu0::new(&cpu, &factors).map_err(err)?,
+                        );
+                        check(
+                            "f64",
+                            widen(solve_on::<_, f64, _>(gpu, a, &g, use_cg, &params)?),
+                            widen(solve_on::<_, f64, _>(&cpu, a, &c, use_cg, &params)?),
+                        )?;
+                        check(
+                            "dd",
+                            widen(solve_on::<_, Dd, _>(gpu, a, &g, use_cg, &params)?),
+                            widen(solve_on::<_, Dd, _>(&cpu, a, &c, use_cg, &params)?),
+                        )?;
+                    }
+                    None => {
+                        check(
+                            "f64",
+                            widen(solve_on::<_, f64, _>(gpu, a, &Identity, use_cg, &params)?),
+                            widen(solve_on::<_, f64, _>(&cpu, a, &Identity, use_cg, &params)?),
+                        )?;
+                        check(
+                            "dd",
+                            widen(solve_on::<_, Dd, _>(gpu, a, &Identity, use_cg, &params)?),
+                            widen(solve_on::<_, Dd, _>(&cpu, a, &Identity, use_cg, &params)?),
+                        )?;
+                    }
                 }
             }
         }

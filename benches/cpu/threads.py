@@ -7,7 +7,8 @@ Each matrix is solved with the method `auto` picks, in f64 and dd, for a fixed n
 iterations (`--tol 1e-300`), REPS times alternating 1 and 2 threads; the table gives the
 fastest of the REPS runs of each (the least disturbed by the rest of the machine), their ratio,
 and whether the bits (iterations and residuals) were the same. Solves that stop in fewer than
-MIN_TIMED iterations (a breakdown) are listed but too short to judge.
+MIN_TIMED iterations (a breakdown) are listed but too short to judge. Last, issue #27's two
+targets: bcsstk16 f64 CG and fs_183_4 dd BiCGStab, median of 11 alternated runs.
 """
 import json
 import pathlib
@@ -70,5 +71,26 @@ def main():
           f"{sum(r[6] != 'yes' for r in rows)}.")
 
 
+def targets():
+    import statistics
+    print()
+    print("| target | 1 thread (us/it, median of 11) | 2 threads (us/it, median of 11) | target |")
+    print("|---|---:|---:|---:|")
+    for name, precision, method, goal in (("bcsstk16", "f64", "cg", 90.0),
+                                          ("fs_183_4", "dd", "bicgstab", 14.0)):
+        times = {1: [], 2: []}
+        for _ in range(11):
+            for threads in (1, 2):
+                out = subprocess.run(
+                    [solver, "solve", str(folder / f"{name}.mtx"), "--tol", "1e-300",
+                     "--max-iter", "2000", "--precision", precision, "--method", method,
+                     "--backend", "cpu", "--threads", str(threads), "--format", "json", "-q"],
+                    capture_output=True, text=True)
+                times[threads].append(json.loads(out.stdout)["runs"][0]["time_per_iteration"])
+        t1, t2 = (statistics.median(times[t]) * 1e6 for t in (1, 2))
+        print(f"| {name} {precision} {method} | {t1:.1f} | {t2:.1f} | {goal:.0f} |")
+
+
 if __name__ == "__main__":
     main()
+    targets()

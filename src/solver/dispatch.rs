@@ -1,7 +1,7 @@
 //! The one place where runtime choices (backend x precision x method) become generic calls.
 
 use super::cost::{CostModel, Workload};
-use super::{CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
+use super::{BicgstabSteps, CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision, Qd, Td};
@@ -438,7 +438,7 @@ pub fn solve(
     }
 }
 
-fn with_precision<B: CgSteps>(
+fn with_precision<B: CgSteps + BicgstabSteps>(
     backend: &B,
     problem: &Problem,
     recipe: Recipe<'_>,
@@ -465,7 +465,7 @@ fn with_precision<B: CgSteps>(
     }
 }
 
-fn run<B: CgSteps, P: Precision>(
+fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     backend: &B,
     problem: &Problem,
     recipe: Recipe<'_>,
@@ -534,7 +534,7 @@ fn run<B: CgSteps, P: Precision>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn iterate<B: CgSteps, P: Precision, M: Preconditioner<B>>(
+fn iterate<B: CgSteps + BicgstabSteps, P: Precision, M: Preconditioner<B>>(
     backend: &B,
     a: &B::Matrix,
     b: &B::Vector<f64>,

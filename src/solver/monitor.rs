@@ -95,11 +95,6 @@ impl<'a, B: Backend> Tracker<'a, B> {
         })
     }
 
-    /// Denominator of the relative residual in the stopping test (after `setup_done`).
-    pub fn denominator(&self) -> f64 {
-        self.denominator
-    }
-
     pub fn b_norm(&self) -> f64 {
         self.true_residual.b_norm
     }
@@ -147,28 +142,18 @@ impl<'a, B: Backend> Tracker<'a, B> {
         }
     }
 
-    /// After iteration `k` with recurrence residual norm `norm`: the stopping test, history,
-    /// monitor and time limit. `x` must be the iterate of this residual when `x_current` is set
-    /// (BiCGStab's half step checks `s` before updating `x`).
-    /// Whether [`check`](Tracker::check) at iteration `k` reads `x` (a periodic true residual):
-    /// a solver that defers its `x` update brings `x` up to date first.
+    /// Whether [`check_in_batch`](Tracker::check_in_batch) at iteration `k` reads `x` (a
+    /// periodic true residual): a solver that defers its `x` update brings `x` up to date first.
     pub fn wants_x(&self, k: usize) -> bool {
         let every = self.params.true_residual_every;
         every > 0 && k.is_multiple_of(every)
     }
 
-    pub fn check<P: Precision>(
-        &mut self,
-        k: usize,
-        norm: &P,
-        x: Option<&B::Vector<P>>,
-    ) -> Result<Option<StopReason>> {
-        self.check_step(k, false, norm, x, true)
-    }
-
-    /// [`check`](Tracker::check) for an iteration read back with others after they all ran
-    /// (`last`: the batch's last): a cancellation or the time limit, which the backend could not
-    /// see, stops the solve only at the batch's last iteration, where its vectors are.
+    /// After iteration `k` with recurrence residual norm `norm`: the stopping test, history,
+    /// monitor and time limit. `x` must be the iterate of this residual where the tracker reads
+    /// it ([`wants_x`](Tracker::wants_x)). Iterations are read back in batches (one, on the
+    /// CPU): a cancellation or the time limit, which the backend could not see, stops the solve
+    /// only at the batch's `last` iteration, where its vectors are.
     pub fn check_in_batch<P: Precision>(
         &mut self,
         k: usize,
@@ -188,13 +173,15 @@ impl<'a, B: Backend> Tracker<'a, B> {
         }
     }
 
-    /// [`check`](Tracker::check) for BiCGStab's half step: recorded in the history as such.
-    pub fn check_half_step<P: Precision>(
+    /// [`check_in_batch`](Tracker::check_in_batch) for BiCGStab's half step: recorded in the
+    /// history as such.
+    pub fn check_half_step_in_batch<P: Precision>(
         &mut self,
         k: usize,
         norm: &P,
+        last: bool,
     ) -> Result<Option<StopReason>> {
-        self.check_step(k, true, norm, None, true)
+        self.check_step(k, true, norm, None, last)
     }
 
     fn check_step<P: Precision>(

@@ -9,7 +9,8 @@
 //! SpMV and the preconditioner (which recompute the same values from vectors nothing changes
 //! any more) does nothing, so the state stays at that iteration.
 
-use super::device::{alloc_words, cuda_error};
+use super::device::alloc_words;
+use super::resident::{Batches, DeviceScalar, RING, is, read_at, words_of};
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
@@ -41,13 +42,6 @@ struct RawRecord<T> {
     rr: T,
 }
 
-/// Iterations enqueued at most before the records are read back; the ring holds one more
-/// (the close of an iteration writes the next one's `rho`).
-const MAX_BATCH: usize = 32;
-/// Below this many rows a batch grows to [`MAX_BATCH`]; above, iterations are long enough that
-/// the transfer costs little and a shorter batch wastes less after the stop.
-const BATCH_ROWS: usize = 1 << 20;
-
 /// CG's state on the GPU backend: on the device (f64, dd) or on the host (td, qd).
 pub enum CudaCgState<P: Precision> {
     Host(HostCg<P>),
@@ -65,68 +59,7 @@ pub struct DeviceCg<P: Precision> {
     rr_partial: CudaVector<P>,
     rho_partial: CudaVector<P>,
     blocks: usize,
-    enqueued: usize,
-    collected: usize,
-    batch: usize,
-    batch_max: usize,
-    /// `batch_max` iterations captured (without a preconditioner, once the batch is full).
-    graph: Option<cudarc::driver::CudaGraph>,
-}
-
-const RING: usize = MAX_BATCH + 1;
-
-/// `T` for `P` on the device: `f64` or `Dd` (the precisions with device steps).
-trait DeviceScalar: Copy + Default {
-    fn of<P: Precision>(v: &P) -> Self;
-    fn to<P: Precision>(self) -> P;
-}
-
-impl DeviceScalar for f64 {
-    fn of<P: Precision>(v: &P) -> Self {
-        v.to_f64()
-    }
-    fn to<P: Precision>(self) -> P {
-        P::from_f64(self)
-    }
-}
-
-impl DeviceScalar for Dd {
-    fn of<P: Precision>(v: &P) -> Self {
-        v.to_dd()
-    }
-    fn to<P: Precision>(self) -> P {
-        P::from_dd(self)
-    }
-}
-
-/// `value` as doubles (a `#[repr(C)]` struct of doubles and ints, a multiple of 8 bytes).
-fn words_of<T: Copy>(value: &T) -> Vec<f64> {
-    assert!(size_of::<T>().is_multiple_of(8));
-    let mut words = vec![0.0; size_of::<T>() / 8];
-    // SAFETY: `words` holds exactly `size_of::<T>()` bytes; any bits are a valid f64.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (value as *const T).cast::<u8>(),
-            words.as_mut_ptr().cast::<u8>(),
-            size_of::<T>(),
-        )
-    };
-    words
-}
-
-/// The `T` stored at `words[at..]` (read back from the device).
-fn read_at<T: Copy + Default>(words: &[f64], at: usize) -> T {
-    assert!((at * 8 + size_of::<T>()).div_ceil(8) <= words.len());
-    let mut value = T::default();
-    // SAFETY: the bytes lie inside `words` (checked above); `T` is plain doubles and ints.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            words.as_ptr().add(at).cast::<u8>(),
-            (&mut value as *mut T).cast::<u8>(),
-            size_of::<T>(),
-        )
-    };
-    value
+    batches: Batches,
 }
 
 impl CudaBackend {
@@ -156,7 +89,6 @@ impl CudaBackend {
         let (tiles_first, tiles) = self.tile_partials::<P>(n)?;
         let (rr_partial, blocks) = self.partials::<P>(n)?;
         let (rho_partial, _) = self.partials::<P>(n)?;
-        let batch_max = if n <= BATCH_ROWS { MAX_BATCH } else { 4 };
         Ok(DeviceCg {
             words,
             state_words,
@@ -170,11 +102,7 @@ impl CudaBackend {
             rr_partial,
             rho_partial,
             blocks,
-            enqueued: 0,
-            collected: 0,
-            batch: 1,
-            batch_max,
-            graph: None,
+            batches: Batches::new(n),
         })
     }
 
@@ -267,51 +195,6 @@ impl CudaBackend {
             // reduction layout (one partial a block).
             unsafe { args.launch(Self::reduction(d.blocks)) }.map_err(driver_error(&name))?;
         }
-        d.enqueued += 1;
-        Ok(())
-    }
-
-    /// `iterations` iterations: a full batch without a preconditioner replays a CUDA graph of
-    /// them, captured the first time (a graph's launch costs the host one call where the
-    /// iterations cost four each, and the device starts each kernel sooner).
-    fn device_run<P: Precision, M: Preconditioner<Self>>(
-        &self,
-        a: &CudaMatrix,
-        precond: &M,
-        v: &mut CgVectors<Self, P>,
-        x: &mut CudaVector<P>,
-        d: &mut DeviceCg<P>,
-        iterations: usize,
-    ) -> Result<()> {
-        let graphed = d.identity && iterations == d.batch_max && self.graphs_enabled();
-        if !graphed {
-            return (0..iterations).try_for_each(|_| self.device_iterate(a, precond, v, x, d));
-        }
-        if d.graph.is_none() {
-            let mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
-            self.stream
-                .begin_capture(mode)
-                .map_err(driver_error("capturing CG's iterations"))?;
-            let enqueued = d.enqueued;
-            let captured =
-                (0..iterations).try_for_each(|_| self.device_iterate(a, precond, v, x, d));
-            d.enqueued = enqueued;
-            let flags = cudarc::driver::sys::CUgraphInstantiate_flags(0);
-            let graph = self
-                .stream
-                .end_capture(flags)
-                .map_err(driver_error("capturing CG's iterations"))?;
-            captured?;
-            d.graph = graph;
-        }
-        let graph = d
-            .graph
-            .as_ref()
-            .ok_or_else(|| cuda_error("CG's graph", "empty capture"))?;
-        graph
-            .launch()
-            .map_err(driver_error("launching CG's graph"))?;
-        d.enqueued += iterations;
         Ok(())
     }
 
@@ -325,16 +208,18 @@ impl CudaBackend {
             .clone_dtoh(&d.words)
             .map_err(driver_error("reading CG's scalars from the GPU"))?;
         let state: CgScalars<T> = read_at(&words, 0);
+        let state_words = d.state_words;
         let (done, frozen) = (state.done as usize, state.frozen as usize);
-        let frozen_here = frozen != 0 && frozen <= d.enqueued;
+        let b = &mut d.batches;
+        let frozen_here = frozen != 0 && frozen <= b.enqueued;
         let last = if frozen_here {
             frozen
         } else {
-            done.min(d.enqueued)
+            done.min(b.enqueued)
         };
         let record_words = size_of::<RawRecord<T>>() / 8;
-        for k in d.collected + 1..=last {
-            let raw: RawRecord<T> = read_at(&words, d.state_words + (k - 1) % RING * record_words);
+        for k in b.collected + 1..=last {
+            let raw: RawRecord<T> = read_at(&words, state_words + (k - 1) % RING * record_words);
             let rho: P = raw.rho.to();
             let complete = k <= done;
             out.push(CgRecord {
@@ -343,10 +228,8 @@ impl CudaBackend {
                 rho,
             });
         }
-        d.collected = last;
-        // a batch grows while the solve goes on, so that a short solve wastes little after
-        // its stop
-        d.batch = (d.batch * 2).min(d.batch_max);
+        b.collected = last;
+        b.grow();
         Ok(match frozen_here {
             true => Collected::Frozen,
             false => Collected::Running,
@@ -375,10 +258,6 @@ impl CudaBackend {
     }
 }
 
-fn is<P: 'static, Q: 'static>() -> bool {
-    std::any::TypeId::of::<P>() == std::any::TypeId::of::<Q>()
-}
-
 impl CgSteps for CudaBackend {
     type CgState<P: Precision> = CudaCgState<P>;
 
@@ -405,7 +284,7 @@ impl CgSteps for CudaBackend {
     fn cg_batch<P: Precision>(&self, state: &CudaCgState<P>) -> usize {
         match state {
             CudaCgState::Host(_) => 1,
-            CudaCgState::Device(d) => d.batch,
+            CudaCgState::Device(d) => d.batches.batch,
         }
     }
 
@@ -420,7 +299,16 @@ impl CgSteps for CudaBackend {
     ) -> Result<()> {
         match state {
             CudaCgState::Host(h) => h.run(self, a, precond, v, x, iterations),
-            CudaCgState::Device(d) => self.device_run(a, precond, v, x, d, iterations),
+            CudaCgState::Device(d) => {
+                // (the batches are set aside while the steps borrow the rest of the state)
+                let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
+                let graphable = d.identity;
+                let ran = self.run_batch(&mut batches, iterations, graphable, || {
+                    self.device_iterate(a, precond, v, x, d)
+                });
+                d.batches = batches;
+                ran
+            }
         }
     }
 

@@ -15,6 +15,7 @@ const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/td.cuh"),
     include_str!("../../../kernels/common/qd.cuh"),
     include_str!("../../../kernels/common/ilu.cuh"),
+    include_str!("../../../kernels/common/ops.cuh"),
 ];
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
@@ -98,7 +99,7 @@ impl KernelStore {
             "xprec"
         } else if name.starts_with("spmv_") {
             "spmv_csr"
-        } else if name.starts_with("bicg_") {
+        } else if name.starts_with("bicg_") || name.starts_with("bgs_") {
             "bicgstab"
         } else {
             "blas1"

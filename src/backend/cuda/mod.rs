@@ -7,12 +7,14 @@
 //! match the CPU bit for bit (checked on the device by `tests/gpu.rs`).
 
 pub mod bench;
+mod bicgstab;
 mod cg;
 mod cusparse;
 mod cusparse_ilu;
 mod device;
 mod ilu;
 mod launch;
+mod resident;
 mod sell;
 mod spmv_dot;
 mod vectors;

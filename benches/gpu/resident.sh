@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# benches/results/gpu-resident.md: per-iteration time of CG and BiCGStab on the GPU (this build
+# with and without CUDA graphs, and BASE, a build of an earlier commit) against the CPU backend on
+# the same host, median of 3 alternated solves of 1000 iterations (--tol 1e-300), then the GPU
+# suite's checks of device-resident solves. Prepare on the team machine:
+#   cargo build --release && cargo test --release --test gpu --no-run
+#   mkdir -p .gpu/matrices && cp ../shared/matrices/*.mtx .gpu/matrices/
+#   strip -o .gpu/solver target/release/solver; strip -o .gpu/gpu-test target/release/deps/gpu-<hash>
+#   (a build of the base commit as .gpu/solver-base); cp benches/gpu/resident.sh .gpu/
+# On the device: bash .gpu/resident.sh (writes $OUT/resident.txt and $OUT/gpu-test.txt).
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+cd "$(dirname "$0")"
+OUT=${OUT:-.}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/resident.txt
+echo "host: $(nproc) cores" | tee -a $OUT/resident.txt
+one() { # binary matrix precision method backend [env]
+  env $6 timeout 120 ./$1 solve $2 --backend $5 --precision $3 --method $4 --tol 1e-300 \
+      --max-iter 1000 --format json -q 2>>$OUT/err.txt |
+    python3 -c "import json,sys; r=json.load(sys.stdin)['runs'][0]; print('%.2f' % (r['time_per_iteration']*1e6))" 2>/dev/null || echo nan
+}
+med() { python3 -c "import sys,statistics; v=[float(x) for x in sys.argv[1:] if x!='nan']; print('%.1f' % statistics.median(v) if v else 'nan')" "$@"; }
+printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---|---|---:|---:|---:|---:|\n" matrix precision method "base GPU (us)" "GPU, no graphs (us)" "GPU (us)" "CPU, all cores (us)" | tee -a $OUT/resident.txt
+for m in matrices/bcsstk01.mtx matrices/fs_183_4.mtx matrices/cavity02.mtx matrices/1138_bus.mtx \
+         matrices/bcsstk16.mtx poisson3d:30 poisson3d:60 poisson3d:200; do
+  for meth in cg bicgstab; do
+    [ $meth = cg ] && [ $m = matrices/fs_183_4.mtx -o $m = matrices/cavity02.mtx ] && continue
+    for p in f64 dd; do
+      a=(); b=(); c=()
+      for r in 1 2 3; do
+        a+=($(one solver-base $m $p $meth cuda))
+        b+=($(one solver $m $p $meth cuda PRECSOLVE_CUDA_GRAPHS=0))
+        c+=($(one solver $m $p $meth cuda))
+      done
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n" $(basename $m .mtx) $p $meth $(med ${a[@]}) \
+        $(med ${b[@]}) $(med ${c[@]}) $(one solver $m $p $meth cpu) | tee -a $OUT/resident.txt
+    done
+  done
+done
+PRECSOLVE_MATRICES=$PWD/matrices timeout 300 ./gpu-test device_resident whole_solves preconditioned_solves \
+  2>&1 | tee $OUT/gpu-test.txt | grep -E "^test|^gpu:"

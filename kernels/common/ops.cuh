@@ -1,0 +1,71 @@
+// Scalar operations of the working precisions, for kernels written once over them (the
+// device-resident solver steps: kernels/cg.cu, kernels/bicgstab.cu): O::T is the stored type
+// (double, double2), O::V the one computed with (double, dd_t). Each operation has the bits of
+// its twin in src/precision (f64, Dd).
+
+struct f64_ops {
+    typedef double T;
+    typedef double V;
+    static __device__ __forceinline__ V load(const T* v, long long i) { return v[i]; }
+    static __device__ __forceinline__ void store(T* v, long long i, V a) { v[i] = a; }
+    static __device__ __forceinline__ V widen(double a) { return a; }
+    static __device__ __forceinline__ V of(double a) { return a; }
+    static __device__ __forceinline__ V add(V a, V b) { return __dadd_rn(a, b); }
+    static __device__ __forceinline__ V mul(V a, V b) { return __dmul_rn(a, b); }
+    static __device__ __forceinline__ V neg(V a) { return -a; }
+    static __device__ __forceinline__ V div(V a, V b) { return __ddiv_rn(a, b); }
+    static __device__ __forceinline__ bool finite(V a) { return isfinite(a); }
+    static __device__ __forceinline__ bool is_zero(V a) { return a == 0.0; }
+    static __device__ __forceinline__ double to_f64(V a) { return a; }
+    static __device__ __forceinline__ double norm(V rr) { return __dsqrt_rn(rr); }
+    static __device__ __forceinline__ V chunks_final(int m, const T* partial) {
+        __shared__ double shared[DOT_THREADS];
+        return chunks_final_f64(m, partial, shared);
+    }
+    static __device__ __forceinline__ V tiles_final(int m, const T* partial) {
+        __shared__ double shared[32];
+        return tile_final_f64(m, partial, shared);
+    }
+    // chunks_final over partials other blocks of this kernel wrote (read past L1)
+    static __device__ __forceinline__ V chunks_final_fresh(int m, const T* partial) {
+        __shared__ double shared[DOT_THREADS];
+        double s = 0.0;
+        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, __ldcg(partial + i));
+        return tree_reduce_f64(s, shared);
+    }
+};
+
+struct dd_ops {
+    typedef double2 T;
+    typedef dd_t V;
+    static __device__ __forceinline__ V load(const T* v, long long i) { return dd_load(v, i); }
+    static __device__ __forceinline__ void store(T* v, long long i, V a) { dd_store(v, i, a); }
+    static __device__ __forceinline__ V widen(double a) { return dd_from_f64(a); }
+    static __device__ __forceinline__ V of(double a) { return dd_from_f64(a); }
+    static __device__ __forceinline__ V add(V a, V b) { return dd_add(a, b); }
+    static __device__ __forceinline__ V mul(V a, V b) { return dd_mul(a, b); }
+    static __device__ __forceinline__ V neg(V a) { return dd_neg(a); }
+    static __device__ __forceinline__ V div(V a, V b) { return dd_div(a, b); }
+    static __device__ __forceinline__ bool finite(V a) { return isfinite(a.hi) && isfinite(a.lo); }
+    static __device__ __forceinline__ bool is_zero(V a) { return a.hi == 0.0 && a.lo == 0.0; }
+    static __device__ __forceinline__ double to_f64(V a) { return dd_to_f64(a); }
+    static __device__ __forceinline__ double norm(V rr) { return dd_to_f64(dd_sqrt(rr)); }
+    static __device__ __forceinline__ V chunks_final(int m, const T* partial) {
+        __shared__ double shared_hi[DOT_THREADS];
+        __shared__ double shared_lo[DOT_THREADS];
+        return chunks_final_dd(m, partial, shared_hi, shared_lo);
+    }
+    static __device__ __forceinline__ V tiles_final(int m, const T* partial) {
+        __shared__ double shared_hi[32];
+        __shared__ double shared_lo[32];
+        return tile_final_dd(m, partial, shared_hi, shared_lo);
+    }
+    static __device__ __forceinline__ V chunks_final_fresh(int m, const T* partial) {
+        __shared__ double shared_hi[DOT_THREADS];
+        __shared__ double shared_lo[DOT_THREADS];
+        dd_t s = dd_from_f64(0.0);
+        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_of(__ldcg(partial + i)));
+        return tree_reduce_dd(s, shared_hi, shared_lo);
+    }
+};
+

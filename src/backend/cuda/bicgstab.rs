@@ -1,0 +1,415 @@
+//! BiCGStab's steps on the GPU with the scalars kept there (`kernels/bicgstab.cu`, the
+//! `bgs_` kernels and the `bicg_` kernels they share the block with): as CG's (`cg.rs`), the
+//! host enqueues iterations without waiting and reads their records back many at a time. Double
+//! and double-double have these steps; td and qd run the portable ones ([`HostBicgstab`]).
+//!
+//! An iteration without a preconditioner is eleven launches: the direction update; `v = A p`
+//! with `<r~, v>`'s tiles; alpha; `s` with `<s, s>`'s partials and their sum; `t = A s` with
+//! `<t, t>`'s and `<t, s>`'s tiles and their sums; omega and the half-step flag; the `x` update;
+//! the `r` update with `<r, r>`'s and the next rho's partials; the close (the stopping tests).
+
+use super::resident::{Batches, DeviceScalar, RING, is, read_at, words_of};
+use super::spmv_dot::TilePartials;
+use super::*;
+use crate::precond::Preconditioner;
+use crate::solver::bicgstab::{
+    BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted,
+};
+use crate::solver::cg::{Collected, Threshold, rho_stops};
+use launch::FinalStage;
+
+/// The layout of `bicg_state<T>` in `kernels/bicgstab.cu`: the `bicg_` kernels' block first.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct BicgScalars<T> {
+    rv: T,
+    alpha: T,
+    accepted: T,
+    ss: T,
+    half: T,
+    tt: T,
+    ts: T,
+    omega: T,
+    omega_ok: T,
+    rr: T,
+    rho_next: T,
+    rho: T,
+    rho_prev: T,
+    beta: T,
+    done: i32,
+    frozen: i32,
+    pad: [i32; 2],
+}
+
+/// The layout of `bicg_record<T>` in `kernels/bicgstab.cu`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RawRecord<T> {
+    rho: T,
+    rv: T,
+    ss: T,
+    omega: T,
+    rr: T,
+}
+
+/// Block slots the reductions' final stages write (`BicgScalars`' fields, in `T`s).
+const SLOT_SS: usize = 3;
+const SLOT_TT: usize = 5;
+const SLOT_TS: usize = 6;
+
+/// BiCGStab's state on the GPU backend: on the device (f64, dd) or on the host (td, qd).
+pub enum CudaBicgstabState<P: Precision> {
+    Host(HostBicgstab<CudaBackend, P>),
+    Device(Box<DeviceBicgstab<P>>),
+}
+
+pub struct DeviceBicgstab<P: Precision> {
+    /// `bicg_state<T>`, then the ring of `bicg_record<T>`, as a vector of `P` (both are whole
+    /// `T`s): the `bicg_` kernels take its start as their block.
+    words: CudaVector<P>,
+    state_words: usize,
+    identity: bool,
+    threshold: Threshold,
+    /// `<r~, v>`'s tiles; `<t, t>`'s and `<t, s>`'s.
+    tiles_v: TilePartials<P>,
+    tiles_t: TilePartials<P>,
+    /// Chunk partials: `<s, s>`, `<r, r>`, the next rho, and with a preconditioner `<r~, v>`,
+    /// `<t, t>`, `<t, s>`.
+    partials: [CudaVector<P>; 6],
+    blocks: usize,
+    batches: Batches,
+}
+
+impl CudaBackend {
+    fn device_bicgstab<P: Precision, T: DeviceScalar>(
+        &self,
+        n: usize,
+        rho0: &P,
+        threshold: Threshold,
+        identity: bool,
+    ) -> Result<DeviceBicgstab<P>> {
+        let state = BicgScalars::<T> {
+            rho: T::of(rho0),
+            ..Default::default()
+        };
+        let mut host = words_of(&state);
+        let state_words = host.len();
+        let mut ring = vec![RawRecord::<T>::default(); RING];
+        ring[0].rho = T::of(rho0);
+        for r in &ring {
+            host.extend(words_of(r));
+        }
+        let per_element = size_of::<T>() / 8;
+        let mut words = self.alloc_vector::<P>(host.len() / per_element)?;
+        self.stream
+            .memcpy_htod(&host, &mut words.words)
+            .map_err(driver_error("copying BiCGStab's scalars to the GPU"))?;
+        let tiles = |two: bool| -> Result<TilePartials<P>> {
+            let (first, tiles) = self.tile_partials::<P>(n)?;
+            let second = match two {
+                true => Some(self.tile_partials::<P>(n)?.0),
+                false => None,
+            };
+            Ok(TilePartials {
+                first,
+                second,
+                tiles,
+            })
+        };
+        let (first, blocks) = self.partials::<P>(n)?;
+        let mut more = Vec::new();
+        for _ in 0..5 {
+            more.push(self.partials::<P>(n)?.0);
+        }
+        let [b, c, d, e, f]: [CudaVector<P>; 5] = more.try_into().ok().expect("five partials");
+        Ok(DeviceBicgstab {
+            words,
+            state_words,
+            identity,
+            threshold,
+            tiles_v: tiles(false)?,
+            tiles_t: tiles(true)?,
+            partials: [first, b, c, d, e, f],
+            blocks,
+            batches: Batches::new(n),
+        })
+    }
+
+    fn device_bicgstab_iterate<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &CudaMatrix,
+        precond: &M,
+        v: &mut BicgstabVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        d: &mut DeviceBicgstab<P>,
+    ) -> Result<()> {
+        let n = v.r.len;
+        let n64 = n as i64;
+        let state = {
+            let (base, _sync) = d.words.words.device_ptr(&self.stream);
+            base
+        };
+        let ring = state + 8 * d.state_words as u64;
+        let cap = RING as i32;
+        let blocks = d.blocks;
+        let m = blocks as i32;
+        let [ss_p, rr_p, rho_p, rv_p, tt_p, ts_p] = &d.partials;
+        // p <- r + beta (p - omega v) (p <- r first)
+        {
+            let (f, name) = self.kernel::<P>("bgs_direction")?;
+            let mut args = self.stream.launch_builder(&f);
+            args.arg(&n64).arg(&state).vec(&v.r).vec(&v.v).vec(&v.p);
+            // SAFETY: bgs_direction_{p}(long long n, const bicg_state* s, const T* r, const T*
+            // v, T* p), one thread an element.
+            unsafe { args.launch(Self::elementwise(n)) }.map_err(driver_error(&name))?;
+        }
+        // p^ <- M^-1 p ; v <- A p^ ; <r~, v> ; alpha
+        match v.p_hat.as_mut() {
+            Some(ph) => {
+                precond.apply_double(self, &v.p, ph)?;
+                self.spmv_wide(a, ph, &mut v.v)?;
+                self.launch_dot_partial_op("dot", &v.r_tilde, &v.v, rv_p, blocks)?;
+                let (f, name) = self.kernel::<P>("bgs_alpha")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&m).vec(rv_p).arg(&state).arg(&ring).arg(&cap);
+                // SAFETY: bgs_alpha_{p}(int m, const T* partial, bicg_state* s, bicg_record*
+                // rec, int cap), one block of DOT_THREADS.
+                unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+            }
+            None => {
+                let dots = TiledDots::With(&v.r_tilde);
+                self.spmv_dots_partial_into(
+                    a,
+                    Operand::Own(&v.p),
+                    dots,
+                    &mut v.v,
+                    true,
+                    &d.tiles_v,
+                )?;
+                let (f, name) = self.kernel::<P>("bgs_alpha_tiles")?;
+                let tiles = d.tiles_v.tiles as i32;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&tiles)
+                    .vec(&d.tiles_v.first)
+                    .arg(&state)
+                    .arg(&ring)
+                    .arg(&cap);
+                // SAFETY: bgs_alpha_tiles_{p}(int m, const T* tiles, bicg_state* s,
+                // bicg_record* rec, int cap), one block of TILE_FINAL_THREADS.
+                unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
+            }
+        }
+        // s <- r - alpha v with <s, s>
+        {
+            let (f, name) = self.kernel::<P>("bicg_s")?;
+            let mut args = self.stream.launch_builder(&f);
+            args.arg(&n64)
+                .vec(&d.words)
+                .vec(&v.v)
+                .vec(&v.r)
+                .vec(&v.s)
+                .vec(ss_p);
+            // SAFETY: bicg_s_{p}(long long n, const T* block, const T* v, const T* r, T* s, T*
+            // partial), reduction layout; the block is the state's start.
+            unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        }
+        self.final_stage_into::<P>(ss_p, blocks, &mut d.words, SLOT_SS)?;
+        // s^ <- M^-1 s ; t <- A s^ with <t, t> and <t, s>
+        match v.s_hat.as_mut() {
+            Some(sh) => {
+                precond.apply_double(self, &v.s, sh)?;
+                self.spmv_wide(a, sh, &mut v.t)?;
+                let (f, name) = self.kernel::<P>("bicg_tt_ts")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&n64).vec(&v.t).vec(&v.s).vec(tt_p).vec(ts_p);
+                // SAFETY: bicg_tt_ts_{p}(long long n, const T* t, const T* s, T* partial_tt, T*
+                // partial_ts), reduction layout.
+                unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+                self.launch_final(FinalStage::Dot, tt_p, blocks, &mut d.words, SLOT_TT)?;
+                self.launch_final(FinalStage::Dot, ts_p, blocks, &mut d.words, SLOT_TS)?;
+            }
+            None => {
+                let dots = TiledDots::SelfAnd(&v.s);
+                self.spmv_dots_partial_into(
+                    a,
+                    Operand::Own(&v.s),
+                    dots,
+                    &mut v.t,
+                    true,
+                    &d.tiles_t,
+                )?;
+                let tiles = d.tiles_t.tiles;
+                let second = d.tiles_t.second.as_ref().expect("<t, s> tiles");
+                self.launch_final(
+                    FinalStage::Tiles,
+                    &d.tiles_t.first,
+                    tiles,
+                    &mut d.words,
+                    SLOT_TT,
+                )?;
+                self.launch_final(FinalStage::Tiles, second, tiles, &mut d.words, SLOT_TS)?;
+            }
+        }
+        // omega ; the half-step flag
+        {
+            let (f, name) = self.kernel::<P>("bicg_decide")?;
+            let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+            let mut args = self.stream.launch_builder(&f);
+            args.vec(&d.words).arg(&den).arg(&tol);
+            // SAFETY: bicg_decide_{p}(T* block, double denominator, double tol), one thread.
+            unsafe { args.launch(LaunchConfig::for_num_elems(1)) }.map_err(driver_error(&name))?;
+        }
+        // x <- x + alpha p^ (+ omega s^)
+        match (v.p_hat.as_ref(), v.s_hat.as_ref()) {
+            (Some(ph), Some(sh)) => self.launch_bicg_x(&d.words, ph, sh, x)?,
+            _ => self.launch_bicg_x(&d.words, &v.p, &v.s, x)?,
+        }
+        // r <- s - omega t with <r, r> and the next rho ; the close
+        {
+            let (f, name) = self.kernel::<P>("bicg_r")?;
+            let mut args = self.stream.launch_builder(&f);
+            args.arg(&n64)
+                .vec(&d.words)
+                .vec(&v.t)
+                .vec(&v.s)
+                .vec(&v.r_tilde)
+                .vec(&v.r);
+            args.vec(rr_p).vec(rho_p);
+            // SAFETY: bicg_r_{p}(long long n, const T* block, const T* t, const T* s, const T*
+            // r_tilde, T* r, T* partial_rr, T* partial_rho), reduction layout.
+            unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        }
+        {
+            let (f, name) = self.kernel::<P>("bgs_close")?;
+            let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+            let mut args = self.stream.launch_builder(&f);
+            args.arg(&m)
+                .vec(rr_p)
+                .vec(rho_p)
+                .arg(&state)
+                .arg(&ring)
+                .arg(&cap);
+            args.arg(&den).arg(&tol);
+            // SAFETY: bgs_close_{p}(int m, const T* rr_partial, const T* rho_partial,
+            // bicg_state* s, bicg_record* rec, int cap, double denominator, double tol), one
+            // block of DOT_THREADS.
+            unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
+        }
+        Ok(())
+    }
+
+    fn device_bicgstab_collect<P: Precision, T: DeviceScalar>(
+        &self,
+        d: &mut DeviceBicgstab<P>,
+        out: &mut Vec<BicgstabRecord<P>>,
+    ) -> Result<Collected> {
+        let words = self
+            .stream
+            .clone_dtoh(&d.words.words)
+            .map_err(driver_error("reading BiCGStab's scalars from the GPU"))?;
+        let state: BicgScalars<T> = read_at(&words, 0);
+        let (done, frozen) = (state.done as usize, state.frozen as usize);
+        let b = &mut d.batches;
+        let frozen_here = frozen != 0 && frozen <= b.enqueued;
+        let last = match frozen_here {
+            true => frozen,
+            false => done.min(b.enqueued),
+        };
+        let record_words = size_of::<RawRecord<T>>() / 8;
+        for k in b.collected + 1..=last {
+            let at = d.state_words + (k - 1) % RING * record_words;
+            let raw: RawRecord<T> = read_at(&words, at);
+            // the fields the iteration reached, by the tests that stop it (the kernels' twins)
+            let rho: P = raw.rho.to();
+            let rv: Option<P> = (!rho_stops(&rho)).then(|| raw.rv.to());
+            let ss_omega: Option<(P, P)> = rv
+                .as_ref()
+                .filter(|rv| rv_accepted(*rv))
+                .map(|_| (raw.ss.to(), raw.omega.to()));
+            let rr: Option<P> = ss_omega
+                .as_ref()
+                .filter(|(ss, omega)| !d.threshold.reached_by(ss) && omega.is_finite())
+                .map(|_| raw.rr.to());
+            out.push(BicgstabRecord {
+                rho,
+                rv,
+                ss: ss_omega.as_ref().map(|(ss, _)| ss.clone()),
+                omega: ss_omega.map(|(_, omega)| omega),
+                rr,
+            });
+        }
+        b.collected = last;
+        b.grow();
+        Ok(match frozen_here {
+            true => Collected::Frozen,
+            false => Collected::Running,
+        })
+    }
+}
+
+impl BicgstabSteps for CudaBackend {
+    type BicgstabState<P: Precision> = CudaBicgstabState<P>;
+
+    fn bicgstab_start<P: Precision>(
+        &self,
+        n: usize,
+        rho0: &P,
+        threshold: Threshold,
+        identity: bool,
+    ) -> Result<CudaBicgstabState<P>> {
+        Ok(if is::<P, f64>() {
+            let d = self.device_bicgstab::<P, f64>(n, rho0, threshold, identity)?;
+            CudaBicgstabState::Device(Box::new(d))
+        } else if is::<P, Dd>() {
+            let d = self.device_bicgstab::<P, Dd>(n, rho0, threshold, identity)?;
+            CudaBicgstabState::Device(Box::new(d))
+        } else {
+            CudaBicgstabState::Host(HostBicgstab::start(self, rho0, threshold)?)
+        })
+    }
+
+    fn bicgstab_batch<P: Precision>(&self, state: &CudaBicgstabState<P>) -> usize {
+        match state {
+            CudaBicgstabState::Host(_) => 1,
+            CudaBicgstabState::Device(d) => d.batches.batch,
+        }
+    }
+
+    fn bicgstab_run<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &CudaMatrix,
+        precond: &M,
+        v: &mut BicgstabVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        state: &mut CudaBicgstabState<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        match state {
+            CudaBicgstabState::Host(h) => h.run(self, a, precond, v, x, iterations),
+            CudaBicgstabState::Device(d) => {
+                // (the batches are set aside while the steps borrow the rest of the state)
+                let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
+                let graphable = d.identity;
+                let ran = self.run_batch(&mut batches, iterations, graphable, || {
+                    self.device_bicgstab_iterate(a, precond, v, x, d)
+                });
+                d.batches = batches;
+                ran
+            }
+        }
+    }
+
+    fn bicgstab_collect<P: Precision>(
+        &self,
+        state: &mut CudaBicgstabState<P>,
+        out: &mut Vec<BicgstabRecord<P>>,
+    ) -> Result<Collected> {
+        match state {
+            CudaBicgstabState::Host(h) => Ok(h.collect(out)),
+            CudaBicgstabState::Device(d) if is::<P, f64>() => {
+                self.device_bicgstab_collect::<P, f64>(d, out)
+            }
+            CudaBicgstabState::Device(d) => self.device_bicgstab_collect::<P, Dd>(d, out),
+        }
+    }
+}
