@@ -419,18 +419,23 @@ fn run_solve(
     let x0 = read_vector_arg(&args.x0, limits, rows)?;
     let problem = Problem::new(a, b, x0).with_context(|| args.matrix.clone())?;
     // Resolve once up front, for every precision of the list: a missing GPU, or a precision the
-    // GPU lacks (qd), is reported before any work, and auto logs its choice for this matrix.
+    // GPU lacks (qd), is reported before any work, and auto says its choice for this matrix.
     let ilu = config.precond != precsolve::precond::PrecondKind::None;
     let precisions = config.precision.precisions();
-    config.backend =
-        match config
+    let (resolved, why) =
+        config
             .backend
-            .resolve_for_problem(&problem.a, config.method, ilu, &precisions)?
-        {
-            precsolve::solver::dispatch::ResolvedBackend::Cpu => BackendChoice::Cpu,
-            #[cfg(feature = "cuda")]
-            precsolve::solver::dispatch::ResolvedBackend::Cuda => BackendChoice::Cuda,
-        };
+            .resolve_for_problem(&problem.a, config.method, ilu, &precisions)?;
+    if let Some(why) = why
+        && !config.quiet
+    {
+        eprintln!("{why}");
+    }
+    config.backend = match resolved {
+        precsolve::solver::dispatch::ResolvedBackend::Cpu => BackendChoice::Cpu,
+        #[cfg(feature = "cuda")]
+        precsolve::solver::dispatch::ResolvedBackend::Cuda => BackendChoice::Cuda,
+    };
 
     // Factored once, shared by every precision's solve.
     let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)

@@ -7,7 +7,8 @@ Each matrix is solved with the method `auto` picks, in f64 and dd, for a fixed n
 iterations (`--tol 1e-300`), REPS times alternating 1 and 2 threads; the table gives the
 fastest of the REPS runs of each (the least disturbed by the rest of the machine), their ratio,
 and whether the bits (iterations and residuals) were the same. Solves that stop in fewer than
-MIN_TIMED iterations (a breakdown) are listed but too short to judge. Last, issue #27's two
+MIN_TIMED iterations (a breakdown) are listed but too short to judge. A solve 2 threads ran
+more than 5% slower is timed again with RETIME runs before it counts. Last, issue #27's two
 targets: bcsstk16 f64 CG and fs_183_4 dd BiCGStab, median of 11 alternated runs.
 """
 import json
@@ -21,6 +22,7 @@ reps = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 MAX_ITER = 2000
 MIN_TIMED = 100
 NOISE = 1.05
+RETIME = 15
 
 
 def solve(matrix, precision, threads):
@@ -62,12 +64,30 @@ def main():
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]:.1f} | {r[5]:.2f} | {r[6]} |")
     timed = [r for r in rows if r[2] >= MIN_TIMED]
-    slower = [f"{r[0]} {r[1]}" for r in timed if r[5] > NOISE]
+    flagged = [r for r in timed if r[5] > NOISE]
+    # A flagged solve is timed again, RETIME alternated runs each: on a shared machine five
+    # runs of a sub-millisecond solve are often not enough to see past the noise.
+    slower = []
+    if flagged:
+        print()
+        print(f"Timed again, {RETIME} alternated runs each (fastest):")
+        print()
+        print("| matrix | precision | 1 thread (us/it) | 2 threads (us/it) | 2/1 |")
+        print("|---|---|---:|---:|---:|")
+    for r in flagged:
+        times = {1: [], 2: []}
+        for _ in range(RETIME):
+            for threads in (1, 2):
+                times[threads].append(solve(folder / f"{r[0]}.mtx", r[1], threads)["time_per_iteration"])
+        t1, t2 = min(times[1]), min(times[2])
+        print(f"| {r[0]} | {r[1]} | {t1 * 1e6:.1f} | {t2 * 1e6:.1f} | {t2 / t1:.2f} |")
+        if t2 / t1 > NOISE:
+            slower.append(f"{r[0]} {r[1]}")
     print()
     print(f"{len(rows)} solves, {len(timed)} of at least {MIN_TIMED} iterations; of those, 2 "
-          f"threads slower than 1 by more than {NOISE - 1:.0%} in {len(slower)} "
-          f"({', '.join(slower) or 'none'}); "
-          f"worst {worst[1]} at {worst[0]:.2f}; different bits in "
+          f"threads slower than 1 by more than {NOISE - 1:.0%} in {len(slower)} after "
+          f"{len(flagged)} were timed again ({', '.join(slower) or 'none'}); "
+          f"worst in the first pass {worst[1]} at {worst[0]:.2f}; different bits in "
           f"{sum(r[6] != 'yes' for r in rows)}.")
 
 

@@ -280,17 +280,17 @@ impl BackendChoice {
 
     /// [`resolve_for`](BackendChoice::resolve_for) for solves of `a`; `Auto` with a usable GPU
     /// then takes the backend the cost model ([`CostModel`]) estimates faster for all of
-    /// `precisions` together, and one log line says which and why.
+    /// `precisions` together, and returns the line that says which and why.
     pub fn resolve_for_problem(
         self,
         a: &CsrMatrix,
         method: Method,
         ilu: bool,
         precisions: &[WorkingPrecision],
-    ) -> Result<ResolvedBackend> {
+    ) -> Result<(ResolvedBackend, Option<String>)> {
         let resolved = self.resolve_for(precisions)?;
         if self != BackendChoice::Auto || resolved == ResolvedBackend::Cpu {
-            return Ok(resolved);
+            return Ok((resolved, None));
         }
         let method = method.resolve(a);
         let workloads: Vec<Workload> = precisions
@@ -305,8 +305,7 @@ impl BackendChoice {
             .collect();
         let model = CostModel::measured(rayon::current_num_threads());
         let (gpu, why) = model.prefers_gpu(&workloads);
-        log::info!("{why}");
-        Ok(if gpu { resolved } else { ResolvedBackend::Cpu })
+        Ok((if gpu { resolved } else { ResolvedBackend::Cpu }, Some(why)))
     }
 
     /// Pick the backend: `Auto` falls back to the CPU with one log line saying why.
@@ -429,7 +428,12 @@ pub fn solve(
         ..recipe
     };
     let ilu = matches!(recipe.precond, Preconditioning::Ilu0(_));
-    match backend.resolve_for_problem(&problem.a, recipe.method, ilu, &[recipe.precision])? {
+    let (resolved, why) =
+        backend.resolve_for_problem(&problem.a, recipe.method, ilu, &[recipe.precision])?;
+    if let Some(why) = why {
+        log::info!("{why}");
+    }
+    match resolved {
         ResolvedBackend::Cpu => {
             with_precision(&CpuBackend::new(), problem, recipe, params, monitor)
         }
