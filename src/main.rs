@@ -2,6 +2,8 @@
 //! overrides the built-in defaults; then validate, run, report.
 
 mod cli_batch;
+#[cfg(feature = "cuda")]
+mod cli_suite;
 
 mod cli_args;
 
@@ -69,8 +71,13 @@ enum Command {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Matrix Market file or generated matrix (e.g. poisson3d:200).
+    /// Matrix Market file or generated matrix (e.g. poisson3d:200); with --suite, a folder.
     matrix: String,
+    /// Time whole iterations of every matrix in the folder MATRIX on the GPU and on the CPU (all
+    /// cores) in f64 and dd, with CuPy's where CuPy is present, and what --backend auto picks:
+    /// a table, and with --json one object per matrix and precision.
+    #[arg(long)]
+    suite: bool,
     /// Timed runs per kernel (the median is reported).
     #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = positive_count_arg)]
     reps: usize,
@@ -262,6 +269,22 @@ fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
         }
         other => other,
     })?;
+    if args.suite {
+        precsolve::backend::cpu::use_threads(0).context("setting up the thread pool")?;
+        let card = gpu.device_description();
+        let rows = cli_suite::run(
+            Path::new(&args.matrix),
+            args.iterations,
+            args.precond,
+            &card,
+            limits,
+        )?;
+        print!("{}", cli_suite::table(&rows));
+        if let Some(out) = json_out {
+            out.commit(serde_json::to_string_pretty(&rows)?.as_bytes())?;
+        }
+        return Ok(0);
+    }
     let a = Arc::new(load_matrix_with(&args.matrix, limits)?);
     let report = match args.precond {
         PrecondKind::None => precsolve::backend::cuda::bench::run(
