@@ -30,6 +30,10 @@ pub struct SuiteRow {
     pub cupy_time_per_iteration: Option<f64>,
     /// Iterations timed (fewer than asked where a solve stopped early).
     pub iterations: usize,
+    /// What the cost model of `--backend auto` weighs beside rows and nonzeros: the longest
+    /// row, and ILU(0)'s levels (both triangles).
+    pub max_row: usize,
+    pub ilu_levels: Option<usize>,
     /// What `--backend auto` picks for it.
     pub auto: &'static str,
     pub card: String,
@@ -108,9 +112,8 @@ pub fn run(
                 precision,
                 precond: &prepared,
             };
-            let ilu = precond == PrecondKind::Ilu0;
             let (auto, _) =
-                BackendChoice::Auto.resolve_for_problem(&a, method, ilu, &[precision])?;
+                BackendChoice::Auto.resolve_for_problem(&a, method, &prepared, &[precision])?;
             let (gpu, g_it) = time_per_iteration(&problem, BackendChoice::Cuda, recipe, &params);
             let (cpu, c_it) = time_per_iteration(&problem, BackendChoice::Cpu, recipe, &params);
             if precision == WorkingPrecision::F64 && precond == PrecondKind::None {
@@ -130,6 +133,8 @@ pub fn run(
                 cpu_time_per_iteration: cpu,
                 cupy_time_per_iteration: None,
                 iterations: g_it.max(c_it),
+                max_row: a.nnz_per_row_max(),
+                ilu_levels: prepared.ilu_levels(),
                 auto: match auto {
                     ResolvedBackend::Cpu => "cpu",
                     #[cfg(feature = "cuda")]

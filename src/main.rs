@@ -441,14 +441,17 @@ fn run_solve(
     let b = read_vector_arg(&args.rhs, limits, rows)?;
     let x0 = read_vector_arg(&args.x0, limits, rows)?;
     let problem = Problem::new(a, b, x0).with_context(|| args.matrix.clone())?;
-    // Resolve once up front, for every precision of the list: a missing GPU, or a precision the
-    // GPU lacks (qd), is reported before any work, and auto says its choice for this matrix.
-    let ilu = config.precond != precsolve::precond::PrecondKind::None;
+    // Resolve once, for every precision of the list: a missing GPU, or a precision the GPU lacks
+    // (qd), is reported before any solve, and auto says its choice for this matrix (after the
+    // factorization, whose levels it weighs: ILU(0) is factored once, shared by every solve).
+    config.backend.resolve_for(&config.precision.precisions())?;
+    let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)
+        .with_context(|| args.matrix.clone())?;
     let precisions = config.precision.precisions();
     let (resolved, why) =
         config
             .backend
-            .resolve_for_problem(&problem.a, config.method, ilu, &precisions)?;
+            .resolve_for_problem(&problem.a, config.method, &precond, &precisions)?;
     if let Some(why) = why
         && !config.quiet
     {
@@ -459,10 +462,6 @@ fn run_solve(
         #[cfg(feature = "cuda")]
         precsolve::solver::dispatch::ResolvedBackend::Cuda => BackendChoice::Cuda,
     };
-
-    // Factored once, shared by every precision's solve.
-    let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)
-        .with_context(|| args.matrix.clone())?;
     let mut infos = Vec::new();
     let mut last_x = None;
     for precision in config.precision.precisions() {

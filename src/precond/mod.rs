@@ -152,6 +152,14 @@ pub enum Preconditioning {
 }
 
 impl Preconditioning {
+    /// With ILU(0): the levels of its two triangular solves together.
+    pub fn ilu_levels(&self) -> Option<usize> {
+        match self {
+            Preconditioning::None => None,
+            Preconditioning::Ilu0(f) => Some(f.lower_levels().count() + f.upper_levels().count()),
+        }
+    }
+
     /// Build `kind` for `a`; `ilu_shift` is ILU(0)'s optional diagonal shift.
     pub fn prepare(kind: PrecondKind, a: &CsrMatrix, ilu_shift: Option<f64>) -> Result<Self> {
         match kind {

@@ -285,7 +285,7 @@ impl BackendChoice {
         self,
         a: &CsrMatrix,
         method: Method,
-        ilu: bool,
+        precond: &Preconditioning,
         precisions: &[WorkingPrecision],
     ) -> Result<(ResolvedBackend, Option<String>)> {
         let resolved = self.resolve_for(precisions)?;
@@ -300,7 +300,8 @@ impl BackendChoice {
                 nnz: a.nnz(),
                 precision,
                 method,
-                ilu,
+                max_row: a.nnz_per_row_max(),
+                ilu_levels: precond.ilu_levels(),
             })
             .collect();
         let model = CostModel::measured(rayon::current_num_threads());
@@ -427,9 +428,12 @@ pub fn solve(
         method: recipe.method.resolve(&problem.a),
         ..recipe
     };
-    let ilu = matches!(recipe.precond, Preconditioning::Ilu0(_));
-    let (resolved, why) =
-        backend.resolve_for_problem(&problem.a, recipe.method, ilu, &[recipe.precision])?;
+    let (resolved, why) = backend.resolve_for_problem(
+        &problem.a,
+        recipe.method,
+        recipe.precond,
+        &[recipe.precision],
+    )?;
     if let Some(why) = why {
         log::info!("{why}");
     }

@@ -1,0 +1,91 @@
+//! `--backend auto`'s cost model against the measurements it was fitted to: the shared
+//! matrices' suite on a lent H200 and its 16-core host (`solver bench --suite`, committed as
+//! `benches/results/gpu-suite.json` and `gpu-suite-ilu0.json`). For every solve of enough
+//! iterations to time, the backend the model picks must be within 10% of the faster one
+//! measured, bar the one near-tie the fit leaves (listed when it fails).
+
+use precsolve::precond::ilu0::Ilu0Factors;
+use precsolve::solver::cost::{CostModel, Workload};
+use precsolve::solver::dispatch::{Method, WorkingPrecision};
+use std::collections::HashMap;
+
+const SUITES: [(&str, &str, usize); 2] = [
+    (
+        "none",
+        include_str!("../benches/results/gpu-suite.json"),
+        100,
+    ),
+    (
+        "ilu0",
+        include_str!("../benches/results/gpu-suite-ilu0.json"),
+        50,
+    ),
+];
+
+#[test]
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs the team's ../shared/matrices (the suite's matrices)"
+)]
+fn auto_picks_the_faster_backend_of_the_h200_suite() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/matrices");
+    let mut features: HashMap<String, (usize, usize)> = HashMap::new();
+    let (mut judged, mut misses) = (0, Vec::new());
+    for (precond, json, min_iterations) in SUITES {
+        let rows: Vec<serde_json::Value> = serde_json::from_str(json).expect("the suite's JSON");
+        for row in rows {
+            let (Some(gpu), Some(cpu)) = (
+                row["gpu_time_per_iteration"].as_f64(),
+                row["cpu_time_per_iteration"].as_f64(),
+            ) else {
+                continue;
+            };
+            if (row["iterations"].as_u64().unwrap_or(0) as usize) < min_iterations {
+                continue;
+            }
+            let name = row["matrix"].as_str().expect("matrix").to_string();
+            let (max_row, levels) = *features.entry(name.clone()).or_insert_with(|| {
+                let a =
+                    precsolve::load_matrix(&format!("{dir}/{name}.mtx")).expect("a shared matrix");
+                let levels = Ilu0Factors::new(&a, None)
+                    .map(|f| f.lower_levels().count() + f.upper_levels().count())
+                    .unwrap_or(0);
+                (a.nnz_per_row_max(), levels)
+            });
+            let workload = Workload {
+                rows: row["rows"].as_u64().expect("rows") as usize,
+                nnz: row["nnz"].as_u64().expect("nnz") as usize,
+                precision: match row["precision"].as_str() {
+                    Some("f64") => WorkingPrecision::F64,
+                    _ => WorkingPrecision::Dd,
+                },
+                method: match row["method"].as_str() {
+                    Some("cg") => Method::Cg,
+                    _ => Method::Bicgstab,
+                },
+                max_row,
+                ilu_levels: (precond == "ilu0").then_some(levels),
+            };
+            let threads = row["cpu_threads"].as_u64().expect("cpu_threads") as usize;
+            let (picks_gpu, why) = CostModel::measured(threads).prefers_gpu(&[workload]);
+            let picked = if picks_gpu { gpu } else { cpu };
+            judged += 1;
+            if picked > 1.10 * gpu.min(cpu) {
+                misses.push(format!(
+                    "{name} {} {} {precond}: GPU {:.1} us, CPU {:.1} us; {why}",
+                    row["precision"],
+                    row["method"],
+                    gpu * 1e6,
+                    cpu * 1e6
+                ));
+            }
+        }
+    }
+    assert!(judged > 250, "only {judged} solves judged");
+    assert!(
+        misses.len() <= 1,
+        "{} of {judged} picks more than 10% slower:\n{}",
+        misses.len(),
+        misses.join("\n")
+    );
+}
