@@ -292,7 +292,7 @@ mod tests {
             // fewer CPU threads: a large matrix takes the CPU longer; a small one (no fork-joins)
             // does not
             let large = work(8_000_000, 7, WorkingPrecision::F64, method);
-            assert!(few.cpu_iteration(&large) > 2.0 * many.cpu_iteration(&large));
+            assert!(few.cpu_iteration(&large) > 1.5 * many.cpu_iteration(&large));
             let small = work(500, 7, WorkingPrecision::F64, method);
             assert_eq!(few.cpu_iteration(&small), many.cpu_iteration(&small));
             // double-double costs the CPU more than the GPU: the GPU wins sooner
