@@ -4,7 +4,7 @@
 use super::cg::Threshold;
 use super::params::{HistoryPoint, Params, SolveInfo, SolveTimes, StopReason};
 use crate::backend::Backend;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision};
 use std::time::{Duration, Instant};
 
@@ -292,4 +292,36 @@ impl<'a, B: Backend> Tracker<'a, B> {
 /// A scalar that must be finite before the loop uses it as a divisor or coefficient.
 pub(crate) fn finite_or<P: Precision>(value: &P, what: &str) -> Option<StopReason> {
     (!value.is_finite()).then(|| StopReason::NonFinite { what: what.into() })
+}
+
+/// Iterations to run before the next read: the steps' batch `proposed`, ended at `max_iter` and
+/// where the tracker reads `x` (a periodic true residual), `k` iterations done.
+pub(crate) fn next_batch(proposed: usize, k: usize, params: &Params) -> usize {
+    let batch = proposed.clamp(1, params.max_iter - k);
+    match params.true_residual_every {
+        0 => batch,
+        every => batch.min(every - k % every),
+    }
+}
+
+/// `rho` (CG's `<r, z>`, BiCGStab's `<r~, r>`) that ends the solve before the direction update.
+pub(crate) fn rho_stop<P: Precision>(rho: &P) -> Option<StopReason> {
+    match finite_or(rho, "rho") {
+        Some(stop) => Some(stop),
+        None if *rho == P::zero() => Some(StopReason::Breakdown {
+            what: "rho = 0".into(),
+        }),
+        None => None,
+    }
+}
+
+/// The steps and the loop of `method` disagree about iteration `k`: the steps' tests are not
+/// the loop's.
+pub(crate) fn disagree(method: &str, backend: &'static str, k: usize, what: &str) -> Error {
+    Error::Backend {
+        backend,
+        message: format!(
+            "{method}, iteration {k}: {what}: the steps' tests and the loop's disagree"
+        ),
+    }
 }

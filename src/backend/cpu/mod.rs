@@ -217,13 +217,7 @@ impl Backend for CpuBackend {
         beta: &P,
         y: &mut CpuVector<P>,
     ) -> Result<()> {
-        same_lengths(&[x.len(), y.len()], "xpay");
-        let work = work::<P>(y.len());
-        let pieces: Vec<_> = write::<P>(y)
-            .into_iter()
-            .zip(x.0.chunks(VECTOR_CHUNK))
-            .collect();
-        tasks::for_each(pieces, work, |_, (y, x)| {
+        wide_update(x, y, "xpay", |x, y| {
             kernels::xpay_chunk_wide::<P>(x, beta, y)
         });
         Ok(())
@@ -248,13 +242,7 @@ impl Backend for CpuBackend {
         x: &CpuVector<f64>,
         y: &mut CpuVector<P>,
     ) -> Result<()> {
-        same_lengths(&[x.len(), y.len()], "axpy");
-        let work = work::<P>(y.len());
-        let pieces: Vec<_> = write::<P>(y)
-            .into_iter()
-            .zip(x.0.chunks(VECTOR_CHUNK))
-            .collect();
-        tasks::for_each(pieces, work, |_, (y, x)| {
+        wide_update(x, y, "axpy", |x, y| {
             kernels::axpy_chunk_wide::<P>(alpha, x, y)
         });
         Ok(())
@@ -421,6 +409,23 @@ fn read<P: Precision>(x: &CpuVector<P>) -> Vec<SliceOf<'_, P>> {
 }
 
 /// `y` in pieces of `VECTOR_CHUNK` elements for the thread pool.
+/// `update(x piece, y piece)` over `y`'s pieces with a double vector `x` read beside them, on
+/// the pool where the work is worth it (`what` names the operation in a length mismatch).
+fn wide_update<P: Precision>(
+    x: &CpuVector<f64>,
+    y: &mut CpuVector<P>,
+    what: &str,
+    update: impl Fn(&[f64], SliceMutOf<'_, P>) + Sync + Send,
+) {
+    same_lengths(&[x.len(), y.len()], what);
+    let work = work::<P>(y.len());
+    let pieces: Vec<_> = write::<P>(y)
+        .into_iter()
+        .zip(x.0.chunks(VECTOR_CHUNK))
+        .collect();
+    tasks::for_each(pieces, work, |_, (y, x)| update(x, y));
+}
+
 fn write<P: Precision>(y: &mut CpuVector<P>) -> Vec<SliceMutOf<'_, P>> {
     y.slice_mut().chunks_mut(VECTOR_CHUNK)
 }

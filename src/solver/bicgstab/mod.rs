@@ -7,9 +7,9 @@ mod steps;
 pub use steps::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted};
 
 use super::cg::Collected;
-use super::monitor::{Monitor, Tracker, finite_or};
+use super::monitor::{Monitor, Tracker, disagree, finite_or, next_batch, rho_stop};
 use super::params::{Params, SolveInfo, StopReason};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
 
@@ -65,29 +65,18 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
     let mut records = Vec::new();
     let mut k = 0;
     while k < params.max_iter {
-        // a batch ends where the tracker reads x (a periodic true residual) and at max_iter
-        let mut batch = backend.bicgstab_batch(&state).clamp(1, params.max_iter - k);
-        if params.true_residual_every > 0 {
-            batch = batch.min(params.true_residual_every - k % params.true_residual_every);
-        }
+        let batch = next_batch(backend.bicgstab_batch(&state), k, params);
         backend.bicgstab_run(a, precond, &mut v, x, &mut state, batch)?;
         let last = k + batch;
         let collected = backend.bicgstab_collect(&mut state, &mut records)?;
         for record in records.drain(..) {
             k += 1;
-            let stop = match finite_or(&record.rho, "rho") {
-                Some(stop) => Some(stop),
-                None if record.rho == P::zero() => Some(StopReason::Breakdown {
-                    what: "rho = 0".into(),
-                }),
-                None => None,
-            };
-            if let Some(stop) = stop {
+            if let Some(stop) = rho_stop(&record.rho) {
                 return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
             let rv = record
                 .rv
-                .ok_or_else(|| disagree(backend.name(), k, "no <r~, v>"))?;
+                .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r~, v>"))?;
             if let Some(stop) = finite_or(&rv, "<r~, v>") {
                 return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
@@ -99,7 +88,7 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
             }
             let ss = record
                 .ss
-                .ok_or_else(|| disagree(backend.name(), k, "no <s, s>"))?;
+                .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <s, s>"))?;
             let s_norm = ss.sqrt();
             if let Some(stop) = tracker.check_half_step_in_batch(k, &s_norm, k == last)? {
                 // Converged on the half step: x got x + alpha p^ only. (Stopped for another
@@ -108,13 +97,13 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
             }
             let omega = record
                 .omega
-                .ok_or_else(|| disagree(backend.name(), k, "no omega"))?;
+                .ok_or_else(|| disagree(METHOD, backend.name(), k, "no omega"))?;
             if let Some(stop) = finite_or(&omega, "omega") {
                 return tracker.finish(METHOD, k - 1, stop, s_norm.to_f64(), x);
             }
             let rr = record
                 .rr
-                .ok_or_else(|| disagree(backend.name(), k, "no <r, r>"))?;
+                .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r, r>"))?;
             r_norm = rr.sqrt();
             if let Some(stop) = tracker.check_in_batch(k, &r_norm, Some(&*x), k == last)? {
                 return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
@@ -128,6 +117,7 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         }
         if collected == Collected::Frozen || k != last {
             return Err(disagree(
+                METHOD,
                 backend.name(),
                 k,
                 "the steps stopped where the loop goes on",
@@ -141,14 +131,4 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         r_norm.to_f64(),
         x,
     )
-}
-
-/// The steps and the loop disagree about iteration `k`: the steps' tests are not the loop's.
-fn disagree(backend: &'static str, k: usize, what: &str) -> Error {
-    Error::Backend {
-        backend,
-        message: format!(
-            "bicgstab, iteration {k}: {what}: the steps' tests and the loop's disagree"
-        ),
-    }
 }

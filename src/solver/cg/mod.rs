@@ -8,9 +8,9 @@ pub use steps::{
     CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, pq_accepted, rho_stops,
 };
 
-use super::monitor::{Monitor, Tracker, finite_or};
+use super::monitor::{Monitor, Tracker, disagree, finite_or, next_batch, rho_stop};
 use super::params::{Params, SolveInfo, StopReason};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
 
@@ -64,30 +64,19 @@ pub fn cg<B: CgSteps, P: Precision, M: Preconditioner<B>>(
     let mut records = Vec::new();
     let mut k = 0;
     while k < params.max_iter {
-        // a batch ends where the tracker reads x (a periodic true residual) and at max_iter
-        let mut batch = backend.cg_batch(&state).clamp(1, params.max_iter - k);
-        if params.true_residual_every > 0 {
-            batch = batch.min(params.true_residual_every - k % params.true_residual_every);
-        }
+        let batch = next_batch(backend.cg_batch(&state), k, params);
         backend.cg_run(a, precond, &mut v, x, &mut state, batch)?;
         let last = k + batch;
         let collected = backend.cg_collect(&mut state, &mut records)?;
         for record in records.drain(..) {
             k += 1;
-            let stop = match finite_or(&record.rho, "rho") {
-                Some(stop) => Some(stop),
-                None if record.rho == P::zero() => Some(StopReason::Breakdown {
-                    what: "rho = 0".into(),
-                }),
-                None => None,
-            };
-            if let Some(stop) = stop {
+            if let Some(stop) = rho_stop(&record.rho) {
                 backend.cg_settle(&mut state, &v, x)?;
                 return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
             let pq = record
                 .pq
-                .ok_or_else(|| disagree(backend.name(), k, "no <p, Ap>"))?;
+                .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <p, Ap>"))?;
             if let Some(stop) = finite_or(&pq, "<p, Ap>") {
                 return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
@@ -96,7 +85,7 @@ pub fn cg<B: CgSteps, P: Precision, M: Preconditioner<B>>(
             }
             let rr = record
                 .rr
-                .ok_or_else(|| disagree(backend.name(), k, "no <r, r>"))?;
+                .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r, r>"))?;
             r_norm = rr.sqrt();
             if tracker.wants_x(k) {
                 backend.cg_settle(&mut state, &v, x)?;
@@ -108,6 +97,7 @@ pub fn cg<B: CgSteps, P: Precision, M: Preconditioner<B>>(
         }
         if collected == Collected::Frozen || k != last {
             return Err(disagree(
+                METHOD,
                 backend.name(),
                 k,
                 "the steps stopped where the loop goes on",
@@ -122,12 +112,4 @@ pub fn cg<B: CgSteps, P: Precision, M: Preconditioner<B>>(
         r_norm.to_f64(),
         x,
     )
-}
-
-/// The steps and the loop disagree about iteration `k`: the steps' tests are not the loop's.
-fn disagree(backend: &'static str, k: usize, what: &str) -> Error {
-    Error::Backend {
-        backend,
-        message: format!("cg, iteration {k}: {what}: the steps' tests and the loop's disagree"),
-    }
 }
