@@ -267,6 +267,9 @@ extern "C" __global__ void bicg_r_dd(long long n, const double2* __restrict__ bl
 //   one block of TILE_FINAL_THREADS: <r~, v> from its tile partials; alpha, or the stop
 // bgs_alpha_{p}(int m, const T* partial, bicg_state* s, bicg_record* rec, int cap)
 //   the same from chunk partials (one block of DOT_THREADS; preconditioned: p^ in double)
+// bgs_omega_tiles_{p}(int m, const T* tt_tiles, const T* ts_tiles, bicg_state* s,
+//                     double denominator, double tol)    one block of TILE_FINAL_THREADS
+//   <t, t>, <t, s> from their tile partials, then omega and the half-step flag (bicg_decide's)
 // bgs_close_{p}(int m, const T* rr_partial, const T* rho_partial, bicg_state* s,
 //               bicg_record* rec, int cap, double denominator, double tol)     one block
 //   the half-step test, omega's, <r, r> and the next rho; the stopping tests; beta
@@ -354,6 +357,29 @@ __device__ __forceinline__ void bgs_close(int m, const typename O::T* __restrict
     if (!O::finite(rho_next) || O::is_zero(rho_next)) bgs_freeze<O>(s, k + 1);
 }
 
+// <t, t> and <t, s> from the tile partials of t = A s, then bicg_decide_{p}'s omega and
+// half-step flag: one launch where there were three (bicgstab without a preconditioner).
+template <class O>
+__device__ __forceinline__ void bgs_omega(int m, const typename O::T* __restrict__ tt_tiles,
+                                          const typename O::T* __restrict__ ts_tiles,
+                                          bicg_state<typename O::T>* s, double denominator,
+                                          double tol) {
+    typedef typename O::V V;
+    const V tt = O::tiles_final(m, tt_tiles);
+    __syncthreads();
+    const V ts = O::tiles_final(m, ts_tiles);
+    if (threadIdx.x != 0) return;
+    O::store(&s->tt, 0, tt);
+    O::store(&s->ts, 0, ts);
+    if (O::to_f64(O::load(&s->accepted, 0)) == 0.0) return;
+    // As the host's tracker: ||s|| = sqrt(<s, s>), rounded to double, over the denominator.
+    const bool half = __ddiv_rn(O::norm(O::load(&s->ss, 0)), denominator) <= tol;
+    const V omega = O::div(ts, tt);
+    O::store(&s->half, 0, O::of(half ? 1.0 : 0.0));
+    O::store(&s->omega, 0, omega);
+    O::store(&s->omega_ok, 0, O::of(O::finite(omega) ? 1.0 : 0.0));
+}
+
 #define BICGSTAB_STEPS(P, O)                                                                    \
     extern "C" __global__ void bgs_direction_##P(long long n, const bicg_state<O::T>* s,        \
                                                  const O::T* __restrict__ r,                    \
@@ -380,6 +406,11 @@ __device__ __forceinline__ void bgs_close(int m, const typename O::T* __restrict
         if (s->frozen) return;                                                                  \
         const O::V rv = O::chunks_final(m, partial);                                            \
         if (threadIdx.x == 0) bgs_alpha_of<O>(rv, s, rec, cap);                                 \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                            \
+        bgs_omega_tiles_##P(int m, const O::T* tt_tiles, const O::T* ts_tiles,                  \
+                            bicg_state<O::T>* s, double denominator, double tol) {              \
+        bgs_omega<O>(m, tt_tiles, ts_tiles, s, denominator, tol);                               \
     }                                                                                           \
     extern "C" __global__ void bgs_close_##P(int m, const O::T* rr_partial,                     \
                                              const O::T* rho_partial, bicg_state<O::T>* s,      \

@@ -3,9 +3,9 @@
 //! host enqueues iterations without waiting and reads their records back many at a time. Double
 //! and double-double have these steps; td and qd run the portable ones ([`HostBicgstab`]).
 //!
-//! An iteration without a preconditioner is eleven launches: the direction update; `v = A p`
+//! An iteration without a preconditioner is nine launches: the direction update; `v = A p`
 //! with `<r~, v>`'s tiles; alpha; `s` with `<s, s>`'s partials and their sum; `t = A s` with
-//! `<t, t>`'s and `<t, s>`'s tiles and their sums; omega and the half-step flag; the `x` update;
+//! `<t, t>`'s and `<t, s>`'s tiles; their sums, omega and the half-step flag; the `x` update;
 //! the `r` update with `<r, r>`'s and the next rho's partials; the close (the stopping tests).
 
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, words_of};
@@ -214,7 +214,8 @@ impl CudaBackend {
             unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
         }
         self.final_stage_into::<P>(ss_p, blocks, &mut d.words, SLOT_SS)?;
-        // s^ <- M^-1 s ; t <- A s^ with <t, t> and <t, s>
+        // s^ <- M^-1 s ; t <- A s^ with <t, t> and <t, s> ; omega and the half-step flag
+        let (den, tol) = (d.threshold.denominator, d.threshold.tol);
         match v.s_hat.as_mut() {
             Some(sh) => {
                 precond.apply_double(self, &v.s, sh)?;
@@ -227,6 +228,12 @@ impl CudaBackend {
                 unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
                 self.launch_final(FinalStage::Dot, tt_p, blocks, &mut d.words, SLOT_TT)?;
                 self.launch_final(FinalStage::Dot, ts_p, blocks, &mut d.words, SLOT_TS)?;
+                let (f, name) = self.kernel::<P>("bicg_decide")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.vec(&d.words).arg(&den).arg(&tol);
+                // SAFETY: bicg_decide_{p}(T* block, double denominator, double tol), one thread.
+                unsafe { args.launch(LaunchConfig::for_num_elems(1)) }
+                    .map_err(driver_error(&name))?;
             }
             None => {
                 let dots = TiledDots::SelfAnd(&v.s);
@@ -238,26 +245,20 @@ impl CudaBackend {
                     true,
                     &d.tiles_t,
                 )?;
-                let tiles = d.tiles_t.tiles;
+                let tiles = d.tiles_t.tiles as i32;
                 let second = d.tiles_t.second.as_ref().expect("<t, s> tiles");
-                self.launch_final(
-                    FinalStage::Tiles,
-                    &d.tiles_t.first,
-                    tiles,
-                    &mut d.words,
-                    SLOT_TT,
-                )?;
-                self.launch_final(FinalStage::Tiles, second, tiles, &mut d.words, SLOT_TS)?;
+                let (f, name) = self.kernel::<P>("bgs_omega_tiles")?;
+                let mut args = self.stream.launch_builder(&f);
+                args.arg(&tiles)
+                    .vec(&d.tiles_t.first)
+                    .vec(second)
+                    .arg(&state);
+                args.arg(&den).arg(&tol);
+                // SAFETY: bgs_omega_tiles_{p}(int m, const T* tt_tiles, const T* ts_tiles,
+                // bicg_state* s, double denominator, double tol), one block of
+                // TILE_FINAL_THREADS.
+                unsafe { args.launch(Self::tile_final()) }.map_err(driver_error(&name))?;
             }
-        }
-        // omega ; the half-step flag
-        {
-            let (f, name) = self.kernel::<P>("bicg_decide")?;
-            let (den, tol) = (d.threshold.denominator, d.threshold.tol);
-            let mut args = self.stream.launch_builder(&f);
-            args.vec(&d.words).arg(&den).arg(&tol);
-            // SAFETY: bicg_decide_{p}(T* block, double denominator, double tol), one thread.
-            unsafe { args.launch(LaunchConfig::for_num_elems(1)) }.map_err(driver_error(&name))?;
         }
         // x <- x + alpha p^ (+ omega s^)
         match (v.p_hat.as_ref(), v.s_hat.as_ref()) {
