@@ -1,7 +1,0 @@
-#!/usr/bin/env bash
-# Final build (CPU SpMV prefetch; GPU kernels as 0c0d22f): GPU-vs-CPU checks, then the plain bench.
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-cd "$(dirname "$0")"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-PRECSOLVE_MATRICES=$PWD/matrices timeout 300 ./gpu-test spmv_and_residual wide_reads cg_step whole_solves preconditioned 2>&1 | tee $OUT/gpu-test.txt | grep -E "^test |passed|failed|differ"
-timeout 100 ./solver bench poisson3d:200 > $OUT/bench.txt 2>&1; grep -E "^spmv  |cg iteration  |bicgstab iteration  |dd/f64" $OUT/bench.txt
