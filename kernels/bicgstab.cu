@@ -289,12 +289,6 @@ struct bicg_record {
 };
 
 template <class O>
-__device__ __forceinline__ void bgs_freeze(bicg_state<typename O::T>* s, int k) {
-    s->frozen = k;
-    O::store(&s->accepted, 0, O::of(0.0));
-}
-
-template <class O>
 __device__ __forceinline__ void bgs_alpha_of(typename O::V rv, bicg_state<typename O::T>* s,
                                              bicg_record<typename O::T>* rec, int cap) {
     const int k = s->done + 1;
@@ -305,11 +299,6 @@ __device__ __forceinline__ void bgs_alpha_of(typename O::V rv, bicg_state<typena
     O::store(&s->alpha, 0, ok ? O::div(O::load(&s->rho, 0), rv) : O::of(0.0));
     O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
     if (!ok) s->frozen = k;
-}
-
-// Threshold::reached (kernels/cg.cu has its twin for CG).
-__device__ __forceinline__ bool bgs_reached(double norm, double denominator, double tol) {
-    return !isfinite(norm) || __ddiv_rn(norm, denominator) <= tol;
 }
 
 template <class O>
@@ -323,14 +312,14 @@ __device__ __forceinline__ void bgs_close(int m, const typename O::T* __restrict
     const int k = s->done + 1;
     const V ss = O::load(&s->ss, 0);
     const V omega = O::load(&s->omega, 0);
-    const bool half = bgs_reached(O::norm(ss), denominator, tol);
+    const bool half = threshold_reached(O::norm(ss), denominator, tol);
     const bool omega_ok = O::finite(omega);
     if (half || !omega_ok) {
         if (threadIdx.x != 0) return;
         O::store(&rec[(k - 1) % cap].ss, 0, ss);
         O::store(&rec[(k - 1) % cap].omega, 0, omega);
         s->done = half ? k : k - 1;
-        bgs_freeze<O>(s, k);
+        freeze_at<O>(s, k);
         return;
     }
     const V rr = O::chunks_final(m, rr_partial);
@@ -344,8 +333,8 @@ __device__ __forceinline__ void bgs_close(int m, const typename O::T* __restrict
     O::store(&s->rr, 0, rr);
     O::store(&s->rho_next, 0, rho_next);
     s->done = k;
-    if (bgs_reached(O::norm(rr), denominator, tol) || O::is_zero(omega)) {
-        bgs_freeze<O>(s, k);
+    if (threshold_reached(O::norm(rr), denominator, tol) || O::is_zero(omega)) {
+        freeze_at<O>(s, k);
         return;
     }
     // beta = (rho / rho_prev) (alpha / omega) of the next iteration, rho_prev the rho of this
@@ -354,7 +343,7 @@ __device__ __forceinline__ void bgs_close(int m, const typename O::T* __restrict
     O::store(&s->rho_prev, 0, rho);
     O::store(&s->rho, 0, rho_next);
     O::store(&rec[k % cap].rho, 0, rho_next);
-    if (!O::finite(rho_next) || O::is_zero(rho_next)) bgs_freeze<O>(s, k + 1);
+    if (rho_stops<O>(rho_next)) freeze_at<O>(s, k + 1);
 }
 
 // <t, t> and <t, s> from the tile partials of t = A s, then bicg_decide_{p}'s omega and

@@ -38,23 +38,6 @@ struct cg_record {
     T rho, pq, rr;
 };
 
-// rho_stops: rho not finite, or zero.
-template <class O>
-__device__ __forceinline__ bool cgs_rho_stops(typename O::V rho) {
-    return !O::finite(rho) || O::is_zero(rho);
-}
-
-// Threshold::reached: the norm (rounded to double) not finite, or over the denominator <= tol.
-__device__ __forceinline__ bool cgs_reached(double norm, double denominator, double tol) {
-    return !isfinite(norm) || __ddiv_rn(norm, denominator) <= tol;
-}
-
-template <class O>
-__device__ __forceinline__ void cgs_freeze(cg_state<typename O::T>* s, int k) {
-    s->frozen = k;
-    O::store(&s->accepted, 0, O::of(0.0));  // cg_update_{p} leaves r alone
-}
-
 template <class O>
 __device__ __forceinline__ void cgs_rho(int m, const typename O::T* __restrict__ partial,
                                         cg_state<typename O::T>* s,
@@ -64,8 +47,8 @@ __device__ __forceinline__ void cgs_rho(int m, const typename O::T* __restrict__
     if (threadIdx.x != 0) return;
     const int k = s->done + 1;
     O::store(&rec[(k - 1) % cap].rho, 0, rho);
-    if (cgs_rho_stops<O>(rho)) {
-        cgs_freeze<O>(s, k);
+    if (rho_stops<O>(rho)) {
+        freeze_at<O>(s, k);
         return;
     }
     if (s->done > 0) O::store(&s->beta, 0, O::div(rho, O::load(&s->rho_prev, 0)));
@@ -116,15 +99,15 @@ __device__ __forceinline__ void cgs_close(typename O::V rr, cg_state<typename O:
     s->done = k;
     const typename O::V rho = O::load(&s->rho, 0);
     O::store(&s->rho_prev, 0, rho);
-    const bool stop = cgs_reached(O::norm(rr), denominator, tol);
+    const bool stop = threshold_reached(O::norm(rr), denominator, tol);
     if (identity) {
         // the next iteration's rho is this <r, r>
         O::store(&s->beta, 0, O::div(rr, rho));
         O::store(&s->rho, 0, rr);
         O::store(&rec[k % cap].rho, 0, rr);
-        if (!stop && cgs_rho_stops<O>(rr)) cgs_freeze<O>(s, k + 1);
+        if (!stop && rho_stops<O>(rr)) freeze_at<O>(s, k + 1);
     }
-    if (stop) cgs_freeze<O>(s, k);
+    if (stop) freeze_at<O>(s, k);
 }
 
 // r <- r - alpha q with <r, r>'s chunk partials (cg_update_{p}'s bits), then, in the block that

@@ -69,3 +69,25 @@ struct dd_ops {
     }
 };
 
+
+// The device-resident steps' tests, twins of those in src/solver (cg/steps.rs, bicgstab/steps.rs).
+
+// rho_stops: rho (CG's <r, z>, BiCGStab's <r~, r>) not finite, or zero.
+template <class O>
+__device__ __forceinline__ bool rho_stops(typename O::V rho) {
+    return !O::finite(rho) || O::is_zero(rho);
+}
+
+// Threshold::reached: the norm (rounded to double) not finite, or over the denominator <= tol.
+__device__ __forceinline__ bool threshold_reached(double norm, double denominator, double tol) {
+    return !isfinite(norm) || __ddiv_rn(norm, denominator) <= tol;
+}
+
+// Iteration k stopped the solve: later kernels do nothing, and those that check `accepted`
+// (cg_update_{p}, bicg_s, bicg_decide, bicg_x, bicg_r) leave the vectors alone. S is a solver's
+// device state (cg_state<T>, bicg_state<T>).
+template <class O, class S>
+__device__ __forceinline__ void freeze_at(S* s, int k) {
+    s->frozen = k;
+    O::store(&s->accepted, 0, O::of(0.0));
+}

@@ -8,7 +8,7 @@
 //! `<t, t>`'s and `<t, s>`'s tiles; their sums, omega and the half-step flag; the `x` update;
 //! the `r` update with `<r, r>`'s and the next rho's partials; the close (the stopping tests).
 
-use super::resident::{Batches, DeviceScalar, RING, is, read_at, words_of};
+use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
@@ -92,44 +92,33 @@ impl CudaBackend {
             rho: T::of(rho0),
             ..Default::default()
         };
-        let mut host = words_of(&state);
-        let state_words = host.len();
-        let mut ring = vec![RawRecord::<T>::default(); RING];
-        ring[0].rho = T::of(rho0);
-        for r in &ring {
-            host.extend(words_of(r));
-        }
+        let first = RawRecord::<T> {
+            rho: T::of(rho0),
+            ..Default::default()
+        };
+        let (host, state_words) = state_then_ring(&state, first);
         let per_element = size_of::<T>() / 8;
         let mut words = self.alloc_vector::<P>(host.len() / per_element)?;
         self.stream
             .memcpy_htod(&host, &mut words.words)
             .map_err(driver_error("copying BiCGStab's scalars to the GPU"))?;
-        let tiles = |two: bool| -> Result<TilePartials<P>> {
-            let (first, tiles) = self.tile_partials::<P>(n)?;
-            let second = match two {
-                true => Some(self.tile_partials::<P>(n)?.0),
-                false => None,
-            };
-            Ok(TilePartials {
-                first,
-                second,
-                tiles,
-            })
-        };
-        let (first, blocks) = self.partials::<P>(n)?;
-        let mut more = Vec::new();
-        for _ in 0..5 {
-            more.push(self.partials::<P>(n)?.0);
-        }
-        let [b, c, d, e, f]: [CudaVector<P>; 5] = more.try_into().ok().expect("five partials");
+        let (ss_partial, blocks) = self.partials::<P>(n)?;
+        let partial = || self.partials::<P>(n).map(|(v, _)| v);
         Ok(DeviceBicgstab {
             words,
             state_words,
             identity,
             threshold,
-            tiles_v: tiles(false)?,
-            tiles_t: tiles(true)?,
-            partials: [first, b, c, d, e, f],
+            tiles_v: self.tile_partials_for::<P>(n, false)?,
+            tiles_t: self.tile_partials_for::<P>(n, true)?,
+            partials: [
+                ss_partial,
+                partial()?,
+                partial()?,
+                partial()?,
+                partial()?,
+                partial()?,
+            ],
             blocks,
             batches: Batches::new(n),
         })
@@ -309,17 +298,9 @@ impl CudaBackend {
             .clone_dtoh(&d.words.words)
             .map_err(driver_error("reading BiCGStab's scalars from the GPU"))?;
         let state: BicgScalars<T> = read_at(&words, 0);
-        let (done, frozen) = (state.done as usize, state.frozen as usize);
-        let b = &mut d.batches;
-        let frozen_here = frozen != 0 && frozen <= b.enqueued;
-        let last = match frozen_here {
-            true => frozen,
-            false => done.min(b.enqueued),
-        };
-        let record_words = size_of::<RawRecord<T>>() / 8;
-        for k in b.collected + 1..=last {
-            let at = d.state_words + (k - 1) % RING * record_words;
-            let raw: RawRecord<T> = read_at(&words, at);
+        let (range, collected) = d.batches.read(state.done as usize, state.frozen as usize);
+        for k in range {
+            let raw: RawRecord<T> = record_at(&words, d.state_words, k);
             // the fields the iteration reached, by the tests that stop it (the kernels' twins)
             let rho: P = raw.rho.to();
             let rv: Option<P> = (!rho_stops(&rho)).then(|| raw.rv.to());
@@ -339,12 +320,7 @@ impl CudaBackend {
                 rr,
             });
         }
-        b.collected = last;
-        b.grow();
-        Ok(match frozen_here {
-            true => Collected::Frozen,
-            false => Collected::Running,
-        })
+        Ok(collected)
     }
 }
 

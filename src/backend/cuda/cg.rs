@@ -10,7 +10,7 @@
 //! any more) does nothing, so the state stays at that iteration.
 
 use super::device::alloc_words;
-use super::resident::{Batches, DeviceScalar, RING, is, read_at, words_of};
+use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
@@ -74,19 +74,16 @@ impl CudaBackend {
             rho: T::of(rr0),
             ..Default::default()
         };
-        let mut host = words_of(&state);
-        let state_words = host.len();
-        let mut ring = vec![RawRecord::<T>::default(); RING];
         // iteration 1's rho without a preconditioner: <r0, r0>
-        ring[0].rho = T::of(rr0);
-        for r in &ring {
-            host.extend(words_of(r));
-        }
+        let first = RawRecord::<T> {
+            rho: T::of(rr0),
+            ..Default::default()
+        };
+        let (host, state_words) = state_then_ring(&state, first);
         let mut words = alloc_words(&self.stream, host.len())?;
         self.stream
             .memcpy_htod(&host, &mut words)
             .map_err(driver_error("copying CG's scalars to the GPU"))?;
-        let (tiles_first, tiles) = self.tile_partials::<P>(n)?;
         let (rr_partial, blocks) = self.partials::<P>(n)?;
         let (rho_partial, _) = self.partials::<P>(n)?;
         Ok(DeviceCg {
@@ -94,11 +91,7 @@ impl CudaBackend {
             state_words,
             identity,
             threshold,
-            tiles: TilePartials {
-                first: tiles_first,
-                second: None,
-                tiles,
-            },
+            tiles: self.tile_partials_for::<P>(n, false)?,
             rr_partial,
             rho_partial,
             blocks,
@@ -208,32 +201,18 @@ impl CudaBackend {
             .clone_dtoh(&d.words)
             .map_err(driver_error("reading CG's scalars from the GPU"))?;
         let state: CgScalars<T> = read_at(&words, 0);
-        let state_words = d.state_words;
-        let (done, frozen) = (state.done as usize, state.frozen as usize);
-        let b = &mut d.batches;
-        let frozen_here = frozen != 0 && frozen <= b.enqueued;
-        let last = if frozen_here {
-            frozen
-        } else {
-            done.min(b.enqueued)
-        };
-        let record_words = size_of::<RawRecord<T>>() / 8;
-        for k in b.collected + 1..=last {
-            let raw: RawRecord<T> = read_at(&words, state_words + (k - 1) % RING * record_words);
+        let (range, collected) = d.batches.read(state.done as usize, state.frozen as usize);
+        for k in range {
+            let raw: RawRecord<T> = record_at(&words, d.state_words, k);
             let rho: P = raw.rho.to();
-            let complete = k <= done;
+            let complete = k <= state.done as usize;
             out.push(CgRecord {
                 pq: (complete || !rho_stops(&rho)).then(|| raw.pq.to()),
                 rr: complete.then(|| raw.rr.to()),
                 rho,
             });
         }
-        b.collected = last;
-        b.grow();
-        Ok(match frozen_here {
-            true => Collected::Frozen,
-            false => Collected::Running,
-        })
+        Ok(collected)
     }
 
     fn device_settle<P: Precision>(

@@ -6,6 +6,8 @@ use super::CudaBackend;
 use super::device::{cuda_error, driver_error};
 use crate::error::Result;
 use crate::precision::{Dd, Precision};
+use crate::solver::cg::Collected;
+use std::ops::RangeInclusive;
 
 /// Iterations enqueued at most before the records are read back; the ring holds one more
 /// (the close of an iteration writes the next one's `rho`).
@@ -70,6 +72,26 @@ pub(super) fn read_at<T: Copy + Default>(words: &[f64], at: usize) -> T {
     value
 }
 
+/// A solver's device words: its state `S`, then a ring of [`RING`] records `R`, the first
+/// `first` (iteration 1's); and the state's length in doubles.
+pub(super) fn state_then_ring<S: Copy, R: Copy + Default>(
+    state: &S,
+    first: R,
+) -> (Vec<f64>, usize) {
+    let mut words = words_of(state);
+    let state_words = words.len();
+    words.extend(words_of(&first));
+    for _ in 1..RING {
+        words.extend(words_of(&R::default()));
+    }
+    (words, state_words)
+}
+
+/// The record `R` of iteration `k` in words read back ([`state_then_ring`]'s layout).
+pub(super) fn record_at<R: Copy + Default>(words: &[f64], state_words: usize, k: usize) -> R {
+    read_at(words, state_words + (k - 1) % RING * (size_of::<R>() / 8))
+}
+
 /// Whether `P` is `Q`.
 pub(super) fn is<P: 'static, Q: 'static>() -> bool {
     std::any::TypeId::of::<P>() == std::any::TypeId::of::<Q>()
@@ -97,9 +119,24 @@ impl Batches {
         }
     }
 
-    /// After a read: the next batch is twice as long, up to the most.
-    pub fn grow(&mut self) {
+    /// After a read showing `done` iterations completed and `frozen` the iteration that stopped
+    /// the solve (0: none): the iterations whose records to read now, and how they came back.
+    /// The next batch is twice as long, up to the most.
+    pub fn read(&mut self, done: usize, frozen: usize) -> (RangeInclusive<usize>, Collected) {
+        let frozen_here = frozen != 0 && frozen <= self.enqueued;
+        let last = if frozen_here {
+            frozen
+        } else {
+            done.min(self.enqueued)
+        };
+        let range = self.collected + 1..=last;
+        self.collected = last;
         self.batch = (self.batch * 2).min(self.batch_max);
+        let collected = match frozen_here {
+            true => Collected::Frozen,
+            false => Collected::Running,
+        };
+        (range, collected)
     }
 }
 

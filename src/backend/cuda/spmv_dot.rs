@@ -74,6 +74,24 @@ impl CudaBackend {
         self.partials_per::<P>(n, TILE_ROWS)
     }
 
+    /// Tile partials for the dots beside an SpMV of `n` rows: one, or with `two` two.
+    pub(super) fn tile_partials_for<P: Precision>(
+        &self,
+        n: usize,
+        two: bool,
+    ) -> Result<TilePartials<P>> {
+        let (first, tiles) = self.tile_partials::<P>(n)?;
+        let second = match two {
+            true => Some(self.tile_partials::<P>(n)?.0),
+            false => None,
+        };
+        Ok(TilePartials {
+            first,
+            second,
+            tiles,
+        })
+    }
+
     /// `q <- A x` and the tile partials of the dots `dots` asks for: fused where
     /// [`Self::spmv_dot_kernel`] has a kernel and `fuse` is set, otherwise `spmv` then
     /// `dot_tile_{p}_partial` (the same bits).
@@ -85,17 +103,7 @@ impl CudaBackend {
         q: &mut CudaVector<P>,
         fuse: bool,
     ) -> Result<TilePartials<P>> {
-        let two = matches!(dots, TiledDots::SelfAnd(_));
-        let (first, tiles) = self.tile_partials::<P>(q.len)?;
-        let second = match two {
-            true => Some(self.tile_partials::<P>(q.len)?.0),
-            false => None,
-        };
-        let out = TilePartials {
-            first,
-            second,
-            tiles,
-        };
+        let out = self.tile_partials_for::<P>(q.len, matches!(dots, TiledDots::SelfAnd(_)))?;
         self.spmv_dots_partial_into(a, x, dots, q, fuse, &out)?;
         Ok(out)
     }
