@@ -22,21 +22,7 @@
 // Every kernel but cgs_settle does nothing once s->frozen is set (the same for all threads: no
 // kernel changes it before all its threads have read it).
 
-// The layout of CgScalars in src/backend/cuda/cg.rs.
-template <typename T>
-struct cg_state {
-    T pq, alpha, accepted, rr, rho, rho_prev, beta;
-    int done;     // iterations completed
-    int frozen;   // the iteration whose scalars stopped the solve (0: none)
-    int pending;  // the last step's alpha is still to be added to x
-    unsigned int ticket;  // cgs_update's blocks done (its last block closes the iteration)
-};
-
-// Iteration k's scalars, in records[(k - 1) % cap] (CgRecord in src/solver/cg/steps.rs).
-template <typename T>
-struct cg_record {
-    T rho, pq, rr;
-};
+// cg_state<T> and cg_record<T>: kernels/common/cg_state.cuh (shared with cg_persistent.cu).
 
 template <class O>
 __device__ __forceinline__ void cgs_rho(int m, const typename O::T* __restrict__ partial,

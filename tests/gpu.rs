@@ -8,7 +8,7 @@
 #[cfg(feature = "cuda")]
 mod gpu_checks {
     use precsolve::backend::cpu::{CpuBackend, CpuVector};
-    use precsolve::backend::cuda::CudaBackend;
+    use precsolve::backend::cuda::{CudaBackend, Persistent};
     use precsolve::backend::cuda::{IluConfig, IluSchedule, SpmvLayout};
     use precsolve::backend::{Backend, Operand, TiledDots, spmv_lanes};
     use precsolve::precision::Td;
@@ -755,25 +755,40 @@ mod gpu_checks {
                 },
             ),
         ];
-        let runs = [true, false]
+        // (CUDA graphs, persistent kernel): each way of running the device steps
+        let modes = [
+            (true, Persistent::Everywhere),
+            (true, Persistent::Off),
+            (false, Persistent::Off),
+        ];
+        let runs = modes
             .into_iter()
-            .flat_map(|g| cases.iter().map(move |c| (g, c)));
-        // with a nonsymmetric matrix for BiCGStab: cavity02 (SuiteSparse), where present
-        let cavity = format!("{}/cavity02.mtx", matrix_dir());
-        let nonsymmetric = match std::path::Path::new(&cavity).exists() {
-            true => Some(Arc::new(precsolve::load_matrix(&cavity).map_err(err)?)),
-            false => None,
+            .flat_map(|m| cases.iter().map(move |c| (m, c)));
+        // with a nonsymmetric matrix for BiCGStab: cavity02 (SuiteSparse), and bcsstk16 (four
+        // lanes a row in the SpMV), where present
+        let shared = |name: &str| -> Result<Option<Arc<CsrMatrix>>, String> {
+            let path = format!("{}/{name}.mtx", matrix_dir());
+            match std::path::Path::new(&path).exists() {
+                true => Ok(Some(Arc::new(precsolve::load_matrix(&path).map_err(err)?))),
+                false => Ok(None),
+            }
         };
+        let (nonsymmetric, wide_rows) = (shared("cavity02")?, shared("bcsstk16")?);
         let mut all: Vec<(&str, &Arc<CsrMatrix>, Params)> = cases.to_vec();
         if let Some(a) = nonsymmetric.as_ref() {
             all.push(("cavity02 (bicgstab only)", a, full(1e-12, 3000)));
         }
-        for (graphs, (label, a, params)) in runs.chain(
-            [true, false]
+        if let Some(a) = wide_rows.as_ref() {
+            all.push(("bcsstk16, max_iter 150", a, full(1e-300, 150)));
+        }
+        for ((graphs, persistent), (label, a, params)) in runs.chain(
+            modes
                 .into_iter()
-                .flat_map(|g| all[cases.len()..].iter().map(move |c| (g, c))),
+                .flat_map(|m| all[cases.len()..].iter().map(move |c| (m, c))),
         ) {
             gpu.set_graphs(graphs);
+            gpu.set_persistent(persistent);
+            let persistent = persistent == Persistent::Everywhere;
             let params = Params {
                 record_history: true,
                 ..params.clone()
@@ -785,7 +800,7 @@ mod gpu_checks {
                     continue;
                 }
                 let method = if use_cg { "cg" } else { "bicgstab" };
-                let label = &format!("{label} graphs {graphs} {method}");
+                let label = &format!("{label} graphs {graphs} persistent {persistent} {method}");
                 let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
                     same_history(&format!("{label} {name} ilu {ilu}"), &g.0, &c.0)?;
                     same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
@@ -828,6 +843,7 @@ mod gpu_checks {
             }
         }
         gpu.set_graphs(true);
+        gpu.set_persistent(Persistent::from_env());
         Ok(())
     }
 

@@ -36,5 +36,20 @@ for m in matrices/bcsstk01.mtx matrices/fs_183_4.mtx matrices/cavity02.mtx matri
     done
   done
 done
+# The persistent kernel (kernels/cg_persistent.cu) against the step kernels replayed as graphs,
+# CG, where it can run (PRECSOLVE_PERSISTENT=all) and never (=0): medians of 2 alternated solves.
+printf "\n| %s | %s | %s | %s | %s |\n|---|---|---:|---:|---:|\n" matrix precision "persistent (us)" "steps, graphs (us)" "CPU (us)" | tee -a $OUT/resident.txt
+for m in matrices/bcsstk01.mtx matrices/1138_bus.mtx poisson3d:12 poisson3d:16 poisson3d:20 \
+         poisson3d:25 poisson3d:30 matrices/bcsstk16.mtx; do
+  for p in f64 dd; do
+    a=(); b=()
+    for r in 1 2; do
+      a+=($(one solver $m $p cg cuda PRECSOLVE_PERSISTENT=all))
+      b+=($(one solver $m $p cg cuda PRECSOLVE_PERSISTENT=0))
+    done
+    printf "| %s | %s | %s | %s | %s |\n" $(basename $m .mtx) $p $(med ${a[@]}) $(med ${b[@]}) \
+      $(one solver $m $p cg cpu) | tee -a $OUT/resident.txt
+  done
+done
 PRECSOLVE_MATRICES=$PWD/matrices timeout 300 ./gpu-test device_resident whole_solves preconditioned_solves \
   2>&1 | tee $OUT/gpu-test.txt | grep -E "^test|^gpu:"

@@ -33,6 +33,21 @@ struct f64_ops {
         for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, __ldcg(partial + i));
         return tree_reduce_f64(s, shared);
     }
+    // For kernels that run a whole solve (kernels/cg_persistent.cu): element i read past L1
+    // (another block may have written it since this SM cached it), the halving tree of one
+    // block, a warp's tree, a shuffle within `width` lanes, and an SpMV row's step s + a x.
+    static __device__ __forceinline__ V load_cg(const T* v, long long i) { return __ldcg(v + i); }
+    static __device__ __forceinline__ V tree(V s) {
+        __shared__ double shared[DOT_THREADS];
+        return tree_reduce_f64(s, shared);
+    }
+    static __device__ __forceinline__ V warp_tree(V s) { return warp_tree_f64(s); }
+    static __device__ __forceinline__ V shfl_down(V s, int off, int width) {
+        return __shfl_down_sync(0xffffffffu, s, off, width);
+    }
+    static __device__ __forceinline__ V add_mul_f64(V s, V x, double a) {
+        return __dadd_rn(s, __dmul_rn(a, x));
+    }
 };
 
 struct dd_ops {
@@ -66,6 +81,21 @@ struct dd_ops {
         dd_t s = dd_from_f64(0.0);
         for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_of(__ldcg(partial + i)));
         return tree_reduce_dd(s, shared_hi, shared_lo);
+    }
+    static __device__ __forceinline__ V load_cg(const T* v, long long i) { return dd_of(__ldcg(v + i)); }
+    static __device__ __forceinline__ V tree(V s) {
+        __shared__ double shared_hi[DOT_THREADS];
+        __shared__ double shared_lo[DOT_THREADS];
+        return tree_reduce_dd(s, shared_hi, shared_lo);
+    }
+    static __device__ __forceinline__ V warp_tree(V s) { return warp_tree_dd(s); }
+    static __device__ __forceinline__ V shfl_down(V s, int off, int width) {
+        return dd_t{__shfl_down_sync(0xffffffffu, s.hi, off, width),
+                    __shfl_down_sync(0xffffffffu, s.lo, off, width)};
+    }
+    // spmv_dd_lane's step: add(s, mul_f64(x, a))
+    static __device__ __forceinline__ V add_mul_f64(V s, V x, double a) {
+        return dd_add(s, dd_mul_f64(x, a));
     }
 };
 

@@ -10,6 +10,7 @@
 //! any more) does nothing, so the state stays at that iteration.
 
 use super::device::alloc_words;
+use super::persistent::PersistentGrid;
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -60,6 +61,9 @@ pub struct DeviceCg<P: Precision> {
     rho_partial: CudaVector<P>,
     blocks: usize,
     batches: Batches,
+    /// Decided at the first batch, where the matrix is known: the persistent kernel's grid
+    /// where it runs the iterations (no preconditioner, the matrix in one wave).
+    persistent: Option<Option<PersistentGrid>>,
 }
 
 impl CudaBackend {
@@ -96,6 +100,7 @@ impl CudaBackend {
             rho_partial,
             blocks,
             batches: Batches::new(n),
+            persistent: None,
         })
     }
 
@@ -191,6 +196,38 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// `iterations` iterations without a preconditioner by `cgp_run_{p}`, one launch (the
+    /// state and vectors end as the step kernels leave them: the same bits, the same records).
+    fn persistent_iterate<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        v: &mut CgVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        d: &DeviceCg<P>,
+        grid: &PersistentGrid,
+        iterations: usize,
+    ) -> Result<()> {
+        let (state, ring) = self.cg_pointers(d);
+        let (f, name) = self.kernel::<P>("cgp_run")?;
+        let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
+        let cap = RING as i32;
+        let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&iterations).arg(&n).arg(&nt);
+        args.arg(&a.row_ptr).arg(&a.col_idx).arg(&a.values);
+        args.arg(&state).arg(&ring).arg(&cap);
+        args.vec(&v.p).vec(&v.q).vec(&v.r).vec(x);
+        args.vec(&d.tiles.first).vec(&d.rr_partial);
+        args.arg(&den).arg(&tol).arg(&grid.barrier);
+        // SAFETY: cgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int*
+        // col_idx, const double* val, cg_state* s, cg_record* rec, int cap, T* p, T* q, T* r,
+        // T* x, T* tiles, T* chunks, double denominator, double tol, unsigned* barrier) on a CSR
+        // matrix of nt lanes a row; one block of 256 threads a tile, all resident (the grid
+        // persistent_grid sized by the kernel's occupancy), launched cooperatively.
+        unsafe { args.launch_cooperative(grid.launch()) }.map_err(driver_error(&name))?;
+        Ok(())
+    }
+
     fn device_collect<P: Precision, T: DeviceScalar>(
         &self,
         d: &mut DeviceCg<P>,
@@ -279,6 +316,18 @@ impl CgSteps for CudaBackend {
         match state {
             CudaCgState::Host(h) => h.run(self, a, precond, v, x, iterations),
             CudaCgState::Device(d) => {
+                if d.persistent.is_none() {
+                    let grid = match d.identity {
+                        true => self.persistent_grid(&self.kernel::<P>("cgp_run")?.0, a)?,
+                        false => None,
+                    };
+                    d.persistent = Some(grid);
+                }
+                if let Some(Some(grid)) = &d.persistent {
+                    self.persistent_iterate(a, v, x, d, grid, iterations)?;
+                    d.batches.enqueued += iterations;
+                    return Ok(());
+                }
                 // (the batches are set aside while the steps borrow the rest of the state)
                 let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
                 let graphable = d.identity;

@@ -16,6 +16,7 @@ const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/qd.cuh"),
     include_str!("../../../kernels/common/ilu.cuh"),
     include_str!("../../../kernels/common/ops.cuh"),
+    include_str!("../../../kernels/common/cg_state.cuh"),
 ];
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
@@ -25,6 +26,10 @@ const SOURCES: &[(&str, &str)] = &[
     ("ilu0_parts", include_str!("../../../kernels/ilu0_parts.cu")),
     ("xprec", include_str!("../../../kernels/xprec.cu")),
     ("cg", include_str!("../../../kernels/cg.cu")),
+    (
+        "cg_persistent",
+        include_str!("../../../kernels/cg_persistent.cu"),
+    ),
 ];
 
 pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
@@ -90,6 +95,8 @@ impl KernelStore {
         }
         let source = if name.starts_with("cgs_") {
             "cg"
+        } else if name.starts_with("cgp_") {
+            "cg_persistent"
         } else if name.starts_with("ilu0p_") {
             "ilu0_parts"
         } else if name.starts_with("ilu0_") {

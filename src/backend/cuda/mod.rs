@@ -14,6 +14,7 @@ mod cusparse_ilu;
 mod device;
 mod ilu;
 mod launch;
+mod persistent;
 mod resident;
 mod sell;
 mod spmv_dot;
@@ -21,6 +22,7 @@ mod vectors;
 
 pub use device::{compile_kernel_sources, probe};
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
+pub use persistent::Persistent;
 pub use sell::{SELL_ROWS, SpmvLayout};
 
 use super::{Backend, spmv_lanes};
@@ -120,6 +122,8 @@ pub struct CudaBackend {
     /// Whether full batches of device-resident iterations replay a CUDA graph
     /// (`PRECSOLVE_CUDA_GRAPHS=0` turns it off, to measure one against the other).
     graphs: std::sync::atomic::AtomicBool,
+    /// Whether small solves run as one persistent kernel a batch (`persistent.rs`).
+    persistent: std::sync::Mutex<Persistent>,
 }
 
 /// A device vector of `len` elements of `P`.
@@ -178,6 +182,7 @@ impl CudaBackend {
             graphs: std::sync::atomic::AtomicBool::new(
                 std::env::var("PRECSOLVE_CUDA_GRAPHS").map_or(true, |v| v != "0"),
             ),
+            persistent: std::sync::Mutex::new(Persistent::from_env()),
         })
     }
 

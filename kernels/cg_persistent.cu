@@ -1,0 +1,259 @@
+// CG without a preconditioner as one kernel that runs a whole batch of iterations
+// (src/backend/cuda/cg.rs, PersistentGrid): for matrices whose tiles fit in one wave of blocks,
+// launched cooperatively so that every block is resident, the phases separated by a grid-wide
+// barrier. An iteration is three barriers where the step kernels (kernels/cg.cu) are four
+// launches, each of which waits for the previous one to drain and the next to start.
+//
+// The bits are the step kernels' (and so HostCg's): each phase computes what one of them does
+// in the same order: the direction as cgs_direction_{p}; the SpMV row by row in spmv_{p}_nt{NT}'s
+// order (NT lanes a row, then the shuffle tree) and <p, q>'s tile partials as
+// dot_tile_{p}_partial's (products p q, the block's tree); alpha from the tile partials in
+// tile_final's order (TILE_FINAL_THREADS lanes, emulated by this block's 256 threads, below);
+// the r update with <r, r>'s chunk partials as cgs_update_{p}; <r, r> as chunks_final. Every
+// block sums the partials itself (the same values in every block), so that deciding the scalars
+// needs no fourth barrier; block 0 alone writes the state and the records, as cg.cu's kernels
+// do, so the host reads them back the same way.
+//
+// cgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
+//             const double* val, cg_state<T>* s, cg_record<T>* rec, int cap, T* p, T* q, T* r,
+//             T* x, T* tiles, T* chunks, double denominator, double tol, unsigned long long* barrier)
+//   DOT_THREADS threads a block, at most one block a tile, all resident (cooperative launch);
+//   tiles: ceil(n / TILE_ROWS) partials, chunks: ceil(n / DOT_CHUNK); barrier: a zeroed word,
+//   used by no other grid size.
+//
+// Vectors other blocks write during the kernel are read with __ldcg (L2: an SM's L1 may hold a
+// line from before the barrier); the matrix, which nothing writes, through the read-only path.
+
+// All blocks of the grid reach this point before any leaves it (every block resident). Arrivals
+// count up in one 64-bit word that only grows: every barrier adds gridDim.x (all blocks pass
+// every barrier), so the barrier a block arrives at ends when the count reaches the next
+// multiple of gridDim.x. Thread 0's release makes its block's writes (ordered before it by
+// __syncthreads) visible to the blocks whose acquire sees the count. A grid of one block needs
+// only __syncthreads.
+__device__ __forceinline__ void grid_barrier(unsigned long long* arrived) {
+    __syncthreads();
+    if (gridDim.x == 1) return;
+    if (threadIdx.x == 0) {
+        unsigned long long old, now;
+        asm volatile("atom.add.release.gpu.u64 %0, [%1], 1;" : "=l"(old) : "l"(arrived) : "memory");
+        const unsigned long long target = (old / gridDim.x + 1) * gridDim.x;
+        do {
+            asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(now) : "l"(arrived) : "memory");
+        } while (now < target);
+    }
+    __syncthreads();
+}
+
+// tile_final's order over m tile partials, by a block of DOT_THREADS: virtual lane L of
+// TILE_FINAL_THREADS sums partials L, L + TILE_FINAL_THREADS, ... from zero; each virtual warp's
+// 32 lanes go through the warp tree (warp w of this block takes virtual warps w, w + 8, ...);
+// then the tree over the 32 warp sums. Valid in thread 0.
+template <class O>
+__device__ __forceinline__ typename O::V tiles_final_emulated(int m,
+                                                              const typename O::T* partial) {
+    __shared__ typename O::T warp_sums[TILE_FINAL_THREADS / 32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int w = warp; w < TILE_FINAL_THREADS / 32; w += DOT_THREADS / 32) {
+        typename O::V s = O::of(0.0);
+        for (int i = w * 32 + lane; i < m; i += TILE_FINAL_THREADS) s = O::add(s, O::load_cg(partial, i));
+        s = O::warp_tree(s);
+        if (lane == 0) O::store(warp_sums, w, s);
+    }
+    __syncthreads();
+    typename O::V s = O::of(0.0);
+    if (warp == 0) s = O::warp_tree(O::load(warp_sums, lane));
+    __syncthreads();
+    return s;
+}
+
+// Entries of a lane loaded before any is summed (the same order; the gathers overlap).
+#define CGP_BATCH 4
+
+// Lane `lane` of row `row`'s sum with nt lanes (spmv_{p}_lane's order).
+template <class O>
+__device__ __forceinline__ typename O::V cgp_lane(int row, int nt, int lane,
+                                                  const int* __restrict__ row_ptr,
+                                                  const int* __restrict__ col_idx,
+                                                  const double* __restrict__ val,
+                                                  const typename O::T* __restrict__ p) {
+    typename O::V s = O::of(0.0);
+    const int end = __ldg(row_ptr + row + 1);
+    for (int k = __ldg(row_ptr + row) + lane; k < end; k += CGP_BATCH * nt) {
+        double a[CGP_BATCH];
+        typename O::V xk[CGP_BATCH];
+#pragma unroll
+        for (int u = 0; u < CGP_BATCH; u++) {
+            if (k + u * nt < end) {
+                a[u] = __ldg(val + k + u * nt);
+                xk[u] = O::load_cg(p, __ldg(col_idx + k + u * nt));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < CGP_BATCH; u++) {
+            if (k + u * nt < end) s = O::add_mul_f64(s, xk[u], a[u]);
+        }
+    }
+    return s;
+}
+
+// One tile of q = A p (rows of nt lanes, spmv_{p}_nt{nt}'s order), then its partial of <p, q>
+// (products p q, as spmv_dot_{p}_nt1 and dot_tile_{p}_partial).
+template <class O>
+__device__ __forceinline__ void cgp_spmv_tile(int t, int n, int nt, const int* __restrict__ row_ptr,
+                                              const int* __restrict__ col_idx,
+                                              const double* __restrict__ val,
+                                              const typename O::T* __restrict__ p,
+                                              typename O::T* __restrict__ q,
+                                              typename O::T* __restrict__ tiles) {
+    const int row = t * TILE_ROWS + threadIdx.x;
+    typename O::V qr = O::of(0.0);
+    if (nt == 1) {
+        if (row < n) {
+            qr = cgp_lane<O>(row, 1, 0, row_ptr, col_idx, val, p);
+            O::store(q, row, qr);
+        }
+    } else {
+        const int lane = threadIdx.x % nt;
+        for (int j = threadIdx.x / nt; j < TILE_ROWS; j += DOT_THREADS / nt) {
+            const int r = t * TILE_ROWS + j;
+            typename O::V s = r < n ? cgp_lane<O>(r, nt, lane, row_ptr, col_idx, val, p) : O::of(0.0);
+            for (int off = nt / 2; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, nt));
+            if (r < n && lane == 0) O::store(q, r, s);
+        }
+        __syncthreads();
+        if (row < n) qr = O::load_cg(q, row);
+    }
+    const typename O::V prod = row < n ? O::mul(O::load_cg(p, row), qr) : O::of(0.0);
+    const typename O::V sum = O::tree(prod);
+    if (threadIdx.x == 0) O::store(tiles, t, sum);
+}
+
+// Chunk c of r <- r - alpha q, and its partial of <r, r> (cgs_update_{p}'s order).
+template <class O>
+__device__ __forceinline__ void cgp_update_chunk(int c, int n, typename O::V minus_alpha,
+                                                 const typename O::T* __restrict__ q,
+                                                 typename O::T* __restrict__ r,
+                                                 typename O::T* __restrict__ chunks) {
+    const long long base = (long long)c * DOT_CHUNK + threadIdx.x;
+    typename O::V sum = O::of(0.0);
+#pragma unroll
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const typename O::V v = O::add(O::mul(minus_alpha, O::load_cg(q, i)), O::load_cg(r, i));
+            O::store(r, i, v);
+            sum = O::add(sum, O::mul(v, v));
+        }
+    }
+    sum = O::tree(sum);
+    if (threadIdx.x == 0) O::store(chunks, c, sum);
+}
+
+template <class O>
+__device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
+                                        const int* __restrict__ row_ptr,
+                                        const int* __restrict__ col_idx,
+                                        const double* __restrict__ val,
+                                        cg_state<typename O::T>* s, cg_record<typename O::T>* rec,
+                                        int cap, typename O::T* p, typename O::T* q,
+                                        typename O::T* r, typename O::T* x,
+                                        typename O::T* tiles, typename O::T* chunks,
+                                        double denominator, double tol, unsigned long long* barrier) {
+    typedef typename O::V V;
+    typedef typename O::T T;
+    // this iteration's scalars, decided by thread 0 and handed to the block
+    __shared__ T shared_scalar[2];
+    __shared__ int shared_flag[2];
+    const bool writer = blockIdx.x == 0 && threadIdx.x == 0;
+    V alpha = O::load(&s->alpha, 0), beta = O::load(&s->beta, 0), rho = O::load(&s->rho, 0);
+    int done = s->done, frozen = s->frozen, pending = s->pending;
+    const int tile_count = (n + TILE_ROWS - 1) / TILE_ROWS;
+    const int chunk_count = (n + DOT_CHUNK - 1) / DOT_CHUNK;
+    const long long stride = (long long)gridDim.x * DOT_THREADS;
+    for (int it = 0; it < iterations && !frozen; it++) {
+        const int k = done + 1;
+        // (x <- x + alpha p ;) p <- r + beta p  (cgs_direction)
+        for (long long i = (long long)blockIdx.x * DOT_THREADS + threadIdx.x; i < n; i += stride) {
+            const V ri = O::load_cg(r, i);
+            if (done == 0) {
+                O::store(p, i, ri);
+                continue;
+            }
+            const V pi = O::load_cg(p, i);
+            if (pending) O::store(x, i, O::add(O::mul(alpha, pi), O::load_cg(x, i)));
+            O::store(p, i, O::add(ri, O::mul(beta, pi)));
+        }
+        grid_barrier(barrier);
+        // q <- A p with <p, q>'s tile partials
+        for (int t = blockIdx.x; t < tile_count; t += gridDim.x) {
+            cgp_spmv_tile<O>(t, n, nt, row_ptr, col_idx, val, p, q, tiles);
+        }
+        grid_barrier(barrier);
+        // alpha (cgs_alpha)
+        const V pq = tiles_final_emulated<O>(tile_count, tiles);
+        if (threadIdx.x == 0) {
+            const bool ok = O::finite(pq) && O::to_f64(pq) > 0.0;
+            const V a = ok ? O::div(rho, pq) : O::of(0.0);
+            if (writer) {
+                O::store(&rec[(k - 1) % cap].pq, 0, pq);
+                O::store(&s->pq, 0, pq);
+                O::store(&s->alpha, 0, a);
+                O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
+                s->pending = ok;
+                if (!ok) s->frozen = k;
+            }
+            O::store(shared_scalar, 0, a);
+            shared_flag[0] = ok;
+        }
+        __syncthreads();
+        alpha = O::load(shared_scalar, 0);
+        pending = shared_flag[0];
+        if (!pending) break;  // every block: the same pq
+        // r <- r - alpha q with <r, r>'s chunk partials (cgs_update)
+        const V minus_alpha = O::neg(alpha);
+        for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
+            cgp_update_chunk<O>(c, n, minus_alpha, q, r, chunks);
+        }
+        grid_barrier(barrier);
+        // <r, r>, the stopping test, the next rho and beta (cgs_close without a preconditioner)
+        const V rr = O::chunks_final_fresh(chunk_count, chunks);
+        if (threadIdx.x == 0) {
+            const bool stop = threshold_reached(O::norm(rr), denominator, tol);
+            int stopped = 0;
+            if (!stop && rho_stops<O>(rr)) stopped = k + 1;
+            if (stop) stopped = k;
+            if (writer) {
+                O::store(&rec[(k - 1) % cap].rr, 0, rr);
+                O::store(&s->rr, 0, rr);
+                s->done = k;
+                O::store(&s->rho_prev, 0, rho);
+                O::store(&s->beta, 0, O::div(rr, rho));
+                O::store(&s->rho, 0, rr);
+                O::store(&rec[k % cap].rho, 0, rr);
+                if (stopped) freeze_at<O>(s, stopped);
+            }
+            O::store(shared_scalar, 1, rr);
+            shared_flag[1] = stopped;
+        }
+        __syncthreads();
+        const V next_rho = O::load(shared_scalar, 1);
+        beta = O::div(next_rho, rho);
+        rho = next_rho;
+        frozen = shared_flag[1];
+        done = k;
+        __syncthreads();  // shared_scalar is written again next iteration
+    }
+}
+
+#define CG_PERSISTENT(P, O)                                                                     \
+    extern "C" __global__ void __launch_bounds__(DOT_THREADS) cgp_run_##P(                      \
+        int iterations, int n, int nt, const int* __restrict__ row_ptr,                         \
+        const int* __restrict__ col_idx, const double* __restrict__ val, cg_state<O::T>* s,     \
+        cg_record<O::T>* rec, int cap, O::T* p, O::T* q, O::T* r, O::T* x, O::T* tiles,         \
+        O::T* chunks, double denominator, double tol, unsigned long long* barrier) {                  \
+        cgp_run<O>(iterations, n, nt, row_ptr, col_idx, val, s, rec, cap, p, q, r, x, tiles,    \
+                   chunks, denominator, tol, barrier);                                          \
+    }
+
+CG_PERSISTENT(f64, f64_ops)
+CG_PERSISTENT(dd, dd_ops)

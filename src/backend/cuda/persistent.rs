@@ -1,0 +1,106 @@
+//! Whole batches of iterations as one cooperative kernel (`kernels/cg_persistent.cu`): for
+//! matrices whose tiles fit in one wave of resident blocks, the phases of an iteration are
+//! separated by grid-wide barriers instead of kernel launches. Where it applies and whether it
+//! is on is decided here; the solver files launch it.
+
+use super::device::driver_error;
+use super::{CudaBackend, CudaMatrix};
+use crate::error::Result;
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig};
+
+/// Where solves run as one persistent kernel a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persistent {
+    /// Never: the step kernels (with CUDA graphs where they are on).
+    Off,
+    /// Where it was measured faster than the step kernels ([`MEASURED_MAX_TILES`]).
+    Measured,
+    /// Wherever it can run (one wave, CSR): for the tests, and for measuring.
+    Everywhere,
+}
+
+impl Persistent {
+    /// `PRECSOLVE_PERSISTENT`: `0` off, `all` everywhere, otherwise (and unset) measured.
+    pub fn from_env() -> Self {
+        match std::env::var("PRECSOLVE_PERSISTENT").as_deref() {
+            Ok("0") => Persistent::Off,
+            Ok("all") => Persistent::Everywhere,
+            _ => Persistent::Measured,
+        }
+    }
+}
+
+/// The most tiles (of 256 rows) for which [`Persistent::Measured`] chooses the persistent
+/// kernel, and only for rows of one lane: above, and with several lanes a row, the step
+/// kernels replayed as a graph were as fast or faster on the H200 (`benches/results/gpu-resident.md`).
+const MEASURED_MAX_TILES: usize = 8;
+
+/// Threads a block of a persistent kernel: DOT_THREADS, one tile of TILE_ROWS rows at a time.
+const THREADS: u32 = 256;
+const _: () = assert!(THREADS as usize == super::spmv_dot::TILE_ROWS);
+
+/// The grid of a solve's persistent kernel: one block a tile (every block resident), and the
+/// arrival count of its grid barrier.
+pub(super) struct PersistentGrid {
+    blocks: u32,
+    pub barrier: CudaSlice<u64>,
+}
+
+impl PersistentGrid {
+    pub fn launch(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+}
+
+impl CudaBackend {
+    /// Where the persistent kernels run ([`Persistent::from_env`] by default).
+    pub fn set_persistent(&self, mode: Persistent) {
+        *self.persistent.lock().unwrap_or_else(|e| e.into_inner()) = mode;
+    }
+
+    pub fn persistent(&self) -> Persistent {
+        *self.persistent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The grid for `kernel` on `a` where the persistent kernel applies: `a` in CSR (the sliced
+    /// layout is for matrices larger than one wave anyway), one block a tile all resident at
+    /// once (a cooperative launch needs every block resident), and where [`Self::persistent`]
+    /// says.
+    pub(super) fn persistent_grid(
+        &self,
+        kernel: &CudaFunction,
+        a: &CudaMatrix,
+    ) -> Result<Option<PersistentGrid>> {
+        let tiles = a.nrows.div_ceil(THREADS as usize);
+        let wanted = match self.persistent() {
+            Persistent::Off => false,
+            Persistent::Measured => a.lanes == 1 && tiles <= MEASURED_MAX_TILES,
+            Persistent::Everywhere => true,
+        };
+        if !wanted || a.slice_ptr.is_some() || a.nrows == 0 {
+            return Ok(None);
+        }
+        let per_sm = kernel
+            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+            .map_err(driver_error("reading a persistent kernel's occupancy"))?;
+        let sms = self.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "reading the SM count",
+        )?;
+        if tiles > per_sm as usize * sms {
+            return Ok(None);
+        }
+        let barrier = self
+            .stream
+            .alloc_zeros::<u64>(1)
+            .map_err(driver_error("allocating a grid barrier"))?;
+        Ok(Some(PersistentGrid {
+            blocks: tiles as u32,
+            barrier,
+        }))
+    }
+}
