@@ -67,6 +67,12 @@ pub struct BatchArgs {
     /// CPU threads (0: all cores; at most 4 per core).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = threads_arg)]
     threads: Option<usize>,
+    /// Solves in flight at once, each matrix's runs on a GPU stream of its own (0: 4 with
+    /// --backend cuda, else 1). Each solve's bits are those it has alone; its times include
+    /// the others' (the records say how many were in flight). A matrix that fills the GPU runs
+    /// alone.
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = count_arg)]
+    in_flight: usize,
     /// No progress bar (the summary is still printed).
     #[arg(short, long)]
     quiet: bool,
@@ -130,6 +136,7 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
         backend: args.backend.unwrap_or(config.backend),
         out: args.out.clone(),
         read_limits: limits,
+        in_flight: args.in_flight,
     }
 }
 

@@ -774,3 +774,152 @@ fn summary_has_a_line_per_precision() {
         "{html}"
     );
 }
+
+/// The grid of the in-flight tests: CG and BiCGStab, with and without ILU(0), f64 and dd, on
+/// six generated matrices (48 runs of a few milliseconds).
+const IN_FLIGHT_GRID: [&str; 16] = [
+    "poisson2d:12",
+    "poisson2d:16",
+    "poisson3d:6",
+    "poisson2d:20",
+    "poisson3d:7",
+    "poisson2d:24",
+    "--precision",
+    "f64,dd",
+    "--method",
+    "cg,bicgstab",
+    "--precond",
+    "none,ilu0",
+    "--tol",
+    "1e-10",
+    "--backend",
+    "cpu",
+];
+
+/// A record's key, with method and preconditioner (unique per run in the in-flight grid).
+fn full_id(r: &serde_json::Value) -> String {
+    let k = &r["key"];
+    format!("{}|{}", run_id(r), k)
+}
+
+#[test]
+fn solves_in_flight_record_what_one_at_a_time_records() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let study = |out: &str, in_flight: &str| {
+        let mut args = vec!["batch"];
+        args.extend(IN_FLIGHT_GRID);
+        args.extend(["--out", out, "--in-flight", in_flight, "-q"]);
+        let out = solver(&args, tmp.path());
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    };
+    study("one", "1");
+    study("three", "3");
+    let by_id = |dir: &str| -> HashMap<String, serde_json::Value> {
+        records(&tmp.path().join(dir))
+            .into_iter()
+            .map(|r| (full_id(&r), r))
+            .collect()
+    };
+    let (one, three) = (by_id("one"), by_id("three"));
+    assert_eq!(one.len(), 48, "every run recorded once");
+    assert_eq!(three.len(), 48, "every run recorded once, in flight too");
+    for (id, a) in &one {
+        let b = &three[id];
+        // JSON numbers are written shortest round-trip: equal text, equal bits
+        for field in [
+            "iterations",
+            "stop_reason",
+            "recurrence_residual",
+            "true_residual",
+        ] {
+            assert_eq!(a["result"][field], b["result"][field], "{id}: {field}");
+        }
+        assert_eq!(a["history"], b["history"], "{id}: history");
+        assert_eq!(a["status"], b["status"], "{id}");
+        assert_eq!(a["result"]["in_flight"], 1);
+        assert_eq!(b["result"]["in_flight"], 3);
+    }
+    let summary = std::fs::read_to_string(tmp.path().join("three/summary.md")).unwrap();
+    assert!(summary.contains("Up to 3 solves ran at once"), "{summary}");
+    let summary = std::fs::read_to_string(tmp.path().join("one/summary.md")).unwrap();
+    assert!(!summary.contains("solves ran at once"), "{summary}");
+}
+
+/// Stops after `after` finished runs, counting what it saw.
+struct StopAfter {
+    after: usize,
+    finished: Vec<String>,
+}
+
+impl precsolve::batch::StudyObserver for StopAfter {
+    fn run_finished(&mut self, record: &precsolve::batch::RunRecord, recorded: bool) {
+        assert!(recorded, "no run of this study repeats an error");
+        self.finished.push(record.key.id());
+    }
+    fn stop_requested(&self) -> bool {
+        self.finished.len() >= self.after
+    }
+}
+
+#[test]
+fn a_stopped_study_in_flight_records_each_finished_run_once_and_resumes() {
+    use precsolve::batch::{Grid, PrecondChoice, RunLimits, StudySpec, run_study};
+    use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = StudySpec {
+        inputs: (60..72).map(|n| format!("poisson2d:{n}")).collect(),
+        grid: Grid {
+            precisions: vec![WorkingPrecision::F64, WorkingPrecision::Dd],
+            tols: vec![1e-10],
+            preconds: vec![PrecondChoice::None],
+            methods: vec![Method::Cg],
+        },
+        limits: RunLimits {
+            max_iter: 10_000,
+            time_limit: None,
+            criterion: precsolve::solver::ResidualNorm::Initial,
+            true_residual_every: 0,
+            ilu_shift: None,
+        },
+        backend: BackendChoice::Cpu,
+        out: tmp.path().join("study"),
+        read_limits: Default::default(),
+        in_flight: 3,
+    };
+    let mut stop = StopAfter {
+        after: 5,
+        finished: vec![],
+    };
+    let outcome = run_study(&spec, &mut stop).unwrap();
+    assert!(outcome.interrupted, "the observer's stop ends the study");
+    assert_eq!(outcome.executed, stop.finished.len());
+    // runs already finishing when the stop came are kept; the solves cut short are not
+    assert!(
+        (5..24).contains(&stop.finished.len()),
+        "{:?}",
+        stop.finished
+    );
+    let recorded: Vec<String> = records(&spec.out).iter().map(full_id).collect();
+    assert_eq!(
+        recorded.len(),
+        stop.finished.len(),
+        "each finished run recorded once"
+    );
+
+    let mut rest = StopAfter {
+        after: usize::MAX,
+        finished: vec![],
+    };
+    let outcome = run_study(&spec, &mut rest).unwrap();
+    assert!(!outcome.interrupted);
+    assert_eq!(stop.finished.len() + rest.finished.len(), 24);
+    let ids: HashSet<String> = records(&spec.out).iter().map(full_id).collect();
+    assert_eq!(
+        ids.len(),
+        24,
+        "every run recorded exactly once across the two"
+    );
+    assert!(stop.finished.iter().all(|k| !rest.finished.contains(k)));
+}

@@ -46,6 +46,10 @@ mod gpu_checks {
             "device_resident_solves_match_cpu_point_by_point",
             device_resident_solves,
         ),
+        (
+            "concurrent_solves_on_own_streams_match_cpu",
+            concurrent_solves,
+        ),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.
@@ -844,6 +848,142 @@ mod gpu_checks {
         }
         gpu.set_graphs(true);
         gpu.set_persistent(Persistent::from_env());
+        Ok(())
+    }
+
+    /// One solve of a concurrent batch: matrix, method, precision, ILU(0) or not.
+    type Job = (String, Arc<CsrMatrix>, bool, bool, bool);
+    /// A solve's outcome and its solution as words.
+    type Solved = (SolveInfo, Vec<f64>);
+
+    /// Run `job` on `backend` (f64 where `dd` is false), as words.
+    fn run_job(
+        backend: &impl Solves,
+        job: &Job,
+        params: &Params,
+    ) -> Result<(SolveInfo, Vec<f64>), String> {
+        let (_, a, use_cg, dd, ilu) = job;
+        backend.solve_job(a, *use_cg, *dd, *ilu, params)
+    }
+
+    /// A backend the concurrent check solves on (the CPU, or a CUDA sibling).
+    trait Solves {
+        fn solve_job(
+            &self,
+            a: &Arc<CsrMatrix>,
+            use_cg: bool,
+            dd: bool,
+            ilu: bool,
+            params: &Params,
+        ) -> Result<(SolveInfo, Vec<f64>), String>;
+    }
+
+    macro_rules! solves_for {
+        ($backend:ty) => {
+            impl Solves for $backend {
+                fn solve_job(
+                    &self,
+                    a: &Arc<CsrMatrix>,
+                    use_cg: bool,
+                    dd: bool,
+                    ilu: bool,
+                    params: &Params,
+                ) -> Result<(SolveInfo, Vec<f64>), String> {
+                    match ilu {
+                        true => {
+                            let factors = Arc::new(Ilu0Factors::new(a, Some(1e-8)).map_err(err)?);
+                            let m = Ilu0::new(self, &factors).map_err(err)?;
+                            match dd {
+                                true => {
+                                    Ok(widen(solve_on::<_, Dd, _>(self, a, &m, use_cg, params)?))
+                                }
+                                false => {
+                                    Ok(widen(solve_on::<_, f64, _>(self, a, &m, use_cg, params)?))
+                                }
+                            }
+                        }
+                        false => match dd {
+                            true => Ok(widen(solve_on::<_, Dd, _>(
+                                self, a, &Identity, use_cg, params,
+                            )?)),
+                            false => Ok(widen(solve_on::<_, f64, _>(
+                                self, a, &Identity, use_cg, params,
+                            )?)),
+                        },
+                    }
+                }
+            }
+        };
+    }
+    solves_for!(CpuBackend);
+    solves_for!(CudaBackend);
+
+    /// Solves in six threads at once, each on a sibling backend (a stream of its own), as
+    /// `solver batch --in-flight` runs them: every one identical to the CPU's, point by point.
+    fn concurrent_solves(gpu: &CudaBackend) -> Result<(), String> {
+        let mut matrices: Vec<(String, Arc<CsrMatrix>)> = [9, 12, 16, 20]
+            .into_iter()
+            .map(|n| (format!("poisson3d:{n}"), Arc::new(poisson3d(n))))
+            .collect();
+        for name in ["1138_bus", "bcsstk16", "cavity02", "sherman5"] {
+            let path = format!("{}/{name}.mtx", matrix_dir());
+            if std::path::Path::new(&path).exists() {
+                matrices.push((
+                    name.into(),
+                    Arc::new(precsolve::load_matrix(&path).map_err(err)?),
+                ));
+            }
+        }
+        let mut jobs: Vec<Job> = vec![];
+        for (name, a) in &matrices {
+            for use_cg in [true, false] {
+                for dd in [false, true] {
+                    for ilu in [false, true] {
+                        jobs.push((name.clone(), a.clone(), use_cg, dd, ilu));
+                    }
+                }
+            }
+        }
+        let params = Params {
+            tol: 1e-12,
+            max_iter: 2000,
+            record_history: true,
+            ..Params::default()
+        };
+        const THREADS: usize = 6;
+        let results: Vec<Result<Vec<(usize, Solved)>, String>> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..THREADS)
+                    .map(|t| {
+                        let (jobs, params) = (&jobs, &params);
+                        scope.spawn(move || {
+                            let own = gpu.sibling().map_err(err)?;
+                            (t..jobs.len())
+                                .step_by(THREADS)
+                                .map(|i| Ok((i, run_job(&own, &jobs[i], params)?)))
+                                .collect()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a solving thread"))
+                    .collect()
+            });
+        let cpu = CpuBackend::new();
+        let mut compared = 0;
+        for result in results {
+            for (i, g) in result? {
+                let job = &jobs[i];
+                let c = run_job(&cpu, job, &params)?;
+                let (name, _, use_cg, dd, ilu) = job;
+                let label = format!("{name} cg {use_cg} dd {dd} ilu {ilu}");
+                same_history(&label, &g.0, &c.0)?;
+                same_bits(&format!("{label} solution"), &g.1, &c.1)?;
+                compared += 1;
+            }
+        }
+        println!("    {compared} solves in {THREADS} threads at once, each identical to the CPU");
         Ok(())
     }
 

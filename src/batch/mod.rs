@@ -11,6 +11,7 @@
 mod grid;
 mod inputs;
 mod lock;
+mod schedule;
 mod store;
 mod summary;
 
@@ -28,7 +29,9 @@ pub use summary::{Category, ConditionSummary, MatrixRow, Ratios, Summary};
 
 use crate::error::{Error, Result};
 use crate::precond::Preconditioning;
-use crate::solver::dispatch::{BackendChoice, Problem, Recipe, cpu_only_error, solve};
+use crate::solver::dispatch::{
+    BackendChoice, Lane, Problem, Recipe, cpu_only_error, solve, solve_on,
+};
 use crate::solver::{Monitor, Params};
 use crate::sparse::CsrMatrix;
 use std::collections::HashMap;
@@ -47,6 +50,18 @@ pub struct StudySpec {
     pub out: PathBuf,
     /// Limits on reading each matrix file; a matrix beyond them is recorded as a load error.
     pub read_limits: crate::sparse::ReadLimits,
+    /// Solves in flight at once (`schedule`): 1 runs one at a time, as the times of a
+    /// comparison are cleanest; more keep a GPU busy on small matrices. 0: [`default_in_flight`].
+    pub in_flight: usize,
+}
+
+/// Solves in flight when a study does not say: several where the runs go to the GPU, whose
+/// small solves each leave it mostly idle; one on the CPU, whose solves share its cores.
+pub fn default_in_flight(backend: BackendChoice) -> usize {
+    match backend {
+        BackendChoice::Cuda => schedule::GPU_IN_FLIGHT,
+        BackendChoice::Cpu | BackendChoice::Auto => 1,
+    }
 }
 
 impl StudySpec {
@@ -155,54 +170,125 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
     }
 
     let mut outcome = StudyOutcome::default();
-    for (m, keys) in work {
-        if observer.stop_requested() {
-            outcome.interrupted = true;
-            return Ok(outcome);
-        }
-        observer.run_started(&m.name, &keys[0]);
-        let problem = crate::sparse::load_matrix_with(&m.key, &spec.read_limits)
-            .and_then(|a| Problem::new(Arc::new(a), None, None))
-            .map_err(|e| e.to_string());
-        // Each preconditioner is built once per matrix, for all the runs that use it.
-        let mut preconds: HashMap<PrecondChoice, std::result::Result<Preconditioning, String>> =
-            HashMap::new();
-        for key in keys {
-            if observer.stop_requested() {
-                outcome.interrupted = true;
-                return Ok(outcome);
+    let mut recorder = Recorder {
+        store: &mut store,
+        latest: &latest,
+        outcome: &mut outcome,
+        observer,
+    };
+    let in_flight = match spec.in_flight {
+        0 => default_in_flight(spec.backend),
+        n => n,
+    };
+    if in_flight > 1 && work.len() > 1 {
+        schedule::run_in_flight(spec, work, in_flight, &mut recorder)?;
+    } else {
+        let lane = Lane::default();
+        for (m, keys) in work {
+            if !run_matrix(m, keys, spec, &lane, in_flight, &mut recorder)? {
+                recorder.outcome.interrupted = true;
+                break;
             }
-            let record = match &problem {
-                Err(message) => error_record(m, key, None, RunStatus::LoadError, message),
-                Ok(problem) => {
-                    observer.run_started(&m.name, &key);
-                    let precond = preconds.entry(key.precond).or_insert_with(|| {
-                        Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift)
-                            .map_err(|e| e.to_string())
-                    });
-                    let precond = match precond {
-                        Ok(p) => p,
-                        Err(message) => {
-                            let shape = MatrixShape::of(&problem.a);
-                            let status = RunStatus::PrecondFailed;
-                            let record = error_record(m, key, Some(shape), status, message);
-                            finish_record(&mut store, &latest, record, &mut outcome, observer)?;
-                            continue;
-                        }
-                    };
-                    match run_one(m, key, problem, precond, spec, observer)? {
-                        Some(r) => r,
-                        None => {
-                            outcome.interrupted = true;
-                            return Ok(outcome);
-                        }
-                    }
-                }
-            };
-            finish_record(&mut store, &latest, record, &mut outcome, observer)?;
         }
     }
     Ok(outcome)
+}
+
+/// Where the runs of a matrix report: straight to the study ([`Recorder`], one solve at a
+/// time), or to the thread that records them (`schedule`, several in flight).
+trait RunSink {
+    /// Checked before each run: true stops the study.
+    fn stop_requested(&self) -> bool;
+    /// `a` is loaded and its runs are about to start (`schedule` decides here whether they
+    /// run beside others).
+    fn loaded(&mut self, _a: &CsrMatrix) {}
+    fn run_started(&mut self, name: &str, key: &RunKey);
+    /// Once per solver iteration; `false` cancels the run (not recorded) and the study.
+    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool;
+    fn run_finished(&mut self, record: RunRecord) -> Result<()>;
+}
+
+/// The study's own sink: the store, what it held before, the counts, and the observer.
+struct Recorder<'a> {
+    store: &'a mut Store,
+    latest: &'a HashMap<String, RunStatus>,
+    outcome: &'a mut StudyOutcome,
+    observer: &'a mut dyn StudyObserver,
+}
+
+impl RunSink for Recorder<'_> {
+    fn stop_requested(&self) -> bool {
+        self.observer.stop_requested()
+    }
+    fn run_started(&mut self, name: &str, key: &RunKey) {
+        self.observer.run_started(name, key);
+    }
+    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
+        self.observer.iteration(iteration, relative_residual)
+    }
+    fn run_finished(&mut self, record: RunRecord) -> Result<()> {
+        finish_record(self.store, self.latest, record, self.outcome, self.observer)
+    }
+}
+
+/// Every pending run of one matrix, its GPU work on `lane`; `false` when the study was
+/// stopped or a run cancelled (that run is not recorded).
+fn run_matrix(
+    m: &MatrixInput,
+    keys: Vec<RunKey>,
+    spec: &StudySpec,
+    lane: &Lane,
+    in_flight: usize,
+    sink: &mut dyn RunSink,
+) -> Result<bool> {
+    if sink.stop_requested() {
+        return Ok(false);
+    }
+    sink.run_started(&m.name, &keys[0]);
+    let problem = crate::sparse::load_matrix_with(&m.key, &spec.read_limits)
+        .and_then(|a| Problem::new(Arc::new(a), None, None))
+        .map_err(|e| e.to_string());
+    if let Ok(problem) = &problem {
+        sink.loaded(&problem.a);
+    }
+    // Each preconditioner is built once per matrix, for all the runs that use it.
+    let mut preconds: HashMap<PrecondChoice, std::result::Result<Preconditioning, String>> =
+        HashMap::new();
+    for key in keys {
+        if sink.stop_requested() {
+            return Ok(false);
+        }
+        let record = match &problem {
+            Err(message) => error_record(m, key, None, RunStatus::LoadError, message),
+            Ok(problem) => {
+                sink.run_started(&m.name, &key);
+                let precond = preconds.entry(key.precond).or_insert_with(|| {
+                    Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift)
+                        .map_err(|e| e.to_string())
+                });
+                let precond = match precond {
+                    Ok(p) => p,
+                    Err(message) => {
+                        let shape = MatrixShape::of(&problem.a);
+                        let status = RunStatus::PrecondFailed;
+                        sink.run_finished(error_record(m, key, Some(shape), status, message))?;
+                        continue;
+                    }
+                };
+                let run = RunContext {
+                    spec,
+                    lane,
+                    in_flight,
+                };
+                match run_one(m, key, problem, precond, &run, sink) {
+                    Some(r) => r,
+                    None => return Ok(false),
+                }
+            }
+        };
+        sink.run_finished(record)?;
+    }
+    Ok(true)
 }
 
 /// Count a finished run and append it, unless it repeats a recorded error.
@@ -276,8 +362,8 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
     keys
 }
 
-/// Forwards the solver's iterations to the observer.
-struct Relay<'a>(&'a mut dyn StudyObserver);
+/// Forwards the solver's iterations to the sink.
+struct Relay<'a>(&'a mut dyn RunSink);
 
 impl Monitor for Relay<'_> {
     fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
@@ -285,15 +371,23 @@ impl Monitor for Relay<'_> {
     }
 }
 
-/// One solve; `None` when the observer cancelled it.
+/// What a run needs besides its key: the study, and where and beside how many others it runs.
+struct RunContext<'a> {
+    spec: &'a StudySpec,
+    lane: &'a Lane,
+    in_flight: usize,
+}
+
+/// One solve; `None` when the sink cancelled it.
 fn run_one(
     m: &MatrixInput,
     key: RunKey,
     problem: &Problem,
     precond: &Preconditioning,
-    spec: &StudySpec,
-    observer: &mut dyn StudyObserver,
-) -> Result<Option<RunRecord>> {
+    run: &RunContext<'_>,
+    sink: &mut dyn RunSink,
+) -> Option<RunRecord> {
+    let spec = run.spec;
     let a: &CsrMatrix = &problem.a;
     let every = match spec.limits.true_residual_every {
         0 => auto_true_residual_every(a.nrows()),
@@ -316,22 +410,23 @@ fn run_one(
         precision: key.precision,
         precond,
     };
-    let solution = match solve(problem, spec.backend, recipe, &params, &mut Relay(observer)) {
+    let solved = solve_on(
+        run.lane,
+        problem,
+        spec.backend,
+        recipe,
+        &params,
+        &mut Relay(sink),
+    );
+    let solution = match solved {
         Ok(s) => s,
         Err(e) => {
-            return Ok(Some(error_record(
-                m,
-                key,
-                Some(shape),
-                RunStatus::SolveError,
-                &e.to_string(),
-            )));
+            let status = RunStatus::SolveError;
+            return Some(error_record(m, key, Some(shape), status, &e.to_string()));
         }
     };
     let info = solution.info;
-    let Some(status) = RunStatus::from_stop(&info.stop_reason) else {
-        return Ok(None);
-    };
+    let status = RunStatus::from_stop(&info.stop_reason)?;
     let history = CompactHistory::new(&info.history, info.iterations, info.true_residual);
     let solved = info.stop_reason.converged() && info.true_residual <= key.tol;
     let result = RunResult {
@@ -349,8 +444,9 @@ fn run_one(
         true_residual_every: every,
         precond_time: info.times.precond,
         precond_setup_time: info.times.precond_setup,
+        in_flight: run.in_flight,
     };
-    Ok(Some(RunRecord {
+    Some(RunRecord {
         v: FORMAT_VERSION,
         key,
         name: m.name.clone(),
@@ -362,7 +458,7 @@ fn run_one(
         history: Some(history),
         finished_at: now(),
         solver_version: env!("CARGO_PKG_VERSION").to_string(),
-    }))
+    })
 }
 
 fn error_record(

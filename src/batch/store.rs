@@ -123,6 +123,14 @@ pub struct RunResult {
     /// Of `setup_time`: building the preconditioner.
     #[serde(default)]
     pub precond_setup_time: f64,
+    /// Solves the study kept in flight at once (`--in-flight`; 1 in older files): with more
+    /// than one, the times include the others' contention for the device.
+    #[serde(default = "one")]
+    pub in_flight: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl RunResult {

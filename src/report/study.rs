@@ -386,6 +386,19 @@ pub fn markdown(summary: &Summary) -> String {
         out,
         "{DEFINITIONS} Plots: `{PLOTS_DIR}/`, all of it: `index.html`.\n"
     );
+    let in_flight = summary
+        .runs
+        .iter()
+        .filter_map(|r| r.result.as_ref().map(|r| r.in_flight))
+        .max()
+        .unwrap_or(1);
+    if in_flight > 1 {
+        let _ = writeln!(
+            out,
+            "Up to {in_flight} solves ran at once (`--in-flight`): each time includes the \
+             others' use of the device; iterations and residuals are those of each solve alone.\n"
+        );
+    }
     for cs in &summary.conditions {
         let precond = cs.condition.precond != crate::precond::PrecondKind::None;
         let _ = writeln!(

@@ -424,6 +424,64 @@ pub fn solve(
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
+    solve_on(&Lane::default(), problem, backend, recipe, params, monitor)
+}
+
+/// Where a solve's GPU work goes: the process's stream ([`Lane::default`]) or a stream of its
+/// own ([`Lane::own`]), so that solves in several threads run on the GPU at the same time.
+#[derive(Default)]
+pub struct Lane {
+    #[cfg(feature = "cuda")]
+    cuda: Option<crate::backend::cuda::CudaBackend>,
+}
+
+impl Lane {
+    /// A lane with a GPU stream of its own where `backend` may use a GPU and one is usable;
+    /// otherwise the default lane (the CPU backend has no streams to separate).
+    pub fn own(backend: BackendChoice) -> Result<Lane> {
+        #[cfg(feature = "cuda")]
+        if backend != BackendChoice::Cpu
+            && let Ok(gpu) = cuda_backend()
+        {
+            return Ok(Lane {
+                cuda: Some(gpu.sibling()?),
+            });
+        }
+        let _ = backend;
+        Ok(Lane::default())
+    }
+
+    /// Whether a solve of `a` fills the GPU by itself (rows at least the threads it keeps
+    /// resident), so that a solve beside it would only slow both: such solves run alone.
+    pub fn fills_device(&self, a: &CsrMatrix) -> bool {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &self.cuda {
+            return gpu
+                .resident_threads()
+                .is_ok_and(|threads| a.nrows() >= threads);
+        }
+        let _ = a;
+        false
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda(&self) -> Result<&crate::backend::cuda::CudaBackend> {
+        match &self.cuda {
+            Some(gpu) => Ok(gpu),
+            None => cuda_backend(),
+        }
+    }
+}
+
+/// [`solve`] with its GPU work on `lane`.
+pub fn solve_on(
+    lane: &Lane,
+    problem: &Problem,
+    backend: BackendChoice,
+    recipe: Recipe<'_>,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<Solution> {
     let recipe = Recipe {
         method: recipe.method.resolve(&problem.a),
         ..recipe
@@ -442,7 +500,7 @@ pub fn solve(
             with_precision(&CpuBackend::new(), problem, recipe, params, monitor)
         }
         #[cfg(feature = "cuda")]
-        ResolvedBackend::Cuda => with_precision(cuda_backend()?, problem, recipe, params, monitor),
+        ResolvedBackend::Cuda => with_precision(lane.cuda()?, problem, recipe, params, monitor),
     }
 }
 

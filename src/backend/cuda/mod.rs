@@ -112,7 +112,8 @@ impl<'a> PushVector<'a> for LaunchArgs<'a> {
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    kernels: KernelStore,
+    /// Shared with the siblings ([`CudaBackend::sibling`]): kernels compile once a process.
+    kernels: Arc<KernelStore>,
     name: String,
     /// Launch setting given to new ILU(0) factors (`IluConfig::default()` unless set).
     ilu_config: std::sync::Mutex<IluConfig>,
@@ -171,7 +172,7 @@ impl CudaBackend {
             .new_stream()
             .map_err(driver_error("creating a stream"))?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
-        let kernels = KernelStore::new(ctx.clone())?;
+        let kernels = Arc::new(KernelStore::new(ctx.clone())?);
         Ok(CudaBackend {
             ctx,
             stream,
@@ -183,6 +184,28 @@ impl CudaBackend {
                 std::env::var("PRECSOLVE_CUDA_GRAPHS").map_or(true, |v| v != "0"),
             ),
             persistent: std::sync::Mutex::new(Persistent::from_env()),
+        })
+    }
+
+    /// A backend on the same GPU with a stream of its own, sharing the compiled kernels and
+    /// this one's settings: solves on siblings run at the same time (a study's solves in
+    /// flight, `batch::schedule`), each with the bits it has alone, since nothing of a solve
+    /// leaves its stream.
+    pub fn sibling(&self) -> Result<Self> {
+        let stream = self
+            .ctx
+            .new_stream()
+            .map_err(driver_error("creating a stream"))?;
+        let lock = |e: std::sync::PoisonError<_>| e.into_inner();
+        Ok(CudaBackend {
+            ctx: self.ctx.clone(),
+            stream,
+            kernels: self.kernels.clone(),
+            name: self.name.clone(),
+            ilu_config: std::sync::Mutex::new(*self.ilu_config.lock().unwrap_or_else(lock)),
+            spmv_layout: std::sync::Mutex::new(self.spmv_layout()),
+            graphs: std::sync::atomic::AtomicBool::new(self.graphs_enabled()),
+            persistent: std::sync::Mutex::new(self.persistent()),
         })
     }
 

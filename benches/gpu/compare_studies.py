@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Compare two studies' records run by run: iterations, stop reason and residual bits (the JSON
+numbers are written shortest round-trip, so equal text is equal bits). Used by study.sh."""
+import json
+import sys
+
+
+def records(d):
+    out = {}
+    with open(f"{d}/runs.jsonl") as f:
+        for line in f:
+            r = json.loads(line)
+            k = r["key"]
+            out[json.dumps(k, sort_keys=True)] = r
+    return out
+
+
+a, b = records(sys.argv[1]), records(sys.argv[2])
+same, differ, unsolved = 0, [], 0
+for key, ra in a.items():
+    rb = b.get(key)
+    if rb is None or ra.get("result") is None or rb.get("result") is None:
+        unsolved += 1
+        continue
+    fields = ["iterations", "stop_reason", "recurrence_residual", "true_residual"]
+    if all(ra["result"][f] == rb["result"][f] for f in fields):
+        same += 1
+    else:
+        differ.append(f'{ra["name"]} {ra["key"]["precision"]} {ra["key"]["tol"]} {ra["key"]["precond"]}')
+print(f"  records: {len(a)} / {len(b)}; equal iterations and residual bits: {same}; "
+      f"different: {len(differ)}; without a result on one side: {unsolved}")
+for d in differ[:20]:
+    print("   differs:", d)
