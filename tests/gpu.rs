@@ -9,7 +9,7 @@
 mod gpu_checks {
     use precsolve::backend::cpu::{CpuBackend, CpuVector};
     use precsolve::backend::cuda::{CudaBackend, Persistent};
-    use precsolve::backend::cuda::{IluConfig, IluSchedule, SpmvLayout};
+    use precsolve::backend::cuda::{IluConfig, IluPlacement, IluSchedule, SpmvLayout};
     use precsolve::backend::{Backend, Operand, TiledDots, spmv_lanes};
     use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
@@ -951,25 +951,24 @@ mod gpu_checks {
             ..Params::default()
         };
         const THREADS: usize = 6;
-        let results: Vec<Result<Vec<(usize, Solved)>, String>> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..THREADS)
-                    .map(|t| {
-                        let (jobs, params) = (&jobs, &params);
-                        scope.spawn(move || {
-                            let own = gpu.sibling().map_err(err)?;
-                            (t..jobs.len())
-                                .step_by(THREADS)
-                                .map(|i| Ok((i, run_job(&own, &jobs[i], params)?)))
-                                .collect()
-                        })
+        let results: Vec<Result<Vec<(usize, Solved)>, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (jobs, params) = (&jobs, &params);
+                    scope.spawn(move || {
+                        let own = gpu.sibling().map_err(err)?;
+                        (t..jobs.len())
+                            .step_by(THREADS)
+                            .map(|i| Ok((i, run_job(&own, &jobs[i], params)?)))
+                            .collect()
                     })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("a solving thread"))
-                    .collect()
-            });
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a solving thread"))
+                .collect()
+        });
         let cpu = CpuBackend::new();
         let mut compared = 0;
         for result in results {
@@ -1247,6 +1246,7 @@ mod gpu_checks {
             // Blocks of one warp to 1024 threads; a grid of one small block per SM (each
             // block solves many chunks in turn); polling with back-off; one launch per level.
             let sync_free = |block, threads_per_sm, sleep_ns| IluConfig {
+                placement: IluPlacement::Device,
                 schedule: IluSchedule::SyncFree,
                 block,
                 threads_per_sm,
@@ -1255,6 +1255,7 @@ mod gpu_checks {
             };
             // Partitioned: one part per block, 132 to 1056 parts on the H200.
             let parts = |block, threads_per_sm, hop| IluConfig {
+                placement: IluPlacement::Device,
                 schedule: IluSchedule::Partitioned,
                 block,
                 threads_per_sm,
@@ -1272,20 +1273,24 @@ mod gpu_checks {
                 sync_free(64, 64, 0),
                 sync_free(128, 256, 100),
                 IluConfig {
+                    placement: IluPlacement::Device,
                     schedule: IluSchedule::SyncFreeWarps,
                     ..IluConfig::default()
                 },
                 IluConfig {
+                    placement: IluPlacement::Device,
                     schedule: IluSchedule::SyncFreeGpuScope,
                     ..IluConfig::default()
                 },
                 IluConfig {
+                    placement: IluPlacement::Device,
                     schedule: IluSchedule::SyncFreeWarps,
                     block: 64,
                     threads_per_sm: 64,
                     ..IluConfig::default()
                 },
                 IluConfig {
+                    placement: IluPlacement::Device,
                     schedule: IluSchedule::Levels,
                     block: 128,
                     ..IluConfig::default()

@@ -14,6 +14,37 @@ use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;
 use std::sync::Arc;
 
+/// Estimated seconds of one ILU(0) application (`n` rows, `nnz` entries in the factors, `levels`
+/// of the two triangular solves together) by a GPU's kernels and by the host with the vector
+/// copied each way: the CUDA backend applies ILU(0) where this is cheaper, and `--backend auto`
+/// costs it so. From the H200 suite (`benches/results/gpu-suite-ilu0.json`): the kernels cost
+/// 5-9 us a level on small matrices (a level's rows sit in few blocks, and each step waits on
+/// another block's), 1.7 us on poisson3d:200; the host's solve about 1 ns an entry, each copy
+/// a synchronisation and 8 bytes a row. The device's estimate takes its best per-level cost, so
+/// it keeps the kernels wherever they might be faster.
+pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSeconds {
+    IluSeconds {
+        device: 20e-6 + 1.5e-6 * levels as f64,
+        host: 30e-6 + 1.2e-9 * nnz as f64 + 16.0 * n as f64 / 8e9,
+    }
+}
+
+/// [`ilu_application_seconds`]'s two estimates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IluSeconds {
+    pub device: f64,
+    pub host: f64,
+}
+
+impl IluSeconds {
+    pub fn host_is_faster(&self) -> bool {
+        self.host < self.device
+    }
+    pub fn best(&self) -> f64 {
+        self.device.min(self.host)
+    }
+}
+
 /// Threads per row (NT) of the CSR-vector SpMV, a power of two in 1..=32 from the mean nonzeros
 /// per row. The thesis (ch. 3, Listing 3.1) takes `2^ceil(log2(nnz/row))`, tuned for Kepler; on
 /// the H200 that is 1.8x slower than one thread per row at 7 nonzeros per row

@@ -4,7 +4,9 @@
 
 use super::cusparse::CusparseSpmv;
 use super::cusparse_ilu::CusparseIlu;
-use super::{CudaBackend, CudaMatrix, CudaVector, IluConfig, IluSchedule, SpmvLayout};
+use super::{
+    CudaBackend, CudaMatrix, CudaVector, IluConfig, IluPlacement, IluSchedule, SpmvLayout,
+};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::precision::{Dd, Precision, Qd, Td};
@@ -517,6 +519,7 @@ pub fn run_ilu0(
     ];
     for (block, threads_per_sm, hop) in partitioned {
         let cfg = IluConfig {
+            placement: IluPlacement::Device,
             schedule: IluSchedule::Partitioned,
             block,
             threads_per_sm,
@@ -560,6 +563,7 @@ pub fn run_ilu0(
         }
     }
     let levels = |block| IluConfig {
+        placement: IluPlacement::Device,
         schedule: IluSchedule::Levels,
         block,
         ..IluConfig::default()

@@ -47,9 +47,23 @@ pub const DEFAULT_BLOCK: u32 = 384;
 /// threads per SM; fewer poll less, more look further ahead; its best was 128 x 3 per SM.)
 pub const DEFAULT_THREADS_PER_SM: u32 = 384;
 
+/// Where ILU(0) is applied. On small matrices the triangular solves are a chain of levels,
+/// each a step the kernels pay microseconds for, where the host solves a whole triangle in
+/// less (`benches/results/gpu-study.md`): there the vector goes to the host and back. The
+/// same arithmetic either way (the host runs the CPU backend's solve, the kernels' twin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IluPlacement {
+    /// The host where [`crate::backend::ilu_application_seconds`] says it is faster.
+    Measured,
+    Device,
+    Host,
+}
+
 /// How the triangular solves are launched; every choice gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IluConfig {
+    pub placement: IluPlacement,
+    /// The kernels' schedule, where they apply it.
     pub schedule: IluSchedule,
     /// Threads per block: rows per chunk (sync-free), per level step (partitioned) or per
     /// block (levels).
@@ -83,6 +97,7 @@ impl IluConfig {
 impl Default for IluConfig {
     fn default() -> Self {
         IluConfig {
+            placement: IluPlacement::Measured,
             schedule: IluSchedule::Partitioned,
             block: DEFAULT_BLOCK,
             threads_per_sm: DEFAULT_THREADS_PER_SM,
@@ -169,9 +184,16 @@ pub struct CudaIlu {
     tickets: u64,
     sm_count: u32,
     config: IluConfig,
+    /// The host's solve, where the placement (resolved at upload) is the host.
+    host: Option<crate::backend::cpu::CpuIlu>,
 }
 
 impl CudaIlu {
+    /// Whether this ILU(0) is applied on the host.
+    pub fn on_host(&self) -> bool {
+        self.host.is_some()
+    }
+
     pub fn factors(&self) -> &Arc<Ilu0Factors> {
         &self.factors
     }
@@ -191,15 +213,32 @@ impl CudaIlu {
             "block size must be a multiple of 32 up to {most}"
         );
         self.config = config;
+        let host = match config.placement {
+            IluPlacement::Measured => host_is_faster(&self.factors),
+            IluPlacement::Device => false,
+            IluPlacement::Host => true,
+        };
+        self.host = match (host, self.host.take()) {
+            (true, Some(h)) => Some(h),
+            (true, None) => Some(crate::backend::cpu::CpuIlu::new(self.factors.clone())),
+            (false, _) => None,
+        };
     }
     /// The schedule and block size, other settings at their defaults.
     pub fn set_schedule(&mut self, schedule: IluSchedule, block: u32) {
         self.set_config(IluConfig {
+            placement: IluPlacement::Device,
             schedule,
             block,
             ..IluConfig::default()
         });
     }
+}
+
+/// [`IluPlacement::Measured`]'s choice for these factors.
+fn host_is_faster(f: &Ilu0Factors) -> bool {
+    let levels = f.lower_levels().count() + f.upper_levels().count();
+    crate::backend::ilu_application_seconds(f.n(), f.nnz(), levels).host_is_faster()
 }
 
 impl CudaBackend {
@@ -302,7 +341,7 @@ impl CudaBackend {
             .map_err(driver_error("allocating ILU(0) ticket counter"))?;
         let sm_count = sm_count.max(1);
         let config = self.ilu_config();
-        Ok(CudaIlu {
+        let mut ilu = CudaIlu {
             factors: Arc::clone(factors),
             n,
             order: self.upload_order(f, config.parts(sm_count))?,
@@ -319,7 +358,10 @@ impl CudaBackend {
             tickets: 0,
             sm_count,
             config,
-        })
+            host: None,
+        };
+        ilu.set_config(config);
+        Ok(ilu)
     }
 
     /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `Z`.
@@ -339,6 +381,9 @@ impl CudaBackend {
         if ilu.n == 0 {
             return Ok(());
         }
+        if let Some(host) = ilu.host.as_mut() {
+            return self.ilu_solve_on_host(host, r, z);
+        }
         let parts = ilu.config.parts(ilu.sm_count);
         if ilu.order.parts != parts {
             ilu.order = self.upload_order(&ilu.factors, parts)?;
@@ -348,6 +393,22 @@ impl CudaBackend {
         } else {
             self.ilu_solve_levels(ilu, r, z)
         }
+    }
+
+    /// `r` to the host, the CPU backend's solve, the result back into `z` (two copies, each
+    /// waiting for the stream).
+    fn ilu_solve_on_host<P: Precision, Z: Precision>(
+        &self,
+        host: &mut crate::backend::cpu::CpuIlu,
+        r: &CudaVector<P>,
+        z: &mut CudaVector<Z>,
+    ) -> Result<()> {
+        use crate::precision::HostVector;
+        let r = P::Vector::from_values(crate::backend::Backend::to_host(self, r)?);
+        let mut w = <f64 as Precision>::Vector::from_values(vec![0.0; z.len]);
+        host.apply::<P, f64>(r.as_host_slice(), w.as_host_slice_mut());
+        let values: Vec<Z> = w.iter().map(|&v| Z::from_f64(v)).collect();
+        self.write_values(&values, z)
     }
 
     /// The partitioned schedule: a gather of `r` into the forward order, then one launch per

@@ -21,7 +21,7 @@ mod spmv_dot;
 mod vectors;
 
 pub use device::{compile_kernel_sources, probe};
-pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluSchedule};
+pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluPlacement, IluSchedule};
 pub use persistent::Persistent;
 pub use sell::{SELL_ROWS, SpmvLayout};
 

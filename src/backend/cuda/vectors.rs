@@ -79,6 +79,18 @@ impl CudaBackend {
 
     /// A vector holding `values` exactly, in `P`'s device layout.
     pub(super) fn upload_values<P: Precision>(&self, values: &[P]) -> Result<CudaVector<P>> {
+        let mut v = self.alloc_vector::<P>(values.len())?;
+        self.write_values(values, &mut v)?;
+        Ok(v)
+    }
+
+    /// Overwrite `v` with `values` (as many), in `P`'s device layout.
+    pub(super) fn write_values<P: Precision>(
+        &self,
+        values: &[P],
+        v: &mut CudaVector<P>,
+    ) -> Result<()> {
+        assert_eq!(values.len(), v.len, "write_values: lengths");
         let len = values.len();
         let layout = Self::layout::<P>();
         let mut host = Vec::with_capacity(words_for(layout, len));
@@ -110,12 +122,11 @@ impl CudaBackend {
                 }));
             }
         }
-        let mut v = self.alloc_vector::<P>(len)?;
         if !host.is_empty() {
             self.stream
                 .memcpy_htod(&host, &mut v.words)
                 .map_err(driver_error("copying a vector to the GPU"))?;
         }
-        Ok(v)
+        Ok(())
     }
 }
