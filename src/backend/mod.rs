@@ -19,14 +19,21 @@ use std::sync::Arc;
 /// copied each way: the CUDA backend applies ILU(0) where this is cheaper, and `--backend auto`
 /// costs it so. From the H200 suite (`benches/results/gpu-suite-ilu0.json`): the kernels cost
 /// 5-9 us a level on small matrices (a level's rows sit in few blocks, and each step waits on
-/// another block's), 1.7 us on poisson3d:200; the host's solve about 1 ns an entry, each copy
-/// a synchronisation and 8 bytes a row. The device's estimate takes its best per-level cost, so
+/// another block's), 1.7 us on poisson3d:200; the host's solve about 1.2 ns an entry, and the
+/// two copies, each waiting for the stream, about 45 us and 16 bytes a row. The device's estimate takes its best per-level cost, so
 /// it keeps the kernels wherever they might be faster.
 pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSeconds {
     IluSeconds {
         device: 20e-6 + 1.5e-6 * levels as f64,
-        host: 30e-6 + 1.2e-9 * nnz as f64 + 16.0 * n as f64 / 8e9,
+        host: 45e-6 + ilu_host_solve_seconds(nnz) + 16.0 * n as f64 / 8e9,
     }
+}
+
+/// Estimated seconds of the host's two triangular solves over factors of `nnz` entries: row by
+/// row, each row's sum waiting on the rows before it, about 1.2 ns an entry (bcsstk13 and
+/// bcsstk16 on the H200's host: 1.17 and 1.23 ns).
+pub fn ilu_host_solve_seconds(nnz: usize) -> f64 {
+    1.2e-9 * nnz as f64
 }
 
 /// [`ilu_application_seconds`]'s two estimates.

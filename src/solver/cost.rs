@@ -146,11 +146,13 @@ impl CostModel {
         };
         let (matrix, vectors, ilu) = w.parts();
         let (spmvs, passes) = w.passes();
-        // the triangular solves run row by row (levels are rarely wide enough to split)
-        self.cpu_floor
-            + part(matrix, w.nnz, spmvs)
-            + part(vectors, w.rows, passes)
-            + ilu / per_thread
+        // the triangular solves run row by row (levels are rarely wide enough to split): their
+        // bytes on one thread, and the wait of each row's sum on the rows before it
+        let ilu = match w.ilu_levels {
+            Some(_) => ilu / per_thread + spmvs * crate::backend::ilu_host_solve_seconds(w.nnz),
+            None => 0.0,
+        };
+        self.cpu_floor + part(matrix, w.nnz, spmvs) + part(vectors, w.rows, passes) + ilu
     }
 
     /// Estimated seconds an iteration on the GPU.
