@@ -443,9 +443,12 @@ impl Lane {
         if backend != BackendChoice::Cpu
             && let Ok(gpu) = cuda_backend()
         {
-            return Ok(Lane {
-                cuda: Some(gpu.sibling()?),
-            });
+            let own = gpu.sibling()?;
+            // A cooperative launch (the persistent kernels) waits for the whole device, so
+            // beside other streams it stalled them and itself: 10-100x slower iterations in a
+            // study with four in flight, on the H200 (benches/results/gpu-study.md).
+            own.set_persistent(crate::backend::cuda::Persistent::Off);
+            return Ok(Lane { cuda: Some(own) });
         }
         let _ = backend;
         Ok(Lane::default())
