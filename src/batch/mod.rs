@@ -231,6 +231,42 @@ impl RunSink for Recorder<'_> {
     }
 }
 
+/// A matrix loaded for its runs (or why it could not be), and its preconditioners, each built
+/// once for all the runs that use it.
+struct Loaded {
+    problem: std::result::Result<Problem, String>,
+    preconds: HashMap<PrecondChoice, Arc<Prepared>>,
+}
+
+/// A preconditioner ready for the runs that use it, or why it could not be built.
+type Prepared = std::result::Result<Preconditioning, String>;
+
+impl Loaded {
+    fn load(m: &MatrixInput, spec: &StudySpec) -> Loaded {
+        let problem = crate::sparse::load_matrix_with(&m.key, &spec.read_limits)
+            .and_then(|a| Problem::new(Arc::new(a), None, None))
+            .map_err(|e| e.to_string());
+        Loaded {
+            problem,
+            preconds: HashMap::new(),
+        }
+    }
+
+    /// The preconditioner of `key`, built the first time it is asked for.
+    fn precond(&mut self, key: &RunKey) -> Arc<Prepared> {
+        let Ok(problem) = &self.problem else {
+            unreachable!("preconditioners are asked only of loaded matrices")
+        };
+        self.preconds
+            .entry(key.precond)
+            .or_insert_with(|| {
+                let prepared = Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift);
+                Arc::new(prepared.map_err(|e| e.to_string()))
+            })
+            .clone()
+    }
+}
+
 /// Every pending run of one matrix, its GPU work on `lane`; `false` when the study was
 /// stopped or a run cancelled (that run is not recorded).
 fn run_matrix(
@@ -245,50 +281,51 @@ fn run_matrix(
         return Ok(false);
     }
     sink.run_started(&m.name, &keys[0]);
-    let problem = crate::sparse::load_matrix_with(&m.key, &spec.read_limits)
-        .and_then(|a| Problem::new(Arc::new(a), None, None))
-        .map_err(|e| e.to_string());
-    if let Ok(problem) = &problem {
-        sink.loaded(&problem.a);
-    }
-    // Each preconditioner is built once per matrix, for all the runs that use it.
-    let mut preconds: HashMap<PrecondChoice, std::result::Result<Preconditioning, String>> =
-        HashMap::new();
+    let mut loaded = Loaded::load(m, spec);
+    let run = RunContext {
+        spec,
+        lane,
+        in_flight,
+    };
     for key in keys {
         if sink.stop_requested() {
             return Ok(false);
         }
-        let record = match &problem {
-            Err(message) => error_record(m, key, None, RunStatus::LoadError, message),
-            Ok(problem) => {
-                sink.run_started(&m.name, &key);
-                let precond = preconds.entry(key.precond).or_insert_with(|| {
-                    Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift)
-                        .map_err(|e| e.to_string())
-                });
-                let precond = match precond {
-                    Ok(p) => p,
-                    Err(message) => {
-                        let shape = MatrixShape::of(&problem.a);
-                        let status = RunStatus::PrecondFailed;
-                        sink.run_finished(error_record(m, key, Some(shape), status, message))?;
-                        continue;
-                    }
-                };
-                let run = RunContext {
-                    spec,
-                    lane,
-                    in_flight,
-                };
-                match run_one(m, key, problem, precond, &run, sink) {
-                    Some(r) => r,
-                    None => return Ok(false),
-                }
-            }
-        };
-        sink.run_finished(record)?;
+        let precond = loaded.problem.is_ok().then(|| loaded.precond(&key));
+        match run_key(m, key, &loaded.problem, precond.as_deref(), &run, sink) {
+            Some(record) => sink.run_finished(record)?,
+            None => return Ok(false),
+        }
     }
     Ok(true)
+}
+
+/// One run of a matrix loaded (or not) with its preconditioner prepared (or not): its record,
+/// or `None` when the sink cancelled it.
+fn run_key(
+    m: &MatrixInput,
+    key: RunKey,
+    problem: &std::result::Result<Problem, String>,
+    precond: Option<&Prepared>,
+    run: &RunContext<'_>,
+    sink: &mut dyn RunSink,
+) -> Option<RunRecord> {
+    let problem = match problem {
+        Ok(problem) => problem,
+        Err(message) => {
+            return Some(error_record(m, key, None, RunStatus::LoadError, message));
+        }
+    };
+    sink.loaded(&problem.a);
+    sink.run_started(&m.name, &key);
+    match precond.expect("a loaded matrix's runs have their preconditioner") {
+        Ok(precond) => run_one(m, key, problem, precond, run, sink),
+        Err(message) => {
+            let shape = MatrixShape::of(&problem.a);
+            let status = RunStatus::PrecondFailed;
+            Some(error_record(m, key, Some(shape), status, message))
+        }
+    }
 }
 
 /// Count a finished run and append it, unless it repeats a recorded error.

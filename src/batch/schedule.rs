@@ -1,9 +1,12 @@
-//! A study's solves in flight at once (`--in-flight N`): N worker threads take the matrices in
-//! order, each running all of a matrix's runs with a GPU stream of its own ([`Lane::own`]), so
-//! that the small solves of a study, each of which leaves the GPU mostly idle while it waits on
-//! launches and reductions, overlap on the device. Every solve stays alone on its stream, so its
-//! bits are those it has alone; its times include the others' contention, and its record says
-//! how many were in flight.
+//! A study's solves in flight at once (`--in-flight N`): N worker threads, each with a GPU
+//! stream of its own ([`Lane::own`]), take the runs in the study's order, so that the small
+//! solves of a study, each of which leaves the GPU mostly idle while it waits on launches and
+//! reductions, overlap on the device. The unit is a run, not a matrix: a matrix whose runs take
+//! long (bcsstk13's took a third of the shared matrices' study) spreads over the workers
+//! instead of running its runs in series. A matrix is loaded, and each of its preconditioners
+//! built, once, by the first worker that needs it (the others wait for it), and dropped after
+//! its last run. Every solve stays alone on its stream, so its bits are those it has alone; its
+//! times include the others' contention, and its record says how many were in flight.
 //!
 //! The thread that called [`run_study`](super::run_study) keeps the store and the observer:
 //! the workers send it what happened, it appends each record as it arrives (in the order the
@@ -12,13 +15,13 @@
 //! large enough to fill the GPU alone runs with no other beside it (a write lock that the other
 //! matrices' runs hold for reading).
 
-use super::{MatrixInput, RunKey, RunRecord, RunSink, StudySpec, run_matrix};
+use super::{Loaded, MatrixInput, RunContext, RunKey, RunRecord, RunSink, StudySpec, run_key};
 use crate::error::{Error, Result};
 use crate::solver::dispatch::Lane;
 use crate::sparse::CsrMatrix;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 /// `--in-flight` with `--backend cuda` when not given: measured on the shared matrices' study
@@ -37,25 +40,41 @@ enum Message {
     Failed(Error),
 }
 
-/// Run the matrices of `work` on `in_flight` workers, recording through `recorder`.
+/// A matrix of the study: loaded at its first run, dropped after its last.
+struct Slot<'a> {
+    m: &'a MatrixInput,
+    loaded: Mutex<Option<Loaded>>,
+    remaining: AtomicUsize,
+}
+
+/// Run the runs of `work` on `in_flight` workers, recording through `recorder`.
 pub(super) fn run_in_flight(
     spec: &StudySpec,
     work: Vec<(&MatrixInput, Vec<RunKey>)>,
     in_flight: usize,
     recorder: &mut super::Recorder<'_>,
 ) -> Result<()> {
+    let slots: Vec<Slot> = work
+        .iter()
+        .map(|(m, keys)| Slot {
+            m,
+            loaded: Mutex::new(None),
+            remaining: AtomicUsize::new(keys.len()),
+        })
+        .collect();
+    let runs: Vec<(usize, RunKey)> = work
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, (_, keys))| keys.into_iter().map(move |k| (i, k)))
+        .collect();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let alone = RwLock::new(());
-    let work: Vec<_> = work
-        .into_iter()
-        .map(|job| std::sync::Mutex::new(Some(job)))
-        .collect();
     let (sender, receiver) = channel();
     std::thread::scope(|scope| {
-        for _ in 0..in_flight.min(work.len()) {
+        for _ in 0..in_flight.min(runs.len()) {
             let sender = sender.clone();
-            let (next, stop, alone, work) = (&next, &stop, &alone, &work);
+            let (next, stop, alone, runs, slots) = (&next, &stop, &alone, &runs, &slots);
             scope.spawn(move || {
                 let lane = match Lane::own(spec.backend) {
                     Ok(lane) => lane,
@@ -68,23 +87,44 @@ pub(super) fn run_in_flight(
                     guard: None,
                     lane: &lane,
                 };
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(job) = work.get(i) else { break };
-                    let taken = job.lock().unwrap_or_else(|e| e.into_inner()).take();
-                    let Some((m, keys)) = taken else { break };
-                    let done = run_matrix(m, keys, spec, &lane, in_flight, &mut sink);
+                let run = RunContext {
+                    spec,
+                    lane: &lane,
+                    in_flight,
+                };
+                while let Some((i, key)) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if sink.stop_requested() {
+                        break;
+                    }
+                    let slot = &slots[*i];
+                    let (problem, precond) = {
+                        let mut loaded = slot.loaded.lock().unwrap_or_else(|e| e.into_inner());
+                        let loaded = loaded.get_or_insert_with(|| Loaded::load(slot.m, spec));
+                        let precond = loaded.problem.is_ok().then(|| loaded.precond(key));
+                        (loaded.problem.clone(), precond)
+                    };
+                    let record = run_key(
+                        slot.m,
+                        key.clone(),
+                        &problem,
+                        precond.as_deref(),
+                        &run,
+                        &mut sink,
+                    );
                     sink.guard = None;
-                    match done {
-                        Ok(true) => {}
-                        Ok(false) => {
+                    if slot.remaining.fetch_sub(1, Ordering::Relaxed) == 1 {
+                        *slot.loaded.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    }
+                    let sent = match record {
+                        Some(record) => sink.run_finished(record),
+                        None => {
                             let _ = sink.sender.send(Message::Stopped);
                             break;
                         }
-                        Err(e) => {
-                            let _ = sink.sender.send(Message::Failed(e));
-                            break;
-                        }
+                    };
+                    if let Err(e) = sent {
+                        let _ = sink.sender.send(Message::Failed(e));
+                        break;
                     }
                 }
             });
