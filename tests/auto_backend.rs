@@ -90,6 +90,10 @@ fn auto_picks_the_faster_backend_of_the_h200_suite() {
         }
     }
     assert!(judged > 250, "only {judged} solves judged");
+    println!(
+        "{} of {judged} picks more than 10% slower than the faster backend",
+        misses.len()
+    );
     let list =
         |m: &[(bool, f64, String)]| m.iter().map(|m| m.2.clone()).collect::<Vec<_>>().join("\n");
     let large: Vec<_> = misses.iter().filter(|m| m.0).cloned().collect();

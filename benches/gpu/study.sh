@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # benches/results/gpu-study.md: the whole shared-matrix study (f64,dd x tol 1e-8,1e-12 x
-# none,ilu0, the method chosen per matrix) on the GPU with 1..8 solves in flight and on the
+# none,ilu0, the method chosen per matrix) on the GPU with N solves in flight and on the
 # CPU backend (all the host's cores), wall time of each, and every GPU record's iterations and
 # residual bits against the CPU's. Prepare as benches/gpu/resident.sh says (.gpu/solver,
 # .gpu/matrices), cp benches/gpu/study.sh benches/gpu/compare_studies.py .gpu/; on the device:
-#   bash .gpu/study.sh cpu 1 4        # the CPU study, then the GPU's with 1 and 4 in flight
+#   bash .gpu/study.sh cpu 8 4 16     # the CPU study, then the GPU's with 8, 4 and 16 in flight
 # (any of: cpu, and in-flight counts), appending to $OUT/study.txt.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 /// `--in-flight` with `--backend cuda` when not given: measured on the shared matrices' study
 /// (`benches/results/gpu-study.md`).
-pub(super) const GPU_IN_FLIGHT: usize = 4;
+pub(super) const GPU_IN_FLIGHT: usize = 8;
 
 /// How often the recording thread looks at the observer's stop flag while no message comes.
 const POLL: Duration = Duration::from_millis(20);
