@@ -857,66 +857,33 @@ mod gpu_checks {
     type Solved = (SolveInfo, Vec<f64>);
 
     /// Run `job` on `backend` (f64 where `dd` is false), as words.
-    fn run_job(
-        backend: &impl Solves,
+    fn run_job<B: CgSteps + BicgstabSteps>(
+        backend: &B,
         job: &Job,
         params: &Params,
-    ) -> Result<(SolveInfo, Vec<f64>), String> {
+    ) -> Result<Solved, String> {
         let (_, a, use_cg, dd, ilu) = job;
-        backend.solve_job(a, *use_cg, *dd, *ilu, params)
-    }
-
-    /// A backend the concurrent check solves on (the CPU, or a CUDA sibling).
-    trait Solves {
-        fn solve_job(
-            &self,
-            a: &Arc<CsrMatrix>,
-            use_cg: bool,
-            dd: bool,
-            ilu: bool,
-            params: &Params,
-        ) -> Result<(SolveInfo, Vec<f64>), String>;
-    }
-
-    macro_rules! solves_for {
-        ($backend:ty) => {
-            impl Solves for $backend {
-                fn solve_job(
-                    &self,
-                    a: &Arc<CsrMatrix>,
-                    use_cg: bool,
-                    dd: bool,
-                    ilu: bool,
-                    params: &Params,
-                ) -> Result<(SolveInfo, Vec<f64>), String> {
-                    match ilu {
-                        true => {
-                            let factors = Arc::new(Ilu0Factors::new(a, Some(1e-8)).map_err(err)?);
-                            let m = Ilu0::new(self, &factors).map_err(err)?;
-                            match dd {
-                                true => {
-                                    Ok(widen(solve_on::<_, Dd, _>(self, a, &m, use_cg, params)?))
-                                }
-                                false => {
-                                    Ok(widen(solve_on::<_, f64, _>(self, a, &m, use_cg, params)?))
-                                }
-                            }
-                        }
-                        false => match dd {
-                            true => Ok(widen(solve_on::<_, Dd, _>(
-                                self, a, &Identity, use_cg, params,
-                            )?)),
-                            false => Ok(widen(solve_on::<_, f64, _>(
-                                self, a, &Identity, use_cg, params,
-                            )?)),
-                        },
-                    }
-                }
-            }
+        let factors = match ilu {
+            true => Some(Arc::new(Ilu0Factors::new(a, Some(1e-8)).map_err(err)?)),
+            false => None,
         };
+        let ilu0 = match &factors {
+            Some(f) => Some(Ilu0::new(backend, f).map_err(err)?),
+            None => None,
+        };
+        match (ilu0.as_ref(), dd) {
+            (Some(m), true) => Ok(widen(solve_on::<_, Dd, _>(backend, a, m, *use_cg, params)?)),
+            (Some(m), false) => Ok(widen(solve_on::<_, f64, _>(
+                backend, a, m, *use_cg, params,
+            )?)),
+            (None, true) => Ok(widen(solve_on::<_, Dd, _>(
+                backend, a, &Identity, *use_cg, params,
+            )?)),
+            (None, false) => Ok(widen(solve_on::<_, f64, _>(
+                backend, a, &Identity, *use_cg, params,
+            )?)),
+        }
     }
-    solves_for!(CpuBackend);
-    solves_for!(CudaBackend);
 
     /// Solves in six threads at once, each on a sibling backend (a stream of its own), as
     /// `solver batch --in-flight` runs them: every one identical to the CPU's, point by point.
