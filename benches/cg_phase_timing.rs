@@ -9,6 +9,7 @@
 
 use precsolve::backend::cpu::{CpuBackend, CpuVector};
 use precsolve::backend::{Backend, Operand, TiledDots};
+use precsolve::solver::CgKernels;
 use precsolve::{Dd, Precision};
 use std::sync::Arc;
 use std::time::Instant;

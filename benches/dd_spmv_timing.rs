@@ -7,6 +7,7 @@
 use precsolve::Dd;
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
+use precsolve::solver::CgKernels;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -14,7 +14,10 @@ mod gpu_checks {
     use precsolve::precision::Td;
     use precsolve::precond::ilu0::Ilu0Factors;
     use precsolve::precond::{Identity, Ilu0, Preconditioner};
-    use precsolve::solver::{BicgstabSteps, CgSteps, NoMonitor, Params, SolveInfo, bicgstab, cg};
+    use precsolve::solver::{
+        BicgstabKernels, BicgstabSteps, CgKernels, CgSteps, NoMonitor, Params, SolveInfo, bicgstab,
+        cg,
+    };
     use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
     use precsolve::{Dd, Precision, Qd};
     use std::sync::Arc;

@@ -15,6 +15,7 @@ use precsolve::backend::cpu::{CpuBackend, CpuVector};
 use precsolve::precision::{Td, TdVector, td};
 use precsolve::precond::{Identity, Preconditioning};
 use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
+use precsolve::solver::{BicgstabKernels, CgKernels};
 use precsolve::solver::{NoMonitor, Params, StopReason, cg};
 use precsolve::sparse::{CsrMatrix, Symmetry, poisson3d};
 use precsolve::{Dd, Precision};

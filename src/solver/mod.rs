@@ -7,7 +7,7 @@ pub mod dispatch;
 mod monitor;
 mod params;
 
-pub use bicgstab::{BicgstabSteps, bicgstab};
-pub use cg::{CgSteps, cg};
+pub use bicgstab::{BicgstabKernels, BicgstabSteps, bicgstab};
+pub use cg::{CgKernels, CgSteps, cg};
 pub use monitor::{Monitor, NoMonitor};
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

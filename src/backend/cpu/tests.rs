@@ -5,6 +5,7 @@ use super::simd_dd::{SimdIn, SimdOut};
 use super::{CpuBackend, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, kernels, simd_dd};
 use crate::backend::{Backend, Operand, TiledDots};
 use crate::precision::{Dd, HostSlice, Precision, Td};
+use crate::solver::{BicgstabKernels, CgKernels};
 use crate::sparse::{CsrMatrix, Symmetry};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -2,8 +2,10 @@
 //! iteration's steps are the backend's ([`steps`]); every decision is made here, from the
 //! records the steps leave.
 
+mod kernels;
 mod steps;
 
+pub use kernels::BicgstabKernels;
 pub use steps::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted};
 
 use super::cg::Collected;

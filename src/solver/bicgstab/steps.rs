@@ -40,7 +40,7 @@ pub fn rv_accepted<P: Precision>(rv: &P) -> bool {
 }
 
 /// The steps of a BiCGStab iteration, per backend.
-pub trait BicgstabSteps: Backend + Sized {
+pub trait BicgstabSteps: super::BicgstabKernels + Sized {
     /// The scalars between iterations, where the backend keeps them.
     type BicgstabState<P: Precision>;
 
@@ -90,7 +90,7 @@ pub struct HostBicgstab<B: Backend, P: Precision> {
     block: B::Vector<P>,
 }
 
-impl<B: Backend, P: Precision> HostBicgstab<B, P> {
+impl<B: super::BicgstabKernels, P: Precision> HostBicgstab<B, P> {
     pub fn start(backend: &B, rho0: &P, threshold: Threshold) -> Result<Self> {
         Ok(HostBicgstab {
             threshold,

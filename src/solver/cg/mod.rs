@@ -2,8 +2,10 @@
 //! iteration's steps are the backend's ([`steps`]); every decision is made here, from the
 //! records the steps leave.
 
+mod kernels;
 mod steps;
 
+pub use kernels::CgKernels;
 pub use steps::{
     CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, pq_accepted, rho_stops,
 };

@@ -75,7 +75,7 @@ pub enum Collected {
 }
 
 /// The steps of a CG iteration, per backend.
-pub trait CgSteps: Backend + Sized {
+pub trait CgSteps: super::CgKernels + Sized {
     /// The scalars between iterations, where the backend keeps them.
     type CgState<P: Precision>;
 
@@ -147,7 +147,7 @@ impl<P: Precision> HostCg<P> {
     }
 
     /// `iterations` iterations with the backend's primitives.
-    pub fn run<B: Backend, M: Preconditioner<B>>(
+    pub fn run<B: super::CgKernels, M: Preconditioner<B>>(
         &mut self,
         backend: &B,
         a: &B::Matrix,
@@ -160,7 +160,7 @@ impl<P: Precision> HostCg<P> {
     }
 
     /// One iteration with the backend's primitives.
-    fn iterate<B: Backend, M: Preconditioner<B>>(
+    fn iterate<B: super::CgKernels, M: Preconditioner<B>>(
         &mut self,
         backend: &B,
         a: &B::Matrix,
