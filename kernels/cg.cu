@@ -146,50 +146,16 @@ __device__ __forceinline__ void cgs_update(cg_state<typename O::T>* s,
         if (!s->pending) return;                                                                \
         O::store(x, i, O::add(O::mul(O::load(&s->alpha, 0), O::load(p, i)), O::load(x, i)));   \
     }                                                                                           \
-    extern "C" __global__ void cgs_settled_##P(cg_state<O::T>* s) { s->pending = 0; }
+    extern "C" __global__ void cgs_settled_##P(cg_state<O::T>* s) { s->pending = 0; }      \
+    extern "C" __global__ void cgs_update_##P(                                                 \
+        long long n, cg_state<O::T>* s, cg_record<O::T>* rec, int cap,                          \
+        const O::T* __restrict__ q, O::T* __restrict__ r, O::T* partial, double denominator,    \
+        double tol, int identity) {                                                             \
+        if (s->frozen) return;                                                                  \
+        const O::V minus_alpha = O::neg(O::load(&s->alpha, 0));                                 \
+        const O::V sum = r_update_chunk<O, false>(blockIdx.x, n, minus_alpha, q, r);            \
+        cgs_update<O>(s, rec, cap, partial, denominator, tol, identity, sum);                   \
+    }
 
 CG_STEPS(f64, f64_ops)
 CG_STEPS(dd, dd_ops)
-
-extern "C" __global__ void cgs_update_f64(long long n, cg_state<double>* s, cg_record<double>* rec,
-                                          int cap, const double* __restrict__ q,
-                                          double* __restrict__ r, double* partial,
-                                          double denominator, double tol, int identity) {
-    __shared__ double shared[DOT_THREADS];
-    if (s->frozen) return;
-    const double minus_alpha = -s->alpha;
-    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
-    double sum = 0.0;
-    for (int j = 0; j < DOT_PER_THREAD; j++) {
-        const long long i = base + (long long)j * DOT_THREADS;
-        if (i < n) {
-            const double v = __dadd_rn(__dmul_rn(minus_alpha, q[i]), r[i]);
-            r[i] = v;
-            sum = __dadd_rn(sum, __dmul_rn(v, v));
-        }
-    }
-    sum = tree_reduce_f64(sum, shared);
-    cgs_update<f64_ops>(s, rec, cap, partial, denominator, tol, identity, sum);
-}
-
-extern "C" __global__ void cgs_update_dd(long long n, cg_state<double2>* s, cg_record<double2>* rec,
-                                         int cap, const double2* __restrict__ q,
-                                         double2* __restrict__ r, double2* partial,
-                                         double denominator, double tol, int identity) {
-    __shared__ double shared_hi[DOT_THREADS];
-    __shared__ double shared_lo[DOT_THREADS];
-    if (s->frozen) return;
-    const dd_t minus_alpha = dd_neg(dd_of(s->alpha));
-    const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x;
-    dd_t sum = dd_from_f64(0.0);
-    for (int j = 0; j < DOT_PER_THREAD; j++) {
-        const long long i = base + (long long)j * DOT_THREADS;
-        if (i < n) {
-            const dd_t v = dd_add(dd_mul(minus_alpha, dd_load(q, i)), dd_load(r, i));
-            dd_store(r, i, v);
-            sum = dd_add(sum, dd_mul(v, v));
-        }
-    }
-    sum = tree_reduce_dd(sum, shared_hi, shared_lo);
-    cgs_update<dd_ops>(s, rec, cap, partial, denominator, tol, identity, sum);
-}

@@ -128,35 +128,16 @@ __device__ __forceinline__ void cgp_spmv_tile(int t, int n, int nt, const int* _
     if (threadIdx.x == 0) O::store(tiles, t, sum);
 }
 
-// Chunk c of r <- r - alpha q, and its partial of <r, r> (cgs_update_{p}'s order).
-template <class O>
-__device__ __forceinline__ void cgp_update_chunk(int c, int n, typename O::V minus_alpha,
-                                                 const typename O::T* __restrict__ q,
-                                                 typename O::T* __restrict__ r,
-                                                 typename O::T* __restrict__ chunks) {
-    const long long base = (long long)c * DOT_CHUNK + threadIdx.x;
-    typename O::V sum = O::of(0.0);
-#pragma unroll
-    for (int j = 0; j < DOT_PER_THREAD; j++) {
-        const long long i = base + (long long)j * DOT_THREADS;
-        if (i < n) {
-            const typename O::V v = O::add(O::mul(minus_alpha, O::load_cg(q, i)), O::load_cg(r, i));
-            O::store(r, i, v);
-            sum = O::add(sum, O::mul(v, v));
-        }
-    }
-    sum = O::tree(sum);
-    if (threadIdx.x == 0) O::store(chunks, c, sum);
-}
-
 template <class O>
 __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
                                         const int* __restrict__ row_ptr,
                                         const int* __restrict__ col_idx,
                                         const double* __restrict__ val,
                                         cg_state<typename O::T>* s, cg_record<typename O::T>* rec,
-                                        int cap, typename O::T* p, typename O::T* q,
-                                        typename O::T* r, typename O::T* x,
+                                        int cap, typename O::T* __restrict__ p,
+                                        typename O::T* __restrict__ q,
+                                        typename O::T* __restrict__ r,
+                                        typename O::T* __restrict__ x,
                                         typename O::T* tiles, typename O::T* chunks,
                                         double denominator, double tol, unsigned long long* barrier) {
     typedef typename O::V V;
@@ -212,7 +193,8 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         // r <- r - alpha q with <r, r>'s chunk partials (cgs_update)
         const V minus_alpha = O::neg(alpha);
         for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
-            cgp_update_chunk<O>(c, n, minus_alpha, q, r, chunks);
+            const V sum = r_update_chunk<O, true>(c, n, minus_alpha, q, r);
+            if (threadIdx.x == 0) O::store(chunks, c, sum);
         }
         grid_barrier(barrier);
         // <r, r>, the stopping test, the next rho and beta (cgs_close without a preconditioner)

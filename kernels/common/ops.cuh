@@ -121,3 +121,28 @@ __device__ __forceinline__ void freeze_at(S* s, int k) {
     s->frozen = k;
     O::store(&s->accepted, 0, O::of(0.0));
 }
+
+// Chunk `chunk` of CG's r <- (-alpha) q + r with its partial of <r, r> in the dot products'
+// layout (thread t: elements t, t + DOT_THREADS, ... of the chunk, summed from zero, then the
+// block's tree), valid in thread 0: the one loop of cg_update_{p} (blas1.cu), cgs_update_{p}
+// (cg.cu) and the persistent kernel (cg_persistent.cu). FRESH reads q and r past L1, for a
+// kernel in which other blocks wrote them.
+template <class O, bool FRESH>
+__device__ __forceinline__ typename O::V r_update_chunk(long long chunk, long long n,
+                                                       typename O::V minus_alpha,
+                                                       const typename O::T* __restrict__ q,
+                                                       typename O::T* __restrict__ r) {
+    const long long base = chunk * DOT_CHUNK + threadIdx.x;
+    typename O::V sum = O::of(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const typename O::V qi = FRESH ? O::load_cg(q, i) : O::load(q, i);
+            const typename O::V ri = FRESH ? O::load_cg(r, i) : O::load(r, i);
+            const typename O::V v = O::add(O::mul(minus_alpha, qi), ri);
+            O::store(r, i, v);
+            sum = O::add(sum, O::mul(v, v));
+        }
+    }
+    return O::tree(sum);
+}
