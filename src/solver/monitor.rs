@@ -315,6 +315,26 @@ pub(crate) fn rho_stop<P: Precision>(rho: &P) -> Option<StopReason> {
     }
 }
 
+/// After a batch the loop went through to iteration `k`: the steps must have run to `last`
+/// and still be running (had their tests stopped the solve, the loop would have too).
+pub(crate) fn batch_done(
+    method: &str,
+    backend: &'static str,
+    k: usize,
+    last: usize,
+    collected: crate::solver::cg::Collected,
+) -> crate::error::Result<()> {
+    if collected == crate::solver::cg::Collected::Frozen || k != last {
+        return Err(disagree(
+            method,
+            backend,
+            k,
+            "the steps stopped where the loop goes on",
+        ));
+    }
+    Ok(())
+}
+
 /// The steps and the loop of `method` disagree about iteration `k`: the steps' tests are not
 /// the loop's.
 pub(crate) fn disagree(method: &str, backend: &'static str, k: usize, what: &str) -> Error {

@@ -8,8 +8,7 @@ mod steps;
 pub use kernels::BicgstabKernels;
 pub use steps::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted};
 
-use super::cg::Collected;
-use super::monitor::{Monitor, Tracker, disagree, finite_or, next_batch, rho_stop};
+use super::monitor::{Monitor, Tracker, batch_done, disagree, finite_or, next_batch, rho_stop};
 use super::params::{Params, SolveInfo, StopReason};
 use crate::error::Result;
 use crate::precision::Precision;
@@ -117,14 +116,7 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
                 return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
             }
         }
-        if collected == Collected::Frozen || k != last {
-            return Err(disagree(
-                METHOD,
-                backend.name(),
-                k,
-                "the steps stopped where the loop goes on",
-            ));
-        }
+        batch_done(METHOD, backend.name(), k, last, collected)?;
     }
     tracker.finish(
         METHOD,

@@ -10,7 +10,7 @@ pub use steps::{
     CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, pq_accepted, rho_stops,
 };
 
-use super::monitor::{Monitor, Tracker, disagree, finite_or, next_batch, rho_stop};
+use super::monitor::{Monitor, Tracker, batch_done, disagree, finite_or, next_batch, rho_stop};
 use super::params::{Params, SolveInfo, StopReason};
 use crate::error::Result;
 use crate::precision::Precision;
@@ -97,14 +97,7 @@ pub fn cg<B: CgSteps, P: Precision, M: Preconditioner<B>>(
                 return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
             }
         }
-        if collected == Collected::Frozen || k != last {
-            return Err(disagree(
-                METHOD,
-                backend.name(),
-                k,
-                "the steps stopped where the loop goes on",
-            ));
-        }
+        batch_done(METHOD, backend.name(), k, last, collected)?;
     }
     backend.cg_settle(&mut state, &v, x)?;
     tracker.finish(
