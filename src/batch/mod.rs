@@ -180,7 +180,9 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
         0 => default_in_flight(spec.backend),
         n => n,
     };
-    if in_flight > 1 && work.len() > 1 {
+    // (the unit in flight is a run: one matrix's runs go side by side too)
+    let runs: usize = work.iter().map(|(_, keys)| keys.len()).sum();
+    if in_flight > 1 && runs > 1 {
         schedule::run_in_flight(spec, work, in_flight, &mut recorder)?;
     } else {
         let lane = Lane::default();
@@ -234,7 +236,9 @@ impl RunSink for Recorder<'_> {
 /// A matrix loaded for its runs (or why it could not be), and its preconditioners, each built
 /// once for all the runs that use it.
 struct Loaded {
-    problem: std::result::Result<Problem, String>,
+    /// Shared with the runs in flight (`schedule`), which hold it while the matrix's slot may
+    /// already have dropped it.
+    problem: Arc<std::result::Result<Problem, String>>,
     preconds: HashMap<PrecondChoice, Arc<Prepared>>,
 }
 
@@ -247,14 +251,14 @@ impl Loaded {
             .and_then(|a| Problem::new(Arc::new(a), None, None))
             .map_err(|e| e.to_string());
         Loaded {
-            problem,
+            problem: Arc::new(problem),
             preconds: HashMap::new(),
         }
     }
 
     /// The preconditioner of `key`, built the first time it is asked for.
     fn precond(&mut self, key: &RunKey) -> Arc<Prepared> {
-        let Ok(problem) = &self.problem else {
+        let Ok(problem) = &*self.problem else {
             unreachable!("preconditioners are asked only of loaded matrices")
         };
         self.preconds
