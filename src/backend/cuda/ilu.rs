@@ -189,10 +189,6 @@ pub struct CudaIlu {
 }
 
 impl CudaIlu {
-    /// Whether this ILU(0) is applied on the host.
-    pub fn on_host(&self) -> bool {
-        self.host.is_some()
-    }
 
     pub fn factors(&self) -> &Arc<Ilu0Factors> {
         &self.factors
