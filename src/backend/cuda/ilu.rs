@@ -189,7 +189,6 @@ pub struct CudaIlu {
 }
 
 impl CudaIlu {
-
     pub fn factors(&self) -> &Arc<Ilu0Factors> {
         &self.factors
     }
