@@ -4,9 +4,42 @@
 //! range (clap on its own offers a `-- -1` tip that then fails). The help of every option that
 //! has a default states it as it is in effect: built in, or set by the configuration file.
 
-use clap::Command;
-use clap::ValueEnum;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Command, ValueEnum};
 use precsolve::config::{self, RawConfig};
+use precsolve::precond::PrecondKind;
+use precsolve::solver::ResidualNorm;
+use precsolve::solver::dispatch::{BackendChoice, Method};
+
+/// A library enum the command line offers by name (the library's types derive no clap traits).
+pub trait Choice: Copy + Send + Sync + 'static {
+    /// Every value, in the order the help lists them.
+    const ALL: &'static [Self];
+    /// The value's name on the command line.
+    fn name(self) -> &'static str;
+}
+
+macro_rules! choices {
+    ($($t:ty),*) => {$(
+        impl Choice for $t {
+            const ALL: &'static [Self] = <$t>::ALL;
+            fn name(self) -> &'static str {
+                <$t>::name(self)
+            }
+        }
+    )*};
+}
+choices!(Method, BackendChoice, ResidualNorm, PrecondKind);
+
+/// The parser of an option whose values are `T`'s names (listed by `--help`).
+pub fn choice<T: Choice>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(T::ALL.iter().map(|v| v.name())).map(|name| {
+        *T::ALL
+            .iter()
+            .find(|v| v.name() == name)
+            .expect("clap passes only the names it was given")
+    })
+}
 
 /// A whole number; negative ones are refused with the range rather than a parse error.
 fn integer(text: &str) -> Result<usize, String> {
@@ -72,10 +105,10 @@ pub fn with_defaults_in_help(cmd: Command, raw: &RawConfig) -> Command {
         ("method", s.method.name().to_string()),
         ("tol", format!("{:e}", s.tol)),
         ("max_iter", s.max_iter.to_string()),
-        ("criterion", value_name(s.criterion)),
-        ("backend", value_name(s.backend)),
+        ("criterion", s.criterion.name().to_string()),
+        ("backend", s.backend.name().to_string()),
         ("threads", s.threads.to_string()),
-        ("precond", value_name(s.precond)),
+        ("precond", s.precond.name().to_string()),
         ("ilu_shift", s.ilu_shift.to_string()),
     ];
     let format = ("format", value_name(raw.output.format));

@@ -1,7 +1,7 @@
 //! The `batch` and `report` subcommands of the `solver` binary (declared in `main.rs`; not part
 //! of the library): flags and `solver.toml` -> `batch::StudySpec`, a progress bar, Ctrl-C.
 
-use crate::cli_args::{count_arg, ilu_shift_arg, max_iter_arg, threads_arg, tol_arg};
+use crate::cli_args::{choice, count_arg, ilu_shift_arg, max_iter_arg, threads_arg, tol_arg};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use precsolve::batch::{
@@ -44,7 +44,7 @@ pub struct BatchArgs {
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<f64>,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_parser = choice::<Method>(), value_delimiter = ',')]
     method: Vec<Method>,
     /// Give up each run after N iterations (at least 1).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = max_iter_arg)]
@@ -55,14 +55,14 @@ pub struct BatchArgs {
     time_limit: Option<Duration>,
     /// Denominator of the stopping test's relative residual: initial (||r||/||r0||) or rhs
     /// (||r||/||b||).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<ResidualNorm>())]
     criterion: Option<ResidualNorm>,
     /// True residual into the plotted history every N iterations; 0 = auto (n/100 clamped to
     /// 1..10, about 10% extra wall time at most, excluded from the reported times).
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: usize,
     /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<BackendChoice>())]
     backend: Option<BackendChoice>,
     /// CPU threads (0: all cores; at most 4 per core).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = threads_arg)]

@@ -1,21 +1,53 @@
 //! Sparse Krylov solvers in double and double-double precision.
 
-pub mod backend;
+/// Declares the crate's internal modules: private to embedders, public (but hidden from the
+/// docs, with no semver promise) under the `internals` feature, which the `solver` binary, the
+/// tests and the benches use to reach the kernels one by one.
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+
+internal_modules! {
+    backend;
+    escape;
+    precision;
+    precond;
+    solver;
+    sparse;
+}
+
+/// The command line's own modules (feature `cli`): studies, reports, configuration, `bench`.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod batch;
+#[cfg(all(feature = "cli", feature = "cuda"))]
+#[doc(hidden)]
+pub mod bench;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod config;
-pub mod error;
-pub mod escape;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod output;
-pub mod precision;
-pub mod precond;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod report;
-pub mod solver;
-pub mod sparse;
+
+mod error;
 
 pub use error::{Error, Result};
 #[cfg(feature = "mpfr")]
 pub use precision::Mp;
-pub use precision::{Dd, Precision, Qd};
+pub use precision::{Dd, Precision, Qd, Td};
 pub use sparse::{CsrMatrix, Symmetry, load_matrix};
 
 /// The README's examples, compiled and run as doctests.

@@ -9,7 +9,9 @@ mod cli_args;
 
 use anyhow::Context as _;
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
-use cli_args::{count_arg, ilu_shift_arg, max_iter_arg, positive_count_arg, threads_arg, tol_arg};
+use cli_args::{
+    choice, count_arg, ilu_shift_arg, max_iter_arg, positive_count_arg, threads_arg, tol_arg,
+};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use precsolve::Error;
 use precsolve::config::{Config, OutputFormat, RawConfig};
@@ -93,7 +95,7 @@ struct BenchArgs {
     sweep_lanes: bool,
     /// `ilu0`: time our ILU(0) triangular solves against cuSPARSE's (csrilu02 + SpSV) and
     /// whole preconditioned iterations, instead of the SpMV and vector kernels.
-    #[arg(long, value_enum, default_value = "none")]
+    #[arg(long, value_parser = choice::<PrecondKind>(), default_value = "none")]
     precond: PrecondKind,
 }
 
@@ -102,7 +104,7 @@ struct SolveArgs {
     /// Matrix Market file (.mtx, .mtx.gz) or generated matrix (poisson2d:N, poisson3d:N).
     matrix: String,
     /// Krylov method: auto (CG for a matrix stored as symmetric, else BiCGStab), cg, bicgstab.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<Method>())]
     method: Option<Method>,
     /// Working precisions, side by side in this order with ratios against the first: a comma
     /// list of f64, td, dd, qd, mp:<bits> (feature mpfr); or `both` (= f64,dd).
@@ -117,19 +119,19 @@ struct SolveArgs {
     max_iter: Option<usize>,
     /// Denominator of the stopping test's relative residual: initial (||r||/||r0||, the
     /// thesis's) or rhs (||r||/||b||).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<ResidualNorm>())]
     criterion: Option<ResidualNorm>,
     /// Recompute the true residual every N iterations into the history (0: only at the end).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: Option<usize>,
     /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<BackendChoice>())]
     backend: Option<BackendChoice>,
     /// CPU threads (0: all cores; at most 4 per core).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = threads_arg)]
     threads: Option<usize>,
     /// Preconditioner, applied in double in both precisions.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<PrecondKind>())]
     precond: Option<PrecondKind>,
     /// ILU(0) diagonal shift S > 0: factor A + S max|a_ij| I (inserting missing diagonals)
     /// instead of stopping at a zero pivot; 0 for none.
@@ -287,7 +289,7 @@ fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
     }
     let a = Arc::new(load_matrix_with(&args.matrix, limits)?);
     let report = match args.precond {
-        PrecondKind::None => precsolve::backend::cuda::bench::run(
+        PrecondKind::None => precsolve::bench::run(
             gpu,
             &args.matrix,
             &a,
@@ -295,13 +297,9 @@ fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
             args.iterations,
             args.sweep_lanes,
         )?,
-        PrecondKind::Ilu0 => precsolve::backend::cuda::bench::run_ilu0(
-            gpu,
-            &args.matrix,
-            &a,
-            args.reps,
-            args.iterations,
-        )?,
+        PrecondKind::Ilu0 => {
+            precsolve::bench::run_ilu0(gpu, &args.matrix, &a, args.reps, args.iterations)?
+        }
     };
     print!("{}", report.to_table());
     if let Some(out) = json_out {

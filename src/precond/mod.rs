@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
 use ilu0::Ilu0Factors;
-use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -124,8 +123,9 @@ impl<B: Backend> Preconditioner<B> for Ilu0<B> {
 }
 
 /// The `--precond` choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum PrecondKind {
     /// No preconditioner.
     None,
@@ -133,14 +133,7 @@ pub enum PrecondKind {
     Ilu0,
 }
 
-impl PrecondKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            PrecondKind::None => "none",
-            PrecondKind::Ilu0 => "ilu0",
-        }
-    }
-}
+crate::solver::named_choices!(PrecondKind, "preconditioner", { None => "none", Ilu0 => "ilu0" });
 
 /// A preconditioner ready for any number of solves of one matrix (in any precision and on any
 /// backend): ILU(0) is factored once here.

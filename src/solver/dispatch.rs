@@ -7,12 +7,12 @@ use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::{Identity, Ilu0, Preconditioner, Preconditioning};
 use crate::sparse::{CsrMatrix, Symmetry};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Instant;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Method {
     /// CG for a matrix stored as symmetric, BiCGStab otherwise.
     Auto,
@@ -20,16 +20,13 @@ pub enum Method {
     Bicgstab,
 }
 
-impl Method {
-    /// The name on the command line and in reports: `auto`, `cg`, `bicgstab`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Auto => "auto",
-            Method::Cg => "cg",
-            Method::Bicgstab => "bicgstab",
-        }
-    }
+super::params::named_choices!(Method, "method", {
+    Auto => "auto",
+    Cg => "cg",
+    Bicgstab => "bicgstab",
+});
 
+impl Method {
     /// Resolve `Auto` from the symmetry the matrix source declared.
     pub fn resolve(self, a: &CsrMatrix) -> Method {
         match self {
@@ -42,8 +39,9 @@ impl Method {
 
 /// One working precision of a solve. Written (command line, reports, study records) as its
 /// [`name`](WorkingPrecision::name): `f64`, `dd`, `qd`, `mp:256`; serde uses the same strings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "String", into = "String"))]
 pub enum WorkingPrecision {
     F64,
     Dd,
@@ -163,8 +161,9 @@ impl From<WorkingPrecision> for String {
 /// the first. Written `f64,dd` or `f64,td,dd,qd,mp:256` (any list of f64, td, dd, qd,
 /// mp:<bits> without repeats), or `both` for `f64,dd`. A precision this build cannot run (`mp`
 /// without the `mpfr` feature) is refused here, before anything is loaded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "String", into = "String"))]
 pub struct PrecisionChoice(Vec<WorkingPrecision>);
 
 impl PrecisionChoice {
@@ -219,8 +218,9 @@ impl From<PrecisionChoice> for String {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum BackendChoice {
     /// The GPU when one is usable, else the CPU (saying so in one log line).
     Auto,
@@ -228,6 +228,12 @@ pub enum BackendChoice {
     /// The GPU, or an error saying why none can be used.
     Cuda,
 }
+
+super::params::named_choices!(BackendChoice, "backend", {
+    Auto => "auto",
+    Cpu => "cpu",
+    Cuda => "cuda",
+});
 
 /// The backend a run actually uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,4 +10,5 @@ mod params;
 pub use bicgstab::{BicgstabKernels, BicgstabSteps, bicgstab};
 pub use cg::{CgKernels, CgSteps, cg};
 pub use monitor::{Monitor, NoMonitor};
+pub(crate) use params::named_choices;
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

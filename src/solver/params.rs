@@ -1,17 +1,59 @@
 //! What a solve is asked to do (`Params`) and what it reports back (`SolveInfo`).
 
-use serde::Serialize;
 use std::time::Duration;
 
+/// Gives a unit-only enum its written names: `ALL` (every value, in order), `name()` (the name
+/// on the command line, in reports and in `solver.toml`) and `FromStr` (any case).
+macro_rules! named_choices {
+    ($t:ty, $what:literal, { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $t {
+            /// Every value, in the order the help lists them.
+            pub const ALL: &'static [$t] = &[$(<$t>::$variant),*];
+
+            /// The name on the command line and in reports.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(<$t>::$variant => $name),*
+                }
+            }
+        }
+
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                let s = s.trim();
+                <$t>::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.name().eq_ignore_ascii_case(s))
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = <$t>::ALL.iter().map(|v| v.name()).collect();
+                        format!("unknown {} `{s}` (known: {})", $what, names.join(", "))
+                    })
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+pub(crate) use named_choices;
+
 /// Denominator of the relative residual the stopping test uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum ResidualNorm {
     /// `||r_k|| / ||r_0||` (the thesis's criterion and the default).
     Initial,
     /// `||r_k|| / ||b||`.
     Rhs,
 }
+
+named_choices!(ResidualNorm, "criterion", { Initial => "initial", Rhs => "rhs" });
 
 #[derive(Clone, Debug)]
 pub struct Params {
@@ -44,8 +86,9 @@ impl Default for Params {
 
 /// Why a solve ended, named after PETSc's converged reasons. A numerical failure is an outcome.
 /// `Deserialize` lets batch studies read their stored results back.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "kebab-case"))]
 pub enum StopReason {
     /// The relative recurrence residual reached the tolerance.
     ConvergedRtol,
@@ -92,7 +135,8 @@ impl std::fmt::Display for StopReason {
 }
 
 /// Wall-clock seconds.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SolveTimes {
     /// Work vectors, the initial residual (and, from dispatch, moving the problem to the backend).
     pub setup: f64,
@@ -108,7 +152,8 @@ pub struct SolveTimes {
     pub precond_setup: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HistoryPoint {
     pub iteration: usize,
     /// BiCGStab's half step (the residual `s` after `x + alpha p`, before the `omega` step)
@@ -122,7 +167,8 @@ pub struct HistoryPoint {
     pub elapsed: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SolveInfo {
     pub method: &'static str,
     pub precision: &'static str,

@@ -1,12 +1,13 @@
 //! Compressed sparse row matrix with `f64` values and sorted `i32` column indices.
 
-use sprs::CsMatViewI;
+use std::sync::Arc;
 
 /// Symmetry declared by the source (a Matrix Market header, or a generator). The CSR always holds
 /// every stored entry (the mirror included); this only records what the source claimed, which
 /// picks CG over BiCGStab for `--method auto`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Symmetry {
     General,
     Symmetric,
@@ -54,9 +55,10 @@ pub enum CsrError {
 pub struct CsrMatrix {
     nrows: usize,
     ncols: usize,
-    row_ptr: Vec<usize>,
-    col_idx: Vec<i32>,
-    values: Vec<f64>,
+    // Shared, so that a clone (each solve of a matrix holds one) costs no copy.
+    row_ptr: Arc<Vec<usize>>,
+    col_idx: Arc<Vec<i32>>,
+    values: Arc<Vec<f64>>,
     symmetry: Symmetry,
 }
 
@@ -76,9 +78,9 @@ impl CsrMatrix {
         Ok(CsrMatrix {
             nrows,
             ncols,
-            row_ptr,
-            col_idx,
-            values,
+            row_ptr: Arc::new(row_ptr),
+            col_idx: Arc::new(col_idx),
+            values: Arc::new(values),
             symmetry,
         })
     }
@@ -159,9 +161,9 @@ impl CsrMatrix {
         Ok(CsrMatrix {
             nrows,
             ncols,
-            row_ptr,
-            col_idx,
-            values,
+            row_ptr: Arc::new(row_ptr),
+            col_idx: Arc::new(col_idx),
+            values: Arc::new(values),
             symmetry,
         })
     }
@@ -234,8 +236,9 @@ impl CsrMatrix {
     }
 
     /// Zero-copy view for users of sprs.
-    pub fn as_sprs(&self) -> CsMatViewI<'_, f64, i32, usize> {
-        CsMatViewI::try_new(
+    #[cfg(feature = "sprs")]
+    pub fn as_sprs(&self) -> sprs::CsMatViewI<'_, f64, i32, usize> {
+        sprs::CsMatViewI::try_new(
             (self.nrows, self.ncols),
             &self.row_ptr,
             &self.col_idx,

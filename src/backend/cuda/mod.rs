@@ -6,14 +6,11 @@
 //! pointers ([`TdPtr`]). Every kernel sums and rounds in the CPU backend's order, so results
 //! match the CPU bit for bit (checked on the device by `tests/gpu.rs`).
 
-pub mod bench;
 mod bicgstab;
 mod bicgstab_kernels;
 mod cg;
 mod cg_kernels;
-mod cusparse;
-mod cusparse_ilu;
-mod device;
+pub(crate) mod device;
 mod ilu;
 mod launch;
 mod persistent;
@@ -131,7 +128,7 @@ pub struct CudaBackend {
 
 /// A device vector of `len` elements of `P`.
 pub struct CudaVector<P> {
-    words: CudaSlice<f64>,
+    pub(crate) words: CudaSlice<f64>,
     len: usize,
     /// For td: the addresses of the `hi` and `lo` arrays inside `words`.
     soa: Option<TdPtr>,
@@ -139,17 +136,17 @@ pub struct CudaVector<P> {
 }
 
 pub struct CudaMatrix {
-    nrows: usize,
-    ncols: usize,
-    nnz: usize,
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) nnz: usize,
     /// CSR threads per row (`spmv_lanes`); the sliced layout has one.
-    lanes: usize,
-    row_ptr: CudaSlice<i32>,
+    pub(crate) lanes: usize,
+    pub(crate) row_ptr: CudaSlice<i32>,
     /// The sliced layout's slice offsets ([`SpmvLayout::Sell`]); `None` for CSR.
-    slice_ptr: Option<CudaSlice<i32>>,
+    pub(crate) slice_ptr: Option<CudaSlice<i32>>,
     /// The entries in the SpMV's layout: by row (CSR) or by slice.
-    col_idx: CudaSlice<i32>,
-    values: CudaSlice<f64>,
+    pub(crate) col_idx: CudaSlice<i32>,
+    pub(crate) values: CudaSlice<f64>,
 }
 
 /// A scalar argument in the layout its kernel expects (`double`, `double2` for dd and td, or

@@ -3,8 +3,8 @@
 //! (lower, unit diagonal) and `U` (upper) in that one CSR array. Only the bench uses it.
 
 use super::cusparse::check;
-use super::device::driver_error;
-use super::{CudaBackend, CudaVector};
+use crate::backend::cuda::device::driver_error;
+use crate::backend::cuda::{CudaBackend, CudaVector};
 use crate::error::{Error, Result};
 use crate::precond::ilu0::Ilu0Factors;
 use crate::sparse::CsrMatrix;

@@ -2,12 +2,14 @@
 //! Each kernel is warmed up, then timed with CUDA events around each of `reps` runs; the median
 //! is reported with the minimum bytes the operation must move.
 
-use super::cusparse::CusparseSpmv;
-use super::cusparse_ilu::CusparseIlu;
-use super::{
+mod cusparse;
+mod cusparse_ilu;
+
+use crate::backend::Backend;
+use crate::backend::cuda::device::driver_error;
+use crate::backend::cuda::{
     CudaBackend, CudaMatrix, CudaVector, IluConfig, IluPlacement, IluSchedule, SpmvLayout,
 };
-use crate::backend::Backend;
 use crate::error::Result;
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::ilu0::Ilu0Factors;
@@ -16,9 +18,9 @@ use crate::report::{BenchReport, BenchRow, MatrixSummary};
 use crate::solver::{NoMonitor, Params, bicgstab, cg};
 use crate::sparse::CsrMatrix;
 use cudarc::driver::sys::CUevent_flags;
+use cusparse::CusparseSpmv;
+use cusparse_ilu::CusparseIlu;
 use std::sync::Arc;
-
-use super::device::driver_error;
 
 const WARMUP: usize = 3;
 

@@ -1,7 +1,7 @@
 //! cuSPARSE's CSR SpMV (double), called through cudarc's raw bindings: the peer our SpMV is
 //! timed against in `solver bench`. Only the bench uses it.
 
-use super::{CudaBackend, CudaMatrix, CudaVector};
+use crate::backend::cuda::{CudaBackend, CudaMatrix, CudaVector};
 use crate::error::{Error, Result};
 use cudarc::cusparse::sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
@@ -111,9 +111,9 @@ impl CusparseSpmv {
                     &mut size,
                 ),
             )?;
-            let buffer = stream
-                .alloc_zeros::<u8>(size.max(1))
-                .map_err(super::device::driver_error("cuSPARSE buffer"))?;
+            let buffer = stream.alloc_zeros::<u8>(size.max(1)).map_err(
+                crate::backend::cuda::device::driver_error("cuSPARSE buffer"),
+            )?;
             Ok(CusparseSpmv {
                 handle,
                 mat,
