@@ -478,7 +478,7 @@ fn run_solve(
         )?;
         monitor.finish();
         infos.push(solution.info);
-        last_x = Some(solution.x);
+        last_x = Some(solution.x.to_dd());
     }
 
     let report = SolveReport::new(

@@ -432,13 +432,13 @@ mod solves {
         for method in [Method::Cg, Method::Bicgstab] {
             let tol = 1e-10;
             let reference = run(&p, method, WorkingPrecision::Mp(300), tol);
-            let xr = &reference.x;
+            let xr = &reference.x.to_dd();
             let g = [53u32, 60, 70, 80]
                 .into_iter()
                 .map(|bits| {
                     let s = run(&p, method, WorkingPrecision::Mp(bits), tol);
                     assert_eq!(s.info.iterations, reference.info.iterations, "{bits}");
-                    dist(&s.x, xr) / norm(xr) / 2f64.powi(-(bits as i32))
+                    dist(&s.x.to_dd(), xr) / norm(xr) / 2f64.powi(-(bits as i32))
                 })
                 .fold(0.0, f64::max);
             assert!(
@@ -458,7 +458,10 @@ mod solves {
                 );
                 assert_eq!(sol.info.iterations, reference.info.iterations, "{what}");
             }
-            let (e_dd, e_mp) = (dist(&dd.x, xr) / norm(xr), dist(&mp.x, xr) / norm(xr));
+            let (e_dd, e_mp) = (
+                dist(&dd.x.to_dd(), xr) / norm(xr),
+                dist(&mp.x.to_dd(), xr) / norm(xr),
+            );
             println!(
                 "{what}: dd {:.2}, mp:106 {:.2} units of 2^-106 from mp:300",
                 e_dd / u,
@@ -466,7 +469,7 @@ mod solves {
             );
             assert!(e_dd <= (5.0 * s * g + 1.0) * u, "{what}: dd {e_dd:e}");
             assert!(e_mp <= (s * g + 1.0) * u, "{what}: mp:106 {e_mp:e}");
-            let dx = dist(&dd.x, &mp.x);
+            let dx = dist(&dd.x.to_dd(), &mp.x.to_dd());
             assert!(dx <= (6.0 * s * g + 1.0) * u * norm(xr), "{what}: {dx:e}");
 
             let a = &p.a;
@@ -525,8 +528,8 @@ mod solves {
         let b_norm = 20.0; // b = 1, n = 400
         let lambda_min = 8.0 * (std::f64::consts::PI / 42.0).sin().powi(2);
         let bound = (dd.info.true_residual + mp.info.true_residual) * b_norm / lambda_min
-            + 2f64.powi(-106) * norm(&mp.x);
-        let dx = dist(&dd.x, &mp.x);
+            + 2f64.powi(-106) * norm(&mp.x.to_dd());
+        let dx = dist(&dd.x.to_dd(), &mp.x.to_dd());
         println!("||x_dd - x_mp|| = {dx:e} <= {bound:e}");
         assert!(dx <= bound, "{dx:e} > {bound:e}");
     }

@@ -75,8 +75,9 @@ fn whole_solves_do_not_depend_on_thread_count() {
                 s2.info.true_residual.to_bits()
             );
             assert!(
-                s1.x.iter()
-                    .zip(&s2.x)
+                s1.x.to_dd()
+                    .iter()
+                    .zip(&s2.x.to_dd())
                     .all(|(a, b)| a.hi.to_bits() == b.hi.to_bits()
                         && a.lo.to_bits() == b.lo.to_bits())
             );

@@ -121,7 +121,7 @@ fn diagonal_system_is_solved_exactly() {
                 "{method:?} {p:?}: {} iterations",
                 s.info.iterations
             );
-            for (i, xi) in s.x.iter().enumerate() {
+            for (i, xi) in s.x.to_dd().iter().enumerate() {
                 let exact = b[i] / values[i];
                 assert!(
                     (xi.to_f64() - exact).abs() <= 1e3 * f64::EPSILON * exact,
@@ -299,7 +299,8 @@ fn dd_solution_is_more_accurate_than_double_on_a_known_answer() {
     };
     let err = |p| {
         let s = run(a.clone(), Some(b.clone()), None, Method::Cg, p, &params);
-        s.x.iter()
+        s.x.to_dd()
+            .iter()
             .zip(&ones)
             .map(|(x, o)| Precision::sub(x, &Dd::from_f64(*o)).to_f64().abs())
             .fold(0.0, f64::max)

@@ -403,12 +403,86 @@ impl Problem {
     }
 }
 
-/// A finished solve: its report and the solution (held in DD: exact for `f64` and `dd`, `qd`
-/// truncated to its first two components, `mp` rounded to the nearest DD).
+/// A finished solve of a precision chosen at run time: its report and the solution in the
+/// working precision.
 #[derive(Clone, Debug)]
 pub struct Solution {
+    /// What happened: iterations, stop reason, residuals, times.
     pub info: SolveInfo,
-    pub x: Vec<Dd>,
+    /// The solution, in the precision it was computed in.
+    pub x: SolutionVector,
+}
+
+/// A solution vector in its working precision: nothing the solve computed is rounded away.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SolutionVector {
+    /// Computed in `f64`.
+    F64(Vec<f64>),
+    /// Computed in triple precision.
+    Td(Vec<Td>),
+    /// Computed in double-double.
+    Dd(Vec<Dd>),
+    /// Computed in quad-double.
+    Qd(Vec<Qd>),
+    /// Computed in MPFR at the solve's precision.
+    #[cfg(feature = "mpfr")]
+    Mp(Vec<crate::precision::Mp>),
+}
+
+/// Runs `$body` with `$x` bound to the vector inside any [`SolutionVector`].
+macro_rules! with_solution_vector {
+    ($v:expr, $x:ident => $body:expr) => {
+        match $v {
+            SolutionVector::F64($x) => $body,
+            SolutionVector::Td($x) => $body,
+            SolutionVector::Dd($x) => $body,
+            SolutionVector::Qd($x) => $body,
+            #[cfg(feature = "mpfr")]
+            SolutionVector::Mp($x) => $body,
+        }
+    };
+}
+
+impl SolutionVector {
+    /// Entries.
+    pub fn len(&self) -> usize {
+        with_solution_vector!(self, x => x.len())
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each entry rounded to the nearest `f64`.
+    pub fn to_f64(&self) -> Vec<f64> {
+        with_solution_vector!(self, x => x.iter().map(Precision::to_f64).collect())
+    }
+
+    /// Each entry as a double-double: exact for `f64`, td and dd, rounded for qd and mp.
+    pub fn to_dd(&self) -> Vec<Dd> {
+        with_solution_vector!(self, x => x.iter().map(Precision::to_dd).collect())
+    }
+}
+
+/// A precision type's vector as a [`SolutionVector`] (by [`Precision::NAME`]).
+fn solution_vector<P: Precision>(mut x: Vec<P>) -> SolutionVector {
+    use std::any::Any;
+    let any: &mut dyn Any = &mut x;
+    macro_rules! take {
+        ($t:ty, $variant:ident) => {
+            if let Some(v) = any.downcast_mut::<Vec<$t>>() {
+                return SolutionVector::$variant(std::mem::take(v));
+            }
+        };
+    }
+    take!(f64, F64);
+    take!(Td, Td);
+    take!(Dd, Dd);
+    take!(Qd, Qd);
+    #[cfg(feature = "mpfr")]
+    take!(crate::precision::Mp, Mp);
+    unreachable!("every Precision type has a SolutionVector variant, not {}", P::NAME)
 }
 
 /// What one solve runs: the method (resolved from `Auto` by the matrix), the working precision
@@ -602,7 +676,7 @@ fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     if let Some(t) = info.time_to_target.as_mut() {
         *t += upload;
     }
-    let x = backend.to_host(&x)?.iter().map(Precision::to_dd).collect();
+    let x = solution_vector(backend.to_host(&x)?);
     // `P::NAME` is the type's (`mp`); the report names the precision (`mp:256`).
     info.precision = recipe.precision.name();
     Ok(Solution { info, x })
