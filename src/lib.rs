@@ -16,6 +16,8 @@ macro_rules! internal_modules {
     )*};
 }
 
+mod api;
+
 internal_modules! {
     backend;
     escape;
@@ -44,11 +46,18 @@ pub mod report;
 
 mod error;
 
+pub use api::{Control, Preconditioner, Solved, Solver, read_matrix_market};
 pub use error::{Error, Result};
 #[cfg(feature = "mpfr")]
 pub use precision::Mp;
 pub use precision::{Dd, Precision, Qd, Td};
-pub use sparse::{CsrMatrix, Symmetry, load_matrix};
+pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};
+pub use solver::{HistoryPoint, Iteration, ResidualNorm, SolveInfo, SolveTimes, StopReason};
+pub use sparse::{CsrError, CsrMatrix, MmError, MmErrorKind, Symmetry, load_matrix};
+pub use sparse::{poisson2d, poisson3d};
+
+/// Short for [`CsrMatrix`].
+pub type Csr = CsrMatrix;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

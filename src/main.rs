@@ -19,7 +19,7 @@ use precsolve::output::OutputFile;
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::report::{MatrixSummary, SolveReport, history_csv, solution_text};
 use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice, Problem, Recipe, solve};
-use precsolve::solver::{Monitor, ResidualNorm};
+use precsolve::solver::{Iteration, Monitor, ResidualNorm};
 use precsolve::sparse::{ReadLimits, load_matrix_with, read_vector_with};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -538,7 +538,7 @@ impl<'a> ProgressMonitor<'a> {
 }
 
 impl Monitor for ProgressMonitor<'_> {
-    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
+    fn iteration(&mut self, at: &Iteration) -> bool {
         if self.quiet
             || self.last_draw.elapsed() < Self::REDRAW_EVERY
             || self.start.elapsed() < Self::SHOW_AFTER
@@ -555,8 +555,8 @@ impl Monitor for ProgressMonitor<'_> {
             bar
         });
         bar.set_message(format!(
-            "{}: iteration {iteration}, residual {relative_residual:.3e}",
-            self.label
+            "{}: iteration {}, residual {:.3e}",
+            self.label, at.iteration, at.recurrence_residual
         ));
         bar.tick();
         true

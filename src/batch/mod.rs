@@ -32,7 +32,7 @@ use crate::precond::Preconditioning;
 use crate::solver::dispatch::{
     BackendChoice, Lane, Problem, Recipe, cpu_only_error, solve, solve_on,
 };
-use crate::solver::{Monitor, Params};
+use crate::solver::{Iteration, Monitor, Params};
 use crate::sparse::CsrMatrix;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -407,8 +407,8 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
 struct Relay<'a>(&'a mut dyn RunSink);
 
 impl Monitor for Relay<'_> {
-    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool {
-        self.0.iteration(iteration, relative_residual)
+    fn iteration(&mut self, at: &Iteration) -> bool {
+        self.0.iteration(at.iteration, at.recurrence_residual)
     }
 }
 

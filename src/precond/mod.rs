@@ -2,6 +2,9 @@
 //! the unpreconditioned methods, [`Ilu0`] applies ILU(0) factors in double (thesis 4.3.2).
 
 pub mod ilu0;
+mod in_double;
+
+pub use in_double::InDouble;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -142,13 +145,21 @@ pub enum Preconditioning {
     #[default]
     None,
     Ilu0(Arc<Ilu0Factors>),
+    /// The caller's own, applied in double on the host ([`InDouble`]).
+    User(Arc<dyn crate::Preconditioner>),
+}
+
+impl std::fmt::Debug for dyn crate::Preconditioner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Preconditioner({})", self.name())
+    }
 }
 
 impl Preconditioning {
     /// With ILU(0): the levels of its two triangular solves together.
     pub fn ilu_levels(&self) -> Option<usize> {
         match self {
-            Preconditioning::None => None,
+            Preconditioning::None | Preconditioning::User(_) => None,
             Preconditioning::Ilu0(f) => Some(f.lower_levels().count() + f.upper_levels().count()),
         }
     }
@@ -170,17 +181,10 @@ impl Preconditioning {
         }
     }
 
-    pub fn kind(&self) -> PrecondKind {
-        match self {
-            Preconditioning::None => PrecondKind::None,
-            Preconditioning::Ilu0(_) => PrecondKind::Ilu0,
-        }
-    }
-
     /// Seconds the setup took on the CPU (the factorization), before any backend upload.
     pub fn setup_seconds(&self) -> f64 {
         match self {
-            Preconditioning::None => 0.0,
+            Preconditioning::None | Preconditioning::User(_) => 0.0,
             Preconditioning::Ilu0(f) => f.setup_seconds(),
         }
     }

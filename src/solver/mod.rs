@@ -2,13 +2,15 @@
 
 pub mod bicgstab;
 pub mod cg;
+mod choices;
 pub mod cost;
 pub mod dispatch;
 mod monitor;
 mod params;
+mod problem;
 
 pub use bicgstab::{BicgstabKernels, BicgstabSteps, bicgstab};
 pub use cg::{CgKernels, CgSteps, cg};
-pub use monitor::{Monitor, NoMonitor};
+pub use monitor::{Iteration, Monitor, NoMonitor};
 pub(crate) use params::named_choices;
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

@@ -8,18 +8,41 @@ use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision};
 use std::time::{Duration, Instant};
 
-/// Called once per iteration with the relative recurrence residual; return `false` to stop the
-/// solve (it ends with [`StopReason::Cancelled`]). Progress bars and batch time limits use it.
+/// Where a solve stands after one of its iterations (or BiCGStab's half step), as a
+/// callback sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Iteration {
+    /// Iterations done (1 after the first).
+    pub iteration: usize,
+    /// BiCGStab's half step (the residual `s`, before the `omega` step); false for CG.
+    pub half_step: bool,
+    /// The relative recurrence residual, by the stopping test's criterion.
+    pub recurrence_residual: f64,
+    /// `||b - A x|| / ||b||`, computed in double-double, at the iterations where it was asked
+    /// for (`true_residual_every`).
+    pub true_residual: Option<f64>,
+}
+
+/// Called once per iteration; return `false` to stop the solve (it ends with
+/// [`StopReason::Cancelled`]). Progress bars, batch time limits and the library's callbacks use it.
 pub trait Monitor {
-    fn iteration(&mut self, iteration: usize, relative_residual: f64) -> bool;
+    /// After each iteration (and BiCGStab's half steps).
+    fn iteration(&mut self, at: &Iteration) -> bool;
 }
 
 /// A monitor that never interferes.
 pub struct NoMonitor;
 
 impl Monitor for NoMonitor {
-    fn iteration(&mut self, _: usize, _: f64) -> bool {
+    fn iteration(&mut self, _: &Iteration) -> bool {
         true
+    }
+}
+
+impl<F: FnMut(&Iteration) -> bool> Monitor for F {
+    fn iteration(&mut self, at: &Iteration) -> bool {
+        self(at)
     }
 }
 
@@ -207,7 +230,13 @@ impl<'a, B: Backend> Tracker<'a, B> {
         if self.threshold().reached(norm) {
             return Ok(Some(StopReason::ConvergedRtol));
         }
-        if !self.monitor.iteration(k, relative) {
+        let at = Iteration {
+            iteration: k,
+            half_step,
+            recurrence_residual: relative,
+            true_residual,
+        };
+        if !self.monitor.iteration(&at) {
             self.cancelled = true;
         }
         if !may_cancel {

@@ -190,6 +190,23 @@ impl CsrMatrix {
     pub fn symmetry(&self) -> Symmetry {
         self.symmetry
     }
+
+    /// The same matrix, declared `symmetry` (which [`Method::Auto`](crate::Method::Auto)
+    /// reads to pick CG). Only a declaration: the entries are not checked against it.
+    pub fn with_symmetry(mut self, symmetry: Symmetry) -> Self {
+        self.symmetry = symmetry;
+        self
+    }
+
+    /// The diagonal entries (0 where none is stored), `min(nrows, ncols)` of them.
+    pub fn diagonal(&self) -> Vec<f64> {
+        (0..self.nrows.min(self.ncols))
+            .map(|i| {
+                let (cols, values) = self.row(i);
+                cols.binary_search(&(i as i32)).map_or(0.0, |k| values[k])
+            })
+            .collect()
+    }
     /// Checks every invariant again (as [`CsrMatrix::try_from_parts`] does): for fuzzers and
     /// tests of code that builds matrices.
     pub fn check_invariants(&self) -> Result<(), CsrError> {

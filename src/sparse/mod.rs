@@ -2,6 +2,7 @@
 
 mod csr;
 mod generate;
+mod interop;
 mod mm;
 mod mm_body;
 mod mm_header;

@@ -1,0 +1,336 @@
+//! [`Solver`]: the library's front door. A builder of one solve's choices; `solve` runs it.
+
+use super::hooks::{Control, Preconditioner};
+use crate::error::{Error, Result};
+use crate::precision::Precision;
+use crate::precond::{PrecondKind, Preconditioning};
+use crate::solver::dispatch::{
+    BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on, solve_typed,
+};
+use crate::solver::{Iteration, Monitor, NoMonitor, Params, ResidualNorm, SolveInfo};
+use crate::sparse::CsrMatrix;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One solve's choices: method, working precision `P`, tolerance, preconditioner, backend, and
+/// hooks. Start from [`Solver::cg`], [`Solver::bicgstab`] or [`Solver::auto`], change what you
+/// need, then [`solve`](Solver::solve). A `Solver` can run any number of solves.
+///
+/// ```
+/// use precsolve::{Dd, Solver};
+///
+/// let a = precsolve::poisson2d(32);
+/// let b = vec![1.0; a.nrows()];
+/// let out = Solver::cg().precision::<Dd>().tol(1e-12).solve(&a, &b)?;
+/// println!("{} iterations, true residual {:e}", out.iterations, out.true_residual);
+/// assert!(out.converged() && out.true_residual <= 1e-12);
+/// let x: &[Dd] = &out.x; // the solution in the working precision
+/// # Ok::<(), precsolve::Error>(())
+/// ```
+///
+/// Defaults: `f64`, the thesis's stopping test (`||r_k|| / ||r_0|| <= 1e-8`), 30,000 iterations
+/// at most, no preconditioner, `x0 = 0`, the backend estimated faster for the matrix.
+pub struct Solver<'a, P: Precision = f64> {
+    method: Method,
+    params: Params,
+    backend: BackendChoice,
+    precond: PrecondChoice,
+    x0: Option<&'a [f64]>,
+    callback: Option<Box<dyn FnMut(&Iteration) -> Control + 'a>>,
+    precision: PhantomData<P>,
+}
+
+enum PrecondChoice {
+    None,
+    Ilu0 { shift: Option<f64> },
+    User(Arc<dyn Preconditioner>),
+}
+
+impl<'a> Solver<'a, f64> {
+    /// Conjugate gradients (for symmetric positive definite matrices).
+    pub fn cg() -> Self {
+        Self::with_method(Method::Cg)
+    }
+
+    /// BiCGStab (for general square matrices).
+    pub fn bicgstab() -> Self {
+        Self::with_method(Method::Bicgstab)
+    }
+
+    /// CG for a matrix whose source declared it symmetric ([`CsrMatrix::symmetry`]),
+    /// BiCGStab otherwise.
+    pub fn auto() -> Self {
+        Self::with_method(Method::Auto)
+    }
+
+    /// The given method.
+    pub fn with_method(method: Method) -> Self {
+        Solver {
+            method,
+            params: Params::default(),
+            backend: BackendChoice::Auto,
+            precond: PrecondChoice::None,
+            x0: None,
+            callback: None,
+            precision: PhantomData,
+        }
+    }
+}
+
+impl<'a, P: Precision> Solver<'a, P> {
+    /// Compute in `Q`: `f64`, [`Td`](crate::Td), [`Dd`](crate::Dd) or [`Qd`](crate::Qd).
+    /// Multiple precision (`mp:<bits>`) is chosen at run time with
+    /// [`solve_in`](Solver::solve_in). The matrix and `b` stay in double either way.
+    pub fn precision<Q: Precision>(self) -> Solver<'a, Q> {
+        Solver {
+            method: self.method,
+            params: self.params,
+            backend: self.backend,
+            precond: self.precond,
+            x0: self.x0,
+            callback: self.callback,
+            precision: PhantomData,
+        }
+    }
+
+    /// Stop when the relative recurrence residual is at or below `tol` (default `1e-8`).
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.params.tol = tol;
+        self
+    }
+
+    /// Give up after this many iterations (default 30,000).
+    pub fn max_iter(mut self, max_iter: usize) -> Self {
+        self.params.max_iter = max_iter;
+        self
+    }
+
+    /// The stopping test's denominator: `||r_0||` (default) or `||b||`.
+    pub fn criterion(mut self, criterion: ResidualNorm) -> Self {
+        self.params.criterion = criterion;
+        self
+    }
+
+    /// Stop with [`StopReason::TimeLimit`](crate::StopReason::TimeLimit) after this much time.
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.params.time_limit = Some(limit);
+        self
+    }
+
+    /// Compute the true residual every `every` iterations, into the history and the callback's
+    /// [`Iteration::true_residual`] (0, the default: only at the end).
+    pub fn true_residual_every(mut self, every: usize) -> Self {
+        self.params.true_residual_every = every;
+        self
+    }
+
+    /// Keep every iteration's residuals in [`SolveInfo::history`] (default: off).
+    pub fn record_history(mut self, on: bool) -> Self {
+        self.params.record_history = on;
+        self
+    }
+
+    /// Where to run: `Auto` (default: the backend estimated faster, the CPU without a GPU),
+    /// `Cpu`, or `Cuda` (an error where no GPU is usable).
+    pub fn backend(mut self, backend: BackendChoice) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// ILU(0) of `A`, factored at each solve and applied in double.
+    pub fn ilu0(mut self) -> Self {
+        self.precond = PrecondChoice::Ilu0 { shift: None };
+        self
+    }
+
+    /// ILU(0) of `A + shift max|a_ij| I` (missing diagonal entries inserted): past zero pivots.
+    pub fn ilu0_shifted(mut self, shift: f64) -> Self {
+        self.precond = PrecondChoice::Ilu0 { shift: Some(shift) };
+        self
+    }
+
+    /// The caller's own preconditioner, applied in double (see [`Preconditioner`]).
+    pub fn preconditioner(mut self, precond: impl Preconditioner + 'static) -> Self {
+        self.precond = PrecondChoice::User(Arc::new(precond));
+        self
+    }
+
+    /// Start from `x0` instead of zero.
+    pub fn x0(mut self, x0: &'a [f64]) -> Self {
+        self.x0 = Some(x0);
+        self
+    }
+
+    /// Call `f` after every iteration (and BiCGStab's half steps); [`Control::Stop`] ends the
+    /// solve with [`StopReason::Cancelled`](crate::StopReason::Cancelled).
+    ///
+    /// ```
+    /// use precsolve::{Control, Solver};
+    ///
+    /// let a = precsolve::poisson2d(32);
+    /// let b = vec![1.0; a.nrows()];
+    /// let mut seen = 0;
+    /// let out = Solver::cg()
+    ///     .on_iteration(|at| {
+    ///         seen += 1;
+    ///         if at.iteration < 5 { Control::Continue } else { Control::Stop }
+    ///     })
+    ///     .solve(&a, &b)?;
+    /// assert_eq!(out.iterations, 5);
+    /// assert_eq!(out.stop_reason, precsolve::StopReason::Cancelled);
+    /// assert_eq!(seen, 5);
+    /// # Ok::<(), precsolve::Error>(())
+    /// ```
+    pub fn on_iteration(mut self, f: impl FnMut(&Iteration) -> Control + 'a) -> Self {
+        self.callback = Some(Box::new(f));
+        self
+    }
+
+    /// Solve `A x = b` in `P`. Numerical failures (breakdown, iteration limit, an indefinite
+    /// matrix for CG) are outcomes in [`SolveInfo::stop_reason`], not errors; errors are bad
+    /// input (shapes, non-finite entries, a zero ILU(0) pivot) and backend failures.
+    pub fn solve(&mut self, a: &CsrMatrix, b: &[f64]) -> Result<Solved<P>> {
+        let precision: WorkingPrecision = P::NAME.parse().map_err(|_| {
+            Error::Config(format!(
+                "{} needs its bits: use Solver::solve_in with \"mp:<bits>\"",
+                P::NAME
+            ))
+        })?;
+        let (info, x) = self.run(
+            a,
+            b,
+            precision,
+            |lane, problem, backend, recipe, params, m| {
+                solve_typed::<P>(lane, problem, backend, recipe, params, m)
+            },
+        )?;
+        Ok(Solved { info, x })
+    }
+
+    /// Solve in a precision chosen at run time (`"dd"`, `"mp:256"`... parsed with
+    /// [`str::parse`]); `x` comes back in it. The solver's own type parameter is ignored.
+    ///
+    /// ```
+    /// use precsolve::{Solver, WorkingPrecision};
+    ///
+    /// let a = precsolve::poisson2d(16);
+    /// let b = vec![1.0; a.nrows()];
+    /// for name in ["f64", "td", "dd", "qd"] {
+    ///     let precision: WorkingPrecision = name.parse().map_err(precsolve::Error::Config)?;
+    ///     let out = Solver::cg().tol(1e-12).solve_in(precision, &a, &b)?;
+    ///     println!("{name}: {} iterations", out.info.iterations);
+    /// }
+    /// # Ok::<(), precsolve::Error>(())
+    /// ```
+    pub fn solve_in(
+        &mut self,
+        precision: WorkingPrecision,
+        a: &CsrMatrix,
+        b: &[f64],
+    ) -> Result<Solution> {
+        self.run(
+            a,
+            b,
+            precision,
+            |lane, problem, backend, recipe, params, m| {
+                solve_on(lane, problem, backend, recipe, params, m).map(|s| (s.info, s.x))
+            },
+        )
+        .map(|(info, x)| Solution { info, x })
+    }
+
+    fn run<X>(
+        &mut self,
+        a: &CsrMatrix,
+        b: &[f64],
+        precision: WorkingPrecision,
+        go: impl FnOnce(
+            &Lane,
+            &Problem,
+            BackendChoice,
+            Recipe<'_>,
+            &Params,
+            &mut dyn Monitor,
+        ) -> Result<(SolveInfo, X)>,
+    ) -> Result<(SolveInfo, X)> {
+        if !(self.params.tol > 0.0 && self.params.tol < 1.0) {
+            return Err(Error::Config(format!(
+                "tol must be in (0, 1), not {}",
+                self.params.tol
+            )));
+        }
+        if self.params.max_iter == 0 {
+            return Err(Error::Config("max_iter must be at least 1".into()));
+        }
+        // A clone of the matrix shares its arrays: no copy.
+        let problem = Problem::new(
+            Arc::new(a.clone()),
+            Some(b.to_vec()),
+            self.x0.map(<[f64]>::to_vec),
+        )?;
+        let precond = match &self.precond {
+            PrecondChoice::None => Preconditioning::None,
+            PrecondChoice::Ilu0 { shift } => {
+                Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, *shift)?
+            }
+            PrecondChoice::User(user) => Preconditioning::User(Arc::clone(user)),
+        };
+        let recipe = Recipe {
+            method: self.method,
+            precision,
+            precond: &precond,
+        };
+        let lane = Lane::default();
+        match &mut self.callback {
+            Some(f) => {
+                let mut monitor = |at: &Iteration| f(at) == Control::Continue;
+                go(
+                    &lane,
+                    &problem,
+                    self.backend,
+                    recipe,
+                    &self.params,
+                    &mut monitor,
+                )
+            }
+            None => go(
+                &lane,
+                &problem,
+                self.backend,
+                recipe,
+                &self.params,
+                &mut NoMonitor,
+            ),
+        }
+    }
+}
+
+/// A finished solve in the precision `P`: the report (`out.iterations`, `out.true_residual`...
+/// read through to [`SolveInfo`]) and the solution.
+#[derive(Clone, Debug)]
+pub struct Solved<P> {
+    /// What happened: method, backend, iterations, stop reason, residuals, times.
+    pub info: SolveInfo,
+    /// The solution in the working precision.
+    pub x: Vec<P>,
+}
+
+impl<P: Precision> Solved<P> {
+    /// Whether the stopping test was met (the true residual is in `info.true_residual`).
+    pub fn converged(&self) -> bool {
+        self.info.stop_reason.converged()
+    }
+
+    /// The solution rounded to double.
+    pub fn x_f64(&self) -> Vec<f64> {
+        self.x.iter().map(Precision::to_f64).collect()
+    }
+}
+
+impl<P> std::ops::Deref for Solved<P> {
+    type Target = SolveInfo;
+    fn deref(&self) -> &SolveInfo {
+        &self.info
+    }
+}

@@ -1,0 +1,137 @@
+//! A linear system to solve, and what a solve hands back.
+
+use super::SolveInfo;
+use crate::error::{Error, Result};
+use crate::precision::{Dd, Precision, Qd, Td};
+use crate::sparse::CsrMatrix;
+use std::sync::Arc;
+
+/// A linear system `A x = b` with an optional initial guess, validated for shape.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    pub a: Arc<CsrMatrix>,
+    pub b: Vec<f64>,
+    pub x0: Option<Vec<f64>>,
+}
+
+impl Problem {
+    /// `b` defaults to all ones and `x0` to zero, as in the thesis's evaluation.
+    pub fn new(a: Arc<CsrMatrix>, b: Option<Vec<f64>>, x0: Option<Vec<f64>>) -> Result<Self> {
+        if a.nrows() == 0 && a.ncols() == 0 {
+            return Err(Error::InvalidInput(
+                "the matrix is empty (0 x 0): there is nothing to solve".into(),
+            ));
+        }
+        if !a.is_square() {
+            return Err(Error::InvalidInput(format!(
+                "the matrix is {} x {}: Krylov solvers need a square matrix",
+                a.nrows(),
+                a.ncols()
+            )));
+        }
+        let n = a.nrows();
+        for (name, v) in [("right-hand side", &b), ("initial guess", &x0)] {
+            if let Some(v) = v {
+                if v.len() != n {
+                    return Err(Error::InvalidInput(format!(
+                        "{name} has {} entries but the matrix has {n} rows",
+                        v.len()
+                    )));
+                }
+                if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                    return Err(Error::InvalidInput(format!(
+                        "{name} entry {} is not finite",
+                        i + 1
+                    )));
+                }
+            }
+        }
+        Ok(Problem {
+            b: b.unwrap_or_else(|| vec![1.0; n]),
+            a,
+            x0,
+        })
+    }
+}
+
+/// A finished solve of a precision chosen at run time: its report and the solution in the
+/// working precision.
+#[derive(Clone, Debug)]
+pub struct Solution {
+    /// What happened: iterations, stop reason, residuals, times.
+    pub info: SolveInfo,
+    /// The solution, in the precision it was computed in.
+    pub x: SolutionVector,
+}
+
+/// A solution vector in its working precision: nothing the solve computed is rounded away.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SolutionVector {
+    /// Computed in `f64`.
+    F64(Vec<f64>),
+    /// Computed in triple precision.
+    Td(Vec<Td>),
+    /// Computed in double-double.
+    Dd(Vec<Dd>),
+    /// Computed in quad-double.
+    Qd(Vec<Qd>),
+    /// Computed in MPFR at the solve's precision.
+    #[cfg(feature = "mpfr")]
+    Mp(Vec<crate::precision::Mp>),
+}
+
+/// Runs `$body` with `$x` bound to the vector inside any [`SolutionVector`].
+macro_rules! with_solution_vector {
+    ($v:expr, $x:ident => $body:expr) => {
+        match $v {
+            SolutionVector::F64($x) => $body,
+            SolutionVector::Td($x) => $body,
+            SolutionVector::Dd($x) => $body,
+            SolutionVector::Qd($x) => $body,
+            #[cfg(feature = "mpfr")]
+            SolutionVector::Mp($x) => $body,
+        }
+    };
+}
+
+impl SolutionVector {
+    /// Entries.
+    pub fn len(&self) -> usize {
+        with_solution_vector!(self, x => x.len())
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each entry rounded to the nearest `f64`.
+    pub fn to_f64(&self) -> Vec<f64> {
+        with_solution_vector!(self, x => x.iter().map(Precision::to_f64).collect())
+    }
+
+    /// Each entry as a double-double: exact for `f64`, td and dd, rounded for qd and mp.
+    pub fn to_dd(&self) -> Vec<Dd> {
+        with_solution_vector!(self, x => x.iter().map(Precision::to_dd).collect())
+    }
+}
+
+/// A precision type's vector as a [`SolutionVector`] (by [`Precision::NAME`]).
+pub(crate) fn solution_vector<P: Precision>(mut x: Vec<P>) -> SolutionVector {
+    use std::any::Any;
+    let any: &mut dyn Any = &mut x;
+    macro_rules! take {
+        ($t:ty, $variant:ident) => {
+            if let Some(v) = any.downcast_mut::<Vec<$t>>() {
+                return SolutionVector::$variant(std::mem::take(v));
+            }
+        };
+    }
+    take!(f64, F64);
+    take!(Td, Td);
+    take!(Dd, Dd);
+    take!(Qd, Qd);
+    #[cfg(feature = "mpfr")]
+    take!(crate::precision::Mp, Mp);
+    unreachable!("every Precision type has a SolutionVector variant, not {}", P::NAME)
+}
