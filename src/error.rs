@@ -3,22 +3,31 @@
 use crate::sparse::{CsrError, MmError};
 use std::path::PathBuf;
 
+/// The library's `Result`: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Everything that can go wrong before or around a solve. A solve that runs but does not
+/// converge is not an error: its [`StopReason`](crate::StopReason) says why it stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A Matrix Market file (or a vector file in that format) could not be read.
     #[error("{}: {source}", path.display())]
     MatrixMarket {
+        /// The file.
         path: PathBuf,
+        /// What is wrong, and where in the file.
         #[source]
         source: MmError,
     },
+    /// Arrays that do not make a valid CSR matrix.
     #[error("invalid matrix: {0}")]
     Csr(#[from] CsrError),
+    /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
@@ -41,7 +50,9 @@ pub enum Error {
     /// A compute backend failed (device errors, out of memory).
     #[error("backend {backend}: {message}")]
     Backend {
+        /// `cpu` or `cuda`.
         backend: &'static str,
+        /// What failed.
         message: String,
     },
 }

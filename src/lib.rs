@@ -1,4 +1,88 @@
-//! Sparse Krylov solvers in double and double-double precision.
+//! Sparse Krylov solvers (CG, BiCGStab) whose vectors and scalars run in double, triple,
+//! double-double or quad-double precision (and MPFR's, feature `mpfr`), on the CPU and on
+//! NVIDIA GPUs, with the same bits on both; and the report of what the extra precision bought:
+//! iterations, the true residual `||b - A x|| / ||b||`, time.
+//!
+//! # Load, solve, read the report
+//!
+//! ```
+//! use precsolve::{Dd, Solver};
+//!
+//! // A Matrix Market file: precsolve::read_matrix_market("A.mtx")?
+//! let a = precsolve::read_matrix_market("matrices/graded_spd_400.mtx")?;
+//! let b = vec![1.0; a.nrows()];
+//! let out = Solver::cg().precision::<Dd>().tol(1e-12).solve(&a, &b)?;
+//! println!(
+//!     "{}: {} iterations, true residual {:e}, {:.3} ms",
+//!     out.stop_reason,
+//!     out.iterations,
+//!     out.true_residual,
+//!     out.times.total * 1e3
+//! );
+//! assert!(out.converged());
+//! let x: Vec<f64> = out.x_f64(); // out.x: Vec<Dd>, the solution as computed
+//! # assert_eq!(x.len(), 400);
+//! # Ok::<(), precsolve::Error>(())
+//! ```
+//!
+//! A solve that runs but does not converge is not an error: [`SolveInfo::stop_reason`] says
+//! why it stopped (iteration limit, breakdown, an indefinite matrix for CG...), and
+//! [`SolveInfo::true_residual`] is always recomputed from `x` (in double-double), so a
+//! recurrence residual that lies is visible. Errors ([`Error`]) are bad input, a zero ILU(0)
+//! pivot, and backend failures; a file's errors name its line.
+//!
+//! # Choose the precision
+//!
+//! The matrix and `b` stay in double; the Krylov vectors and scalars are in the solver's
+//! precision type: `f64`, [`Td`] (triple, 12 bytes an element), [`Dd`] (double-double, about
+//! 106 bits) or [`Qd`] (quad-double, about 212 bits). Where it is known only at run time (a
+//! command-line flag), parse a [`WorkingPrecision`] and call [`Solver::solve_in`]: `x` comes back
+//! as a [`SolutionVector`] in that precision. On ill-conditioned matrices each extra word
+//! shows in the iteration count and in the true residual reached:
+//!
+//! ```
+//! use precsolve::{Solver, WorkingPrecision};
+//!
+//! let a = precsolve::read_matrix_market("matrices/graded_spd_400.mtx")?;
+//! let b = vec![1.0; a.nrows()];
+//! for p in [WorkingPrecision::F64, WorkingPrecision::Dd, WorkingPrecision::Qd] {
+//!     let out = Solver::cg().tol(1e-12).solve_in(p, &a, &b)?;
+//!     println!("{}: {} iterations, true residual {:.1e}", p.name(), out.info.iterations,
+//!              out.info.true_residual);
+//! }
+//! # Ok::<(), precsolve::Error>(())
+//! ```
+//!
+//! # Preconditioner, method, backend
+//!
+//! - [`Solver::ilu0`] factors ILU(0) on `A`'s pattern and applies it in double in every
+//!   precision (thesis section 4.3.2); [`Solver::ilu0_shifted`] gets past zero pivots.
+//! - [`Solver::preconditioner`] takes a [`Preconditioner`] of your own, applied in double.
+//! - [`Solver::cg`] for symmetric positive definite matrices, [`Solver::bicgstab`] for general
+//!   ones, [`Solver::auto`] for CG where the matrix was declared symmetric
+//!   ([`CsrMatrix::with_symmetry`]).
+//! - [`Solver::backend`]: [`BackendChoice::Auto`] (default) runs where it estimates the solve
+//!   faster: on the GPU where one is usable (the `cuda` feature, default; the CUDA libraries
+//!   are loaded at run time, so a build without them runs on the CPU) and the matrix is large
+//!   enough, else on the CPU's rayon threads.
+//! - [`Solver::on_iteration`] watches every iteration and can stop the solve.
+//!
+//! # Matrices a program already holds
+//!
+//! [`CsrMatrix::from_slices`] validates and copies raw CSR arrays; `TryFrom` takes an owned
+//! `sprs::CsMatI<f64, i32>` without copying (feature `sprs`) and an owned
+//! `nalgebra_sparse::CsrMatrix<f64>` keeping its offsets and values (feature `nalgebra`).
+//! [`poisson2d`] and [`poisson3d`] generate test problems.
+//!
+//! # Features
+//!
+//! `cuda` (default): the GPU backend. `cli` (default): the `solver` command line and what only
+//! it needs (studies, plots, configuration); an embedding program can depend on
+//! `precsolve = { version = "0.1", default-features = false, features = ["cuda"] }` and
+//! compile none of it. `mpfr`: `mp:<bits>` through MPFR (needs m4 and a C compiler).
+//! `serde`: `Serialize` for the reports. `sprs`, `nalgebra`: the conversions above.
+//! `internals`: the crate's modules, for its own binary, tests and benches (no semver promise).
+#![deny(missing_docs)]
 
 /// Declares the crate's internal modules: private to embedders, public (but hidden from the
 /// docs, with no semver promise) under the `internals` feature, which the `solver` binary, the

@@ -263,7 +263,7 @@ pub trait Backend: Send + Sync {
     fn dot<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P>;
     /// `<x, y>` in the tiled order of CG's `<p, q>` (tiles of 256 elements, each summed by a
     /// halving tree; `backend::cpu::kernels::TILE_ROWS`), the order an SpMV that computes one
-    /// row per thread can sum its products in: what [`cg_step`](Backend::cg_step) returns.
+    /// row per thread can sum its products in: what `cg_step` returns.
     fn dot_tiled<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P>;
     /// `q <- A x` (either kind of `x`) and dot products of `q` in the tiled order of
     /// [`dot_tiled`](Backend::dot_tiled): `(<w, q>, 0)` for [`TiledDots::With`], `(<q, q>,

@@ -2,11 +2,11 @@
 //! grid (precision x tolerance x preconditioner x method), each finished run appended to
 //! `runs.jsonl` before the next starts, so a study can be interrupted at any moment and
 //! resumed with the same arguments (runs already recorded are skipped; a changed grid adds only
-//! its new runs). [`render_study`] turns the records into `summary.md`, `summary.csv`,
+//! its new runs). `render_study` turns the records into `summary.md`, `summary.csv`,
 //! `runs.csv`, per-matrix SVG plots and `index.html`, through `report::study` and
 //! `report::plot`.
 //!
-//! The library never prints: progress and cancellation go through [`StudyObserver`].
+//! The library never prints: progress and cancellation go through `StudyObserver`.
 
 mod grid;
 mod inputs;

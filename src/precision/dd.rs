@@ -47,7 +47,9 @@ pub use super::dd_fmt::ParseDdError;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
 pub struct Dd {
+    /// The leading part: the value rounded to double.
     pub hi: f64,
+    /// The remainder, `|lo| <= ulp(hi) / 2`.
     pub lo: f64,
 }
 
@@ -164,7 +166,9 @@ fn split(a: f64) -> (f64, f64) {
 // delegate to them.
 #[allow(clippy::should_implement_trait)]
 impl Dd {
+    /// 0.
     pub const ZERO: Dd = Dd { hi: 0.0, lo: 0.0 };
+    /// 1.
     pub const ONE: Dd = Dd { hi: 1.0, lo: 0.0 };
 
     /// The exact sum `hi + lo`, normalised by TwoSum: takes the two parts in any order and size.
@@ -180,6 +184,7 @@ impl Dd {
         Dd { hi, lo }
     }
 
+    /// `x`, exactly.
     #[inline(always)]
     pub const fn from_f64(x: f64) -> Dd {
         Dd { hi: x, lo: 0.0 }
@@ -200,11 +205,13 @@ impl Dd {
         self.hi + self.lo
     }
 
+    /// Whether both parts are finite.
     #[inline(always)]
     pub fn is_finite(self) -> bool {
         self.hi.is_finite() && self.lo.is_finite()
     }
 
+    /// `|self|`, exactly.
     #[inline(always)]
     pub fn abs(self) -> Dd {
         if self.hi < 0.0 { self.neg() } else { self }
@@ -242,6 +249,7 @@ impl Dd {
         Dd { hi, lo }
     }
 
+    /// `-self`, exactly.
     #[inline(always)]
     pub fn neg(self) -> Dd {
         Dd {

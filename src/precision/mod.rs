@@ -33,6 +33,17 @@ pub type SliceMutOf<'a, P> = <<P as Precision>::Vector as HostVector<P>>::SliceM
 use std::borrow::Cow;
 use std::fmt::Debug;
 
+/// Keeps [`Precision`] to the types whose kernels exist.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f64 {}
+    impl Sealed for super::Dd {}
+    impl Sealed for super::Qd {}
+    impl Sealed for super::Td {}
+    #[cfg(feature = "mpfr")]
+    impl Sealed for super::Mp {}
+}
+
 /// `+ - * /` (and their `op=`) with the same type, `+` and `*` with an `f64`, and unary `-`, each
 /// delegating to the type's inherent method of that name (`add`, `sub`, `mul`, `div`, `add_f64`,
 /// `mul_f64`, `neg`), for a `Copy` multi-word type.
@@ -156,10 +167,15 @@ pub(crate) use precision_from_methods;
 /// QD library's accurate algorithms for [`Dd`] and [`Qd`], the addition of Joldes, Marty, Muller,
 /// Popescu for [`Qd`]); the same inputs give the same bits on every
 /// machine and thread count.
-pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
+///
+/// Implemented by `f64`, [`Td`], [`Dd`], [`Qd`] and (feature `mpfr`) `Mp`, and sealed: the
+/// kernels of both backends exist for exactly these. Name one as
+/// [`Solver::precision`](crate::Solver::precision)'s type to compute in it.
+pub trait Precision: sealed::Sealed + Clone + Debug + Send + Sync + PartialEq + 'static {
     /// Short name used on the command line and in reports (`f64`, `dd`, `qd`).
     const NAME: &'static str;
     /// Suffix of the GPU kernels for this precision (`axpy_dd`).
+    #[doc(hidden)]
     const KERNEL_SUFFIX: &'static str;
     /// Unit roundoff u of the format as an `f64` (2^-53 for `f64`, 2^-106 for `Dd`; for `Qd` QD's
     /// own `_eps`, 2^-209, 8 times the nominal 2^-212): test tolerances and stagnation checks are
@@ -170,6 +186,7 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     /// How a vector of this precision is laid out in host memory (the CPU backend's vectors):
     /// `Vec<Self>` for all but td, whose vectors are the thesis's structure of arrays
     /// ([`TdVector`]).
+    #[doc(hidden)]
     type Vector: HostVector<Self>;
 
     /// The type vector kernels compute in: each kernel widens its inputs (vector elements and
@@ -181,13 +198,18 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     /// arithmetic, the thesis's section 2.3 rule). Scalars a solver loop keeps (alpha, rho,
     /// omega, ...) stay `Self`, like stored vector elements: the scalar arithmetic of the loops is
     /// `Self`'s own.
+    #[doc(hidden)]
     type Acc: Precision;
     /// `self` widened to the compute type, exactly (borrowed where `Acc` is `Self`).
+    #[doc(hidden)]
     fn to_acc(&self) -> Cow<'_, Self::Acc>;
     /// A compute-type value rounded to `Self` (the identity where `Acc` is `Self`).
+    #[doc(hidden)]
     fn from_acc(a: Self::Acc) -> Self;
 
+    /// 0.
     fn zero() -> Self;
+    /// 1.
     fn one() -> Self {
         Self::from_f64(1.0)
     }
@@ -197,14 +219,22 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     fn to_f64(&self) -> f64;
     /// Widen or round to double-double (exact for `f64` and `Dd`).
     fn to_dd(&self) -> Dd;
+    /// A double-double rounded (or widened, exactly) to this precision.
     fn from_dd(x: Dd) -> Self;
 
+    /// `self + b`.
     fn add(&self, b: &Self) -> Self;
+    /// `self - b`.
     fn sub(&self, b: &Self) -> Self;
+    /// `self * b`.
     fn mul(&self, b: &Self) -> Self;
+    /// `self / b`.
     fn div(&self, b: &Self) -> Self;
+    /// `-self`, exactly.
     fn neg(&self) -> Self;
+    /// The square root.
     fn sqrt(&self) -> Self;
+    /// `|self|`, exactly.
     fn abs(&self) -> Self {
         if self.to_f64() < 0.0 {
             self.neg()
@@ -218,6 +248,7 @@ pub trait Precision: Clone + Debug + Send + Sync + PartialEq + 'static {
     fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
         self.add(&b.mul_f64(a))
     }
+    /// Whether the value is finite (no NaN or infinite part).
     fn is_finite(&self) -> bool {
         self.to_f64().is_finite()
     }

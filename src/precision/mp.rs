@@ -1,5 +1,5 @@
 //! Arbitrary precision through MPFR (the `rug` crate): the working precision `mp:<bits>`, on the
-//! CPU only. The type [`Mp`] exists only with the cargo feature `mpfr`; the range of bits and the
+//! CPU only. The type `Mp` exists only with the cargo feature `mpfr`; the range of bits and the
 //! name format are here unconditionally, so that a build without the feature can still parse
 //! `mp:256` (and read study records that name it) and refuse to run it with a clear message.
 //!
@@ -11,16 +11,16 @@
 //! `self + (a b)` with two roundings (the product, then the sum), as for the other precisions.
 //! A result has the larger precision of its operands; within a solve every value has the solve's
 //! precision. MPFR's exponent range is far wider than a double's: values never overflow or
-//! underflow where the double-based types would, but [`Precision::to_f64`] and
-//! [`Precision::to_dd`] can (to an infinity or zero), as any rounding to double does.
+//! underflow where the double-based types would, but `Precision::to_f64` and
+//! `Precision::to_dd` can (to an infinity or zero), as any rounding to double does.
 //!
 //! # The precision setting
 //!
-//! The trait's constructors ([`Precision::zero`], [`Precision::from_f64`], [`Precision::from_dd`],
-//! [`Precision::one`]) take no argument, so the precision of a new value comes from a
+//! The trait's constructors (`Precision::zero`, `Precision::from_f64`, `Precision::from_dd`,
+//! `Precision::one`) take no argument, so the precision of a new value comes from a
 //! process-wide setting: an atomic read by every constructor, in whichever thread constructs
 //! (the CPU kernels run on rayon's worker threads, so a thread-local setting would not reach
-//! them). The setting is only changed through an [`MpScope`]: [`MpScope::enter`] takes a
+//! them). The setting is only changed through an `MpScope`: `MpScope::enter` takes a
 //! process-wide mutex, then sets the bits; dropping the scope clears them and releases the mutex.
 //! `dispatch::solve` holds a scope for the whole of an `mp` solve, so two `mp` solves in one
 //! process (different bits or not) run one after the other, never interleaved, and no solve sees
@@ -32,7 +32,7 @@
 //! scope; and do not start `mp` solves from inside rayon's thread pool (a worker blocked on the
 //! mutex can be the one the scope's holder waits for).
 
-/// The smallest precision `mp:<bits>` accepts: a double's, so that [`Precision::from_f64`] is
+/// The smallest precision `mp:<bits>` accepts: a double's, so that `Precision::from_f64` is
 /// exact (the matrix and right-hand side are doubles).
 pub const MIN_BITS: u32 = 53;
 /// The largest precision `mp:<bits>` accepts: 2^16 bits (about 19,700 decimal digits, 8 KiB per

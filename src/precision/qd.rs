@@ -88,6 +88,8 @@ use super::{Dd, Precision};
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
 pub struct Qd {
+    /// The components, leading first, renormalised: each is the rounded sum of itself and
+    /// those after it.
     pub x: [f64; 4],
 }
 
@@ -259,7 +261,9 @@ fn vec_sum_err_branch(e: [f64; 8]) -> [f64; 4] {
 // The named methods are the API a CUDA twin mirrors; the `std::ops` impls below delegate to them.
 #[allow(clippy::should_implement_trait)]
 impl Qd {
+    /// 0.
     pub const ZERO: Qd = Qd { x: [0.0; 4] };
+    /// 1.
     pub const ONE: Qd = Qd {
         x: [1.0, 0.0, 0.0, 0.0],
     };
@@ -305,10 +309,12 @@ impl Qd {
     /// double except when `x[1]` is exactly half an ulp of `x[0]` (a tie broken by renormalisation
     /// to even, where the sign of `x[2]` would decide).
     #[inline(always)]
+    /// The value rounded to double (the leading component).
     pub const fn to_f64(self) -> f64 {
         self.x[0]
     }
 
+    /// Whether every component is finite.
     #[inline(always)]
     pub fn is_finite(self) -> bool {
         self.x.iter().all(|c| c.is_finite())
@@ -320,6 +326,7 @@ impl Qd {
         if self.x[0] < 0.0 { self.neg() } else { self }
     }
 
+    /// `-self`, exactly.
     #[inline(always)]
     pub fn neg(self) -> Qd {
         Qd {

@@ -62,12 +62,13 @@ pub struct Td {
 }
 
 impl Td {
+    /// 0.
     pub const ZERO: Td = Td {
         hi: 0.0,
         lo_bits: 0,
     };
 
-    /// The D+I rounding of `x` ([`td::pack`](super::td::pack)).
+    /// The D+I rounding of `x` (`td::pack`).
     #[inline(always)]
     pub fn from_dd(x: Dd) -> Td {
         let (hi, lo_bits) = pack(x);
@@ -121,7 +122,7 @@ impl Precision for Td {
     type Vector = super::TdVector;
     const NAME: &'static str = "td";
     const KERNEL_SUFFIX: &'static str = "td";
-    /// 2^-75, the rounding bound of D+I (see [`super::td`]).
+    /// 2^-75, the rounding bound of D+I (see the `td` module).
     const EPSILON: f64 = UNIT_ROUNDOFF;
     const BYTES: usize = BYTES;
     /// Double-double: D+I is the storage format, kernels compute in DD and round on store.

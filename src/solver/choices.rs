@@ -9,10 +9,13 @@ use crate::sparse::{CsrMatrix, Symmetry};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+/// The Krylov method.
 pub enum Method {
     /// CG for a matrix stored as symmetric, BiCGStab otherwise.
     Auto,
+    /// Conjugate gradients (symmetric positive definite matrices).
     Cg,
+    /// BiCGStab (general square matrices).
     Bicgstab,
 }
 
@@ -39,7 +42,9 @@ impl Method {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(try_from = "String", into = "String"))]
 pub enum WorkingPrecision {
+    /// IEEE double.
     F64,
+    /// Double-double (about 106 bits).
     Dd,
     /// Quad-double (CPU and CUDA backends, bitwise the same).
     Qd,
@@ -52,6 +57,7 @@ pub enum WorkingPrecision {
 }
 
 impl WorkingPrecision {
+    /// The fixed-size precisions (every one but `mp`).
     pub const ALL: [WorkingPrecision; 4] = [
         WorkingPrecision::F64,
         WorkingPrecision::Dd,
@@ -155,7 +161,7 @@ impl From<WorkingPrecision> for String {
 
 /// The `--precision` choice: the precisions to run, side by side in this order, ratios against
 /// the first. Written `f64,dd` or `f64,td,dd,qd,mp:256` (any list of f64, td, dd, qd,
-/// mp:<bits> without repeats), or `both` for `f64,dd`. A precision this build cannot run (`mp`
+/// `mp:<bits>` without repeats), or `both` for `f64,dd`. A precision this build cannot run (`mp`
 /// without the `mpfr` feature) is refused here, before anything is loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -217,9 +223,12 @@ impl From<PrecisionChoice> for String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+/// Where a solve runs.
 pub enum BackendChoice {
-    /// The GPU when one is usable, else the CPU (saying so in one log line).
+    /// The backend estimated faster for the matrix and precision where a GPU is usable (one
+    /// log line says which and why), else the CPU.
     Auto,
+    /// The CPU, on rayon's threads.
     Cpu,
     /// The GPU, or an error saying why none can be used.
     Cuda,
@@ -268,6 +277,7 @@ impl BackendChoice {
     /// - otherwise as [`BackendChoice::resolve`].
     ///
     /// A precision this build cannot run (`mp` without the `mpfr` feature) is an error first.
+    #[doc(hidden)]
     pub fn resolve_for(self, precisions: &[WorkingPrecision]) -> Result<ResolvedBackend> {
         check_available(precisions)?;
         match (self, precisions.iter().find(|p| !p.runs_on_gpu())) {
@@ -283,6 +293,7 @@ impl BackendChoice {
     /// [`resolve_for`](BackendChoice::resolve_for) for solves of `a`; `Auto` with a usable GPU
     /// then takes the backend the cost model ([`CostModel`]) estimates faster for all of
     /// `precisions` together, and returns the line that says which and why.
+    #[doc(hidden)]
     pub fn resolve_for_problem(
         self,
         a: &CsrMatrix,
@@ -320,6 +331,7 @@ impl BackendChoice {
     }
 
     /// Pick the backend: `Auto` falls back to the CPU with one log line saying why.
+    #[doc(hidden)]
     pub fn resolve(self) -> Result<ResolvedBackend> {
         match self {
             BackendChoice::Cpu => Ok(ResolvedBackend::Cpu),

@@ -94,23 +94,28 @@ pub enum StopReason {
     ConvergedRtol,
     /// The right-hand side (or the initial residual) is exactly zero: `x` is the solution.
     ConvergedZeroResidual,
+    /// The iteration limit was reached first.
     MaxIterations,
     /// A recurrence coefficient became zero (`rho`, `<r~, v>`, `omega`...).
     Breakdown {
+        /// Which.
         what: String,
     },
     /// A scalar became NaN or infinite.
     NonFinite {
+        /// Which.
         what: String,
     },
     /// CG found `<p, A p> <= 0`: the matrix is not positive definite.
     Indefinite,
+    /// The time limit was reached first.
     TimeLimit,
-    /// The monitor asked to stop.
+    /// The callback (or a progress monitor) asked to stop.
     Cancelled,
 }
 
 impl StopReason {
+    /// Whether the stopping test was met (or there was nothing to solve).
     pub fn converged(&self) -> bool {
         matches!(
             self,
@@ -154,7 +159,9 @@ pub struct SolveTimes {
 
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+/// One point of a solve's convergence history.
 pub struct HistoryPoint {
+    /// Iterations done.
     pub iteration: usize,
     /// BiCGStab's half step (the residual `s` after `x + alpha p`, before the `omega` step)
     /// rather than a whole iteration; false for every point of CG.
@@ -169,27 +176,36 @@ pub struct HistoryPoint {
 
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+/// What a solve did: the report the command line prints, one per precision.
 pub struct SolveInfo {
+    /// `cg` or `bicgstab`.
     pub method: &'static str,
+    /// The working precision's name (`f64`, `dd`, `mp:256`...).
     pub precision: &'static str,
-    /// `none` or `ilu0`.
+    /// `none`, `ilu0`, or the name of the caller's preconditioner.
     pub precond: &'static str,
+    /// `cpu` or `cuda`.
     pub backend: &'static str,
+    /// Iterations done.
     pub iterations: usize,
+    /// Why the solve ended.
     pub stop_reason: StopReason,
     /// Final relative recurrence residual by the chosen criterion.
     pub recurrence_residual: f64,
     /// Final `||b - A x|| / ||b||`, with the residual formed in double-double.
     pub true_residual: f64,
+    /// Where the time went.
     pub times: SolveTimes,
     /// Seconds (setup and loop, checks excluded) until the true residual first reached `tol`:
     /// at the first history check that showed it, else the end of the solve if the final true
     /// residual meets it; `None` if it never did.
     pub time_to_target: Option<f64>,
+    /// Per-iteration residuals, when asked for (`record_history`).
     pub history: Vec<HistoryPoint>,
 }
 
 impl SolveInfo {
+    /// Seconds per iteration of the loop (0 without iterations).
     pub fn time_per_iteration(&self) -> f64 {
         if self.iterations == 0 {
             0.0

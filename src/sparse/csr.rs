@@ -9,8 +9,11 @@ use std::sync::Arc;
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Symmetry {
+    /// No symmetry declared.
     General,
+    /// `a_ij = a_ji` (a Matrix Market `symmetric` file, or a generated Laplacian).
     Symmetric,
+    /// `a_ij = -a_ji`.
     SkewSymmetric,
 }
 
@@ -24,33 +27,91 @@ impl std::fmt::Display for Symmetry {
     }
 }
 
+/// Why arrays do not make a valid [`CsrMatrix`]; rows and columns are 0-based.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CsrError {
+    /// `row_ptr` does not have `nrows + 1` entries.
     #[error("row pointer array has length {got}, expected nrows + 1 = {expected}")]
-    RowPtrLength { got: usize, expected: usize },
+    RowPtrLength {
+        /// Its length.
+        got: usize,
+        /// `nrows + 1`.
+        expected: usize,
+    },
+    /// `row_ptr` does not start at 0, or decreases.
     #[error("row pointers must start at 0 and never decrease (row {row})")]
-    RowPtrNotMonotone { row: usize },
-    #[error("row pointers end at {last} but there are {nnz} entries")]
-    RowPtrEnd { last: usize, nnz: usize },
-    #[error("column index {col} out of range 0..{ncols} in row {row}")]
-    ColumnOutOfRange { row: usize, col: i64, ncols: usize },
-    #[error("column indices of row {row} are not strictly increasing")]
-    ColumnsNotSorted { row: usize },
-    #[error("dimension {dim} is too large for i32 column indices")]
-    TooLarge { dim: usize },
-    #[error("entry ({row}, {col}) lies outside the {nrows} x {ncols} matrix")]
-    EntryOutOfRange {
+    RowPtrNotMonotone {
+        /// The first row where it does.
         row: usize,
-        col: usize,
-        nrows: usize,
+    },
+    /// `row_ptr`'s last entry is not the number of entries.
+    #[error("row pointers end at {last} but there are {nnz} entries")]
+    RowPtrEnd {
+        /// `row_ptr[nrows]`.
+        last: usize,
+        /// The entries given.
+        nnz: usize,
+    },
+    /// A column index is negative or not below `ncols`.
+    #[error("column index {col} out of range 0..{ncols} in row {row}")]
+    ColumnOutOfRange {
+        /// Its row.
+        row: usize,
+        /// The index.
+        col: i64,
+        /// The column count.
         ncols: usize,
     },
+    /// A row's column indices are not strictly increasing (unsorted, or a duplicate).
+    #[error("column indices of row {row} are not strictly increasing")]
+    ColumnsNotSorted {
+        /// The row.
+        row: usize,
+    },
+    /// A dimension does not fit the kernels' `i32` indices.
+    #[error("dimension {dim} is too large for i32 column indices")]
+    TooLarge {
+        /// The dimension.
+        dim: usize,
+    },
+    /// A coordinate entry lies outside the matrix.
+    #[error("entry ({row}, {col}) lies outside the {nrows} x {ncols} matrix")]
+    EntryOutOfRange {
+        /// Its row.
+        row: usize,
+        /// Its column.
+        col: usize,
+        /// The row count.
+        nrows: usize,
+        /// The column count.
+        ncols: usize,
+    },
+    /// A value is NaN or infinite (or duplicates summed to one).
     #[error("value of entry ({row}, {col}) is not finite")]
-    NonFinite { row: usize, col: usize },
+    NonFinite {
+        /// Its row.
+        row: usize,
+        /// Its column.
+        col: usize,
+    },
+    /// The arrays cannot be allocated.
     #[error("cannot allocate {bytes} bytes for a matrix with {nrows} rows")]
-    Allocation { bytes: usize, nrows: usize },
+    Allocation {
+        /// The bytes asked for.
+        bytes: usize,
+        /// The row count.
+        nrows: usize,
+    },
 }
 
+/// A sparse matrix in compressed sparse row form, validated: `f64` values, all finite; `i32`
+/// column indices sorted within each row (explicit zeros kept: they belong to ILU(0)'s
+/// pattern); and the symmetry its source declared. A clone shares the arrays.
+///
+/// Build one with [`read_matrix_market`](crate::read_matrix_market),
+/// [`load_matrix`](crate::load_matrix), [`CsrMatrix::from_slices`],
+/// [`CsrMatrix::try_from_parts`], [`CsrMatrix::from_coo`], `TryFrom` an `sprs` or
+/// `nalgebra-sparse` matrix (features `sprs`, `nalgebra`), or [`poisson2d`](crate::poisson2d).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsrMatrix {
     nrows: usize,
@@ -168,21 +229,27 @@ impl CsrMatrix {
         })
     }
 
+    /// Rows.
     pub fn nrows(&self) -> usize {
         self.nrows
     }
+    /// Columns.
     pub fn ncols(&self) -> usize {
         self.ncols
     }
+    /// Stored entries (explicit zeros included).
     pub fn nnz(&self) -> usize {
         self.values.len()
     }
+    /// Where each row's entries start, `nrows + 1` offsets from 0 to `nnz`.
     pub fn row_ptr(&self) -> &[usize] {
         &self.row_ptr
     }
+    /// The column of each entry, sorted within each row.
     pub fn col_idx(&self) -> &[i32] {
         &self.col_idx
     }
+    /// The value of each entry.
     pub fn values(&self) -> &[f64] {
         &self.values
     }
@@ -219,6 +286,7 @@ impl CsrMatrix {
         )
     }
 
+    /// Whether `nrows == ncols`.
     pub fn is_square(&self) -> bool {
         self.nrows == self.ncols
     }
@@ -236,6 +304,7 @@ impl CsrMatrix {
             .collect()
     }
 
+    /// Mean stored entries per row.
     pub fn nnz_per_row_mean(&self) -> f64 {
         if self.nrows == 0 {
             0.0
@@ -244,6 +313,7 @@ impl CsrMatrix {
         }
     }
 
+    /// Most stored entries in a row.
     pub fn nnz_per_row_max(&self) -> usize {
         self.row_ptr
             .windows(2)

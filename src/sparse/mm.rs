@@ -101,12 +101,16 @@ impl std::fmt::Display for MmErrorKind {
 /// caller adds the path: `Error::MatrixMarket` prints `{path}: line {line}: {kind}: {message}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MmError {
+    /// The class of problem.
     pub kind: MmErrorKind,
+    /// 1-based line (0: before anything was read).
     pub line: usize,
+    /// What is wrong, with the offending text quoted (escaped).
     pub message: String,
 }
 
 impl MmError {
+    /// An error of `kind` at `line`.
     pub fn new(kind: MmErrorKind, line: usize, message: impl Into<String>) -> Self {
         MmError {
             kind,

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig};
 pub enum Persistent {
     /// Never: the step kernels (with CUDA graphs where they are on).
     Off,
-    /// Where it was measured faster than the step kernels ([`MEASURED_MAX_TILES`]).
+    /// Where it was measured faster than the step kernels (`MEASURED_MAX_TILES`).
     Measured,
     /// Wherever it can run (one wave, CSR): for the tests, and for measuring.
     Everywhere,

@@ -1,5 +1,5 @@
 //! Preconditioned BiCGStab (thesis Fig. 4.2): the only copy of the BiCGStab loop. The
-//! iteration's steps are the backend's ([`steps`]); every decision is made here, from the
+//! iteration's steps are the backend's (`steps`); every decision is made here, from the
 //! records the steps leave.
 
 mod kernels;

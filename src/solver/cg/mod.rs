@@ -1,5 +1,5 @@
 //! Preconditioned conjugate gradients (thesis Fig. 4.1): the only copy of the CG loop. The
-//! iteration's steps are the backend's ([`steps`]); every decision is made here, from the
+//! iteration's steps are the backend's (`steps`); every decision is made here, from the
 //! records the steps leave.
 
 mod kernels;
