@@ -150,6 +150,8 @@ pub(crate) fn solve_typed<P: Precision>(
     if let Some(why) = why {
         log::info!("{why}");
     }
+    #[cfg(not(feature = "cuda"))]
+    let _ = lane;
     match resolved {
         ResolvedBackend::Cpu => run::<_, P>(&CpuBackend::new(), problem, recipe, params, monitor),
         #[cfg(feature = "cuda")]

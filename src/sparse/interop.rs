@@ -82,9 +82,7 @@ mod with_sprs {
         }
     }
 
-    impl<I: sprs::SpIndex + TryInto<i64>> TryFrom<sprs::CsMatViewI<'_, f64, I, usize>>
-        for CsrMatrix
-    {
+    impl<I: sprs::SpIndex + TryInto<i64>> TryFrom<sprs::CsMatViewI<'_, f64, I, usize>> for CsrMatrix {
         type Error = CsrError;
         /// Copies the view (narrowing its column indices); a CSC view is converted first.
         fn try_from(m: sprs::CsMatViewI<'_, f64, I, usize>) -> Result<Self, CsrError> {
@@ -96,8 +94,8 @@ mod with_sprs {
                 csr.view()
             };
             let (nrows, ncols) = m.shape();
-            let row_ptr = m.indptr().to_proper();
-            CsrMatrix::from_slices(nrows, ncols, &row_ptr, m.indices(), m.data())
+            let indptr = m.indptr();
+            CsrMatrix::from_slices(nrows, ncols, &indptr.to_proper(), m.indices(), m.data())
         }
     }
 }
