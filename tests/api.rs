@@ -224,7 +224,8 @@ fn raw_slices_are_validated() {
         (ok.nrows(), ok.nnz(), ok.diagonal()),
         (2, 2, vec![2.0, 3.0])
     );
-    let cases: [(Vec<usize>, Vec<i64>, Vec<f64>, CsrError); 5] = [
+    type Case = (Vec<usize>, Vec<i64>, Vec<f64>, CsrError);
+    let cases: [Case; 5] = [
         (
             vec![0, 1],
             vec![0],

@@ -37,9 +37,12 @@ pub struct Solver<'a, P: Precision = f64> {
     backend: BackendChoice,
     precond: PrecondChoice,
     x0: Option<&'a [f64]>,
-    callback: Option<Box<dyn FnMut(&Iteration) -> Control + 'a>>,
+    callback: Option<Callback<'a>>,
     precision: PhantomData<P>,
 }
+
+/// The caller's per-iteration hook.
+type Callback<'a> = Box<dyn FnMut(&Iteration) -> Control + 'a>;
 
 enum PrecondChoice {
     None,
