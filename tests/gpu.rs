@@ -53,6 +53,10 @@ mod gpu_checks {
             "concurrent_solves_on_own_streams_match_cpu",
             concurrent_solves,
         ),
+        (
+            "front_door_solves_match_cpu_with_a_program_s_preconditioner",
+            front_door_solves,
+        ),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.
@@ -1327,6 +1331,100 @@ mod gpu_checks {
                 "no factorable matrices found in {dir} (set PRECSOLVE_MATRICES)"
             ));
         }
+        Ok(())
+    }
+
+    /// `z_i = r_i / a_ii`, as an embedding program writes it.
+    struct Jacobi(Vec<f64>);
+
+    impl precsolve::Preconditioner for Jacobi {
+        fn apply(&self, r: &[f64], z: &mut [f64]) {
+            for ((z, r), d) in z.iter_mut().zip(r).zip(&self.0) {
+                *z = r / d;
+            }
+        }
+        fn name(&self) -> &'static str {
+            "jacobi"
+        }
+    }
+
+    /// The library's front door (`precsolve::Solver`) with `BackendChoice::Cuda` against
+    /// `Cpu`: without a preconditioner, with ILU(0), and with a program's own preconditioner
+    /// (applied on the host between device steps), every precision; and a callback's stop,
+    /// which the GPU honours at the end of its batch, leaves the state of a CPU solve of that
+    /// many iterations.
+    fn front_door_solves(_gpu: &CudaBackend) -> Result<(), String> {
+        use precsolve::{BackendChoice, Control, Solver, StopReason, WorkingPrecision};
+        let a = poisson3d(10);
+        let b = vec![1.0; a.nrows()];
+        for precond in ["none", "ilu0", "jacobi"] {
+            for p in WorkingPrecision::ALL {
+                let run = |backend| {
+                    let solver = Solver::cg().tol(1e-12).backend(backend);
+                    let mut solver = match precond {
+                        "ilu0" => solver.ilu0(),
+                        "jacobi" => solver.preconditioner(Jacobi(a.diagonal())),
+                        _ => solver,
+                    };
+                    solver.solve_in(p, &a, &b).map_err(err)
+                };
+                let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
+                let label = format!("front door {precond} {}", p.name());
+                if g.info.backend != "cuda" || c.info.backend != "cpu" {
+                    return Err(format!(
+                        "{label}: ran on {} and {}",
+                        g.info.backend, c.info.backend
+                    ));
+                }
+                if g.info.iterations != c.info.iterations
+                    || g.info.true_residual.to_bits() != c.info.true_residual.to_bits()
+                    || g.x != c.x
+                {
+                    return Err(format!(
+                        "{label}: GPU {} iterations, true residual {:e}; CPU {}, {:e}",
+                        g.info.iterations,
+                        g.info.true_residual,
+                        c.info.iterations,
+                        c.info.true_residual
+                    ));
+                }
+                println!(
+                    "    {label:>28}: {:>4} iterations, true residual {:.3e}, identical",
+                    g.info.iterations, g.info.true_residual
+                );
+            }
+        }
+        let stopped = Solver::cg()
+            .precision::<Dd>()
+            .backend(BackendChoice::Cuda)
+            .on_iteration(|at| {
+                if at.iteration >= 5 {
+                    Control::Stop
+                } else {
+                    Control::Continue
+                }
+            })
+            .solve(&a, &b)
+            .map_err(err)?;
+        if stopped.stop_reason != StopReason::Cancelled
+            || !(5..=5 + 64).contains(&stopped.iterations)
+        {
+            return Err(format!(
+                "callback stop: {} after {}",
+                stopped.stop_reason, stopped.iterations
+            ));
+        }
+        let limited = Solver::cg()
+            .precision::<Dd>()
+            .backend(BackendChoice::Cpu)
+            .max_iter(stopped.iterations)
+            .solve(&a, &b)
+            .map_err(err)?;
+        same_bits("callback stop vs max_iter", &stopped.x, &limited.x)?;
+        println!(
+            "    a callback's stop at 5 took effect at {} on the GPU, identical to the CPU",
+            stopped.iterations
+        );
         Ok(())
     }
 }

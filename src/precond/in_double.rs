@@ -70,8 +70,9 @@ impl<B: Backend> Preconditioner<B> for InDouble<'_> {
         r: &B::Vector<P>,
         z: &mut B::Vector<f64>,
     ) -> Result<()> {
-        *z = self.host_apply(backend, r)?;
-        Ok(())
+        // Into `z`, not in its place: the GPU's steps may hold its address.
+        let z64 = self.host_apply(backend, r)?;
+        backend.copy(&z64, z)
     }
     fn seconds(&self) -> f64 {
         *self.seconds.lock().unwrap_or_else(|e| e.into_inner())
