@@ -1,4 +1,4 @@
-//! The CPU half of the ILU(0) peer comparison (`benches/cpu/ilu_peer.sh`): factor a matrix, time
+//! The CPU half of the ILU(0) peer comparison (`benches/cpu/cpu.sh peer`): factor a matrix, time
 //! our triangular solves (L then U, median of 20), and write the factors as Matrix Market files
 //! (`L.mtx` with its unit diagonal, `U.mtx`) and the right-hand side and our result, so that
 //! `benches/cpu/scipy_trisolve.py` can time SciPy's `spsolve_triangular` on the same factors

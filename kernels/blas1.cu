@@ -278,7 +278,7 @@ __device__ __forceinline__ void cg_update(long long n, const typename O::T* __re
 }
 
 // (__restrict__ on q and r lets the loads of a thread's 32 elements run ahead of its stores:
-// without it the f64 update waited on each load in turn, 3 us more an iteration on 27,000 rows)
+// without it each load waited on the store before it, benches/results/gpu-resident.md)
 extern "C" __global__ void cg_update_f64(long long n, const double* __restrict__ scalars,
                                          const double* __restrict__ q, double* __restrict__ r,
                                          double* partial) {

@@ -3,7 +3,7 @@
 // unfused, entries in order; U: acc / u_ii), so the same bits; only the schedule differs.
 //
 // Why: in level order every level is a hop between SMs (a row's result goes to L2, the next
-// level's rows on other SMs poll it), about 2 us per level on the H200, and a 3D grid has
+// level's rows on other SMs poll it), microseconds each on the H200, and a 3D grid has
 // hundreds of levels. Here each triangle is cut into parts of consecutive rows (in the order of
 // the solve), one part per block, and a block solves its part level by level with
 // __syncthreads between levels: a dependency inside the part is read after a barrier from
@@ -19,11 +19,9 @@
 // just before the barrier that opens its level, and polled again after it only if they were
 // not ready; the block's last warp prefetches to L2 the records of the level after next
 // (ilu_prefetch_level), so that the load a level ahead is an L2 hit, not an HBM round trip.
-// (Measured on poisson3d:200, benches/results/ilu0-h200.md: loads through ptr and by row cost
-// ~2 us a level; polling a level earlier misses more often and was slower; with the records
-// from HBM a level step took ~1 us even in a part that waits on no other, and the prefetch
-// took L+U from 1.97 to 1.55-1.59 ms; loading in-part dependencies early, or prefetching from
-// every thread, was slower.)
+// Each of these choices was measured against its alternatives on poisson3d:200 (loads through
+// ptr and by row, polls a level earlier, in-part dependencies loaded early, a prefetch from
+// every thread were all slower): benches/results/ilu0-h200.md.
 //
 // Layout (src/backend/cuda/ilu.rs uploads it): positions ordered by part, then by level; part q
 // is the levels part_seg[q]..part_seg[q + 1], level s the positions seg_ptr[s]..seg_ptr[s + 1];
@@ -65,7 +63,7 @@ struct IluRow {
 };
 
 // Loads of what no other row's result decides: one round trip, issued a level ahead (the
-// destination too: a store waits for its address, and up[p] from HBM cost 0.3 ms a solve).
+// destination too: a store waits for its address; benches/results/ilu0-h200.md).
 template <bool UPPER>
 __device__ __forceinline__ void ilu_fetch(IluRow& m, int p, const int* __restrict__ dest,
                                           const int4* __restrict__ hdep,
@@ -101,9 +99,8 @@ __device__ __forceinline__ void ilu_prefetch(const void* base, int size, int lo,
 
 // The records of level `s` (positions seg_ptr[s]..seg_ptr[s + 1]), prefetched by the block's
 // last warp, which has rows only in levels wider than the block less a warp: they are then an
-// L2 hit, not an HBM round trip, when they are loaded a level ahead (measured: 1.97 -> 1.71 ms
-// for L+U on poisson3d:200, benches/results/ilu0-h200.md), and the warps with rows issue no
-// extra instructions.
+// L2 hit, not an HBM round trip, when they are loaded a level ahead, and the warps with rows
+// issue no extra instructions (benches/results/ilu0-h200.md).
 template <bool UPPER>
 __device__ __forceinline__ void ilu_prefetch_level(int s, int s_end, const int* seg_ptr,
                                                    const int* dest, const int4* hdep,

@@ -54,11 +54,9 @@ __device__ __forceinline__ dd_t spmv_dd_x(const double* __restrict__ x, int j) {
 
 // A DD lane loads SPMV_DD_BATCH of its entries (values and x) before it sums any: the loads of
 // a batch are in flight together while the long QuadAdd chain of the previous batch runs, and
-// the sums take the entries in the same order, so the bits do not change. Measured on
-// poisson3d:200 (benches/results/h200.md): dd SpMV 0.285-0.288 -> 0.280-0.281 ms, preconditioned
-// BiCGStab (two SpMVs with x read widened) 4.42 -> 4.33 ms; a batch of 4 gained half as much,
-// and the same batching made the f64 SpMV slower (0.230 -> 0.241 ms), as it did td's and qd's
-// (xprec.cu: 0.267 -> 0.280 and 1.23 -> 1.48 ms), so those keep their one-entry loop.
+// the sums take the entries in the same order, so the bits do not change. A batch of 4 gained
+// less than 8; the same batching made the f64 SpMV slower, as it did td's and qd's (xprec.cu),
+// so those keep their one-entry loop (benches/results/h200.md).
 #define SPMV_DD_BATCH 8
 
 // spmv_f64_lane in double-double, x stored or widened, BATCH entries loaded at a time.
@@ -138,11 +136,10 @@ SPMV_KERNELS(32)
 // for the matrices that CSR would give one thread per row (NT = 1). Entry k of row r sits at
 // slice_ptr[r / SELL_C] + SELL_C k + r % SELL_C for k < row_ptr[r + 1] - row_ptr[r], so a warp's
 // k-th loads of values and column indices are one contiguous segment, where CSR's are 32
-// scattered ones (61% of the DD kernel's L2 sectors were excess, benches/results/h200.md). Each
-// row is summed entry by entry from zero, as spmv_{p}_nt1 sums it: the same bits. The DD sum
-// takes one entry at a time: loaded in batches (as spmv_dd_lane) it needs more registers and
-// ran slower here (benches/gpu/sell_probe.cu: 0.244 ms one at a time, 0.267 batched by 4,
-// 0.331 by 8, CSR 0.281 on poisson3d:200).
+// scattered ones, most of whose L2 sectors are excess. Each row is summed entry by entry from
+// zero, as spmv_{p}_nt1 sums it: the same bits. The DD sum takes one entry at a time: loaded in
+// batches (as spmv_dd_lane) it needs more registers, which costs this kernel the occupancy it
+// gets at 32 and made it slower (benches/results/h200.md).
 //
 // Kernels: spmv_{f64,dd}_sell(int nrows, const int* row_ptr, const int* slice_ptr,
 //          const int* col_idx, const double* val, const T* x, T* y, const double* b, int has_b)

@@ -2,7 +2,8 @@
  * the size of poisson3d(100)'s double vectors (1M doubles, 8 MB) and of its double-double
  * vectors (16 MB): a yardstick for the `r` update (3 arrays) and the direction update (5
  * arrays) of the CPU's CG in both precisions, each round after a 96 MB read (CG's SpMV streams
- * its matrix between them), see benches/results/cpu.md:
+ * its matrix between them), for benches/results/cpu.md ("C yardsticks"). `bash benches/cpu/cpu.sh c`
+ * builds and runs it, as:
  *
  *     gcc -O3 -march=native -fopenmp -o /tmp/pass_bandwidth benches/cpu/pass_bandwidth.c
  *     OMP_NUM_THREADS=2 /tmp/pass_bandwidth

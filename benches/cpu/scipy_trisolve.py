@@ -1,6 +1,7 @@
 """SciPy's sparse triangular solves on our ILU(0) factors: the CPU peer of our L+U solve.
 
-Reads OUT_DIR/{L,U,r,z}.mtx written by `cargo bench --bench ilu0_peer`, times
+For benches/results/cpu.md; `bash benches/cpu/cpu.sh peer` runs it after
+`cargo bench --bench ilu0_peer`. Reads OUT_DIR/{L,U,r,z}.mtx written by that bench, times
 scipy.sparse.linalg.spsolve_triangular for L (unit diagonal) then U (median of 5 after one
 warm-up), and checks SciPy's answer against ours (relative max difference).
 Usage: python3 benches/cpu/scipy_trisolve.py OUT_DIR [ours_ms]

@@ -2,7 +2,8 @@
  * double path (each product rounded, then added; one lane per row): CSR one row at a time (what
  * the CPU backend runs for double) and SELL-8 with AVX-512 hardware gathers (eight rows per
  * register). A yardstick for how fast double's SpMV could be on this machine, and so for the
- * DD/double ratio of issue #2 (see benches/results/cpu.md, thirteenth session):
+ * DD/double ratio of issue #2 (benches/results/cpu.md, "C yardsticks"). `bash benches/cpu/cpu.sh c`
+ * builds and runs it, as:
  *
  *     gcc -O3 -march=native -ffp-contract=off -fopenmp -o /tmp/spmv_f64_sell benches/cpu/spmv_f64_sell.c
  *     OMP_NUM_THREADS=2 /tmp/spmv_f64_sell

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compare two studies' records run by run: iterations, stop reason and residual bits (the JSON
-numbers are written shortest round-trip, so equal text is equal bits). Used by study.sh."""
+numbers are written shortest round-trip, so equal text is equal bits). Used by
+benches/gpu/study.sh (benches/results/gpu-study.md)."""
 import json
 import sys
 

@@ -1,8 +1,9 @@
 """Peer timings on the GPU with CuPy: cuSPARSE CSR SpMV and CuPy's double CG iteration on the
 same 7-point Poisson matrix as `solver bench poisson3d:N` (6 on the diagonal, -1 for the six
-neighbours, x fastest). Run on the device in the same session as the bench:
+neighbours, x fastest), for benches/results/h200.md. benches/gpu/h200.sh runs it on the device
+in the same session as the bench:
 
-    python3 benches/gpu/cupy_peer.py 200 > cupy.json
+    python3 cupy_peer.py 200 > cupy.json
 """
 import json
 import sys

@@ -2,6 +2,7 @@
 reads `path<TAB>method<TAB>iterations` lines on stdin, prints `path<TAB>seconds an iteration`
 for each matrix CuPy's `cg` or `bicgstab` (cupyx.scipy.sparse.linalg) ran, b = ones, the
 tolerance out of reach so that every solve does `iterations` steps; median of 3 after a warm-up.
+Its figures are the CuPy column of benches/results/gpu-suite.md (benches/gpu/suite.sh).
 """
 import sys
 import time

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # benches/results/gpu-resident.md: per-iteration time of CG and BiCGStab on the GPU (this build
 # with and without CUDA graphs, and BASE, a build of an earlier commit) against the CPU backend on
-# the same host, median of 3 alternated solves of 1000 iterations (--tol 1e-300), then the GPU
-# suite's checks of device-resident solves. Prepare on the team machine:
+# the same host, median of 3 alternated solves of 1000 iterations (--tol 1e-300); the persistent
+# kernel against the step kernels; BiCGStab on the mid-sized matrices; then the GPU suite's
+# checks of device-resident solves. Prepare on the team machine:
 #   cargo build --release && cargo test --release --test gpu --no-run
 #   mkdir -p .gpu/matrices && cp ../shared/matrices/*.mtx .gpu/matrices/
 #   strip -o .gpu/solver target/release/solver; strip -o .gpu/gpu-test target/release/deps/gpu-<hash>
@@ -49,6 +50,16 @@ for m in matrices/bcsstk01.mtx matrices/1138_bus.mtx poisson3d:12 poisson3d:16 p
     done
     printf "| %s | %s | %s | %s | %s |\n" $(basename $m .mtx) $p $(med ${a[@]}) $(med ${b[@]}) \
       $(one solver $m $p cg cpu) | tee -a $OUT/resident.txt
+  done
+done
+# BiCGStab on the matrices of 2,000-8,000 rows and two Poisson sizes, f64 and dd: the GPU three
+# times (each figure printed) and the CPU once, us per iteration.
+printf "\n| %s | %s | %s | %s |\n|---|---|---|---:|\n" matrix precision "GPU (us, 3 solves)" "CPU (us)" | tee -a $OUT/resident.txt
+for m in matrices/dw2048.mtx matrices/cryg2500.mtx matrices/rdb2048l.mtx matrices/sherman5.mtx \
+         matrices/fs_183_4.mtx poisson3d:30 poisson3d:200; do
+  for p in f64 dd; do
+    printf "| %s | %s | %s %s %s | %s |\n" $(basename $m .mtx) $p $(one solver $m $p bicgstab cuda) \
+      $(one solver $m $p bicgstab cuda) $(one solver $m $p bicgstab cuda) $(one solver $m $p bicgstab cpu) | tee -a $OUT/resident.txt
   done
 done
 PRECSOLVE_MATRICES=$PWD/matrices timeout 300 ./gpu-test device_resident whole_solves preconditioned_solves \

@@ -17,11 +17,11 @@ use std::sync::Arc;
 /// Estimated seconds of one ILU(0) application (`n` rows, `nnz` entries in the factors, `levels`
 /// of the two triangular solves together) by a GPU's kernels and by the host with the vector
 /// copied each way: the CUDA backend applies ILU(0) where this is cheaper, and `--backend auto`
-/// costs it so. From the H200 suite (`benches/results/gpu-suite-ilu0.json`): the kernels cost
-/// 5-9 us a level on small matrices (a level's rows sit in few blocks, and each step waits on
-/// another block's), 1.7 us on poisson3d:200; the host's solve about 1.2 ns an entry, and the
-/// two copies, each waiting for the stream, about 45 us and 16 bytes a row. The device's estimate takes its best per-level cost, so
-/// it keeps the kernels wherever they might be faster.
+/// costs it so. The kernels pay a fixed cost per level (each level step waits on another
+/// block's), the host its dependent sums per entry ([`ilu_host_solve_seconds`]) and two copies,
+/// each waiting for the stream, of 16 bytes a row. The constants are fitted to the H200 suite
+/// (`benches/results/gpu-suite.md`). The device's estimate takes the kernels' best per-level
+/// cost, so it keeps them wherever they might be faster.
 pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSeconds {
     IluSeconds {
         device: 20e-6 + 1.5e-6 * levels as f64,
@@ -30,8 +30,8 @@ pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSecond
 }
 
 /// Estimated seconds of the host's two triangular solves over factors of `nnz` entries: row by
-/// row, each row's sum waiting on the rows before it, about 1.2 ns an entry (bcsstk13 and
-/// bcsstk16 on the H200's host: 1.17 and 1.23 ns).
+/// row, each row's sum waiting on the rows before it, so a cost per entry (fitted on the H200's
+/// host, `benches/results/gpu-suite.md`).
 pub fn ilu_host_solve_seconds(nnz: usize) -> f64 {
     1.2e-9 * nnz as f64
 }
@@ -54,8 +54,8 @@ impl IluSeconds {
 
 /// Threads per row (NT) of the CSR-vector SpMV, a power of two in 1..=32 from the mean nonzeros
 /// per row. The thesis (ch. 3, Listing 3.1) takes `2^ceil(log2(nnz/row))`, tuned for Kepler; on
-/// the H200 that is 1.8x slower than one thread per row at 7 nonzeros per row
-/// (benches/results/h200.md), because each lane issues one round of dependent loads and waits.
+/// the H200 that is slower than one thread per row at 7 nonzeros per row, because each lane
+/// issues one round of dependent loads and waits (benches/results/h200.md).
 /// So each lane gets at least about 8 entries: `NT = 2^floor(log2(mean / 8))`.
 /// The CPU backend sums each row in the same lane order and reduction tree as the GPU kernel,
 /// so both give the same bits.
@@ -178,11 +178,10 @@ impl<'a, V> TiledDots<'a, V> {
 /// BiCGStab's `q <- A x` with its dots of `q` (`<r~, v>`, or `<t, t>` and `<t, s>`): in the
 /// tiled order, summed beside the SpMV ([`Backend::spmv_dots_tiled`]), when `x` is a vector of
 /// `P` (no preconditioner); in `dot`'s order after the SpMV when `x` is a double vector read
-/// widened (a preconditioner's `p^`, `s^`). Measured on poisson3d:200 with ILU(0) on the H200,
-/// the tiled order cost the preconditioned DD iteration 0.04 ms more than it saved: the
-/// one-block final over a tile partial per 256 rows (10 us in DD against 4 for `dot`'s) three
-/// times an iteration, and DD sums inside an SpMV that reads doubles gained least
-/// (`benches/results/h200.md`). Without a preconditioner the DD iteration gains 0.05 ms.
+/// widened (a preconditioner's `p^`, `s^`): there the tiled order's one-block final over a tile
+/// partial per 256 rows, three times an iteration, costs more than `dot`'s final, and DD sums
+/// inside an SpMV that reads doubles save least, so the preconditioned iteration lost more than
+/// it gained (`benches/results/h200.md`).
 pub fn bicgstab_spmv_dots<B: Backend + ?Sized, P: Precision>(
     backend: &B,
     a: &B::Matrix,

@@ -14,9 +14,9 @@ use std::fmt::Debug;
 
 /// `n` copies of `value`, each written, by the thread pool. Not `vec![value; n]`: for a zero
 /// double that takes zeroed pages from the system lazily (calloc), so the first pass writing the
-/// vector, inside a solve's timed loop, paid the page faults (about 30 ms for CG's double
-/// vectors on poisson3d(100): its first 5 iterations took 12-13 ms each against 6-7), while a
-/// double-double vector, written here, paid them in setup.
+/// vector would pay the page faults inside a solve's timed loop, while a double-double vector,
+/// written element by element, pays them in setup: both precisions should pay them in setup
+/// (`benches/results/cpu.md`).
 fn written<T: Clone + Send + Sync>(n: usize, value: &T) -> Vec<T> {
     let mut v = Vec::with_capacity(n);
     v.par_extend(rayon::iter::repeat_n(value.clone(), n));

@@ -209,8 +209,8 @@ impl Ilu0Factors {
     /// run arrival by arrival with a barrier between them, so a row whose dependency comes from
     /// another block is placed `hop` steps after it, and the rows that need nothing from
     /// outside go first instead of waiting behind it. (Counting only a run's own
-    /// dependencies, `hop` = 0, made each run wait for most of the one before: on
-    /// poisson3d:100 in 132 runs, 12,500 steps against 1,350 with `hop` = 8.)
+    /// dependencies, `hop` = 0, makes each run wait for most of the one before:
+    /// `benches/results/ilu0-h200.md`.)
     pub fn lower_partitioned(&self, parts: usize, hop: u32) -> OrderedTriangle {
         self.partitioned(false, parts, hop)
     }

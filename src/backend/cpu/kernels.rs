@@ -521,8 +521,7 @@ fma_kernel! {
         for first in (0..x.len()).step_by(TILE_ROWS) {
             // Zeros, then the products over a plain range: a loop the compiler vectorises for
             // doubles. Choosing product or zero per lane inside `from_fn` kept double's tile
-            // sums scalar: its `dot_tiled` of poisson3d(100) took 1.1-1.8 ms against 0.43-0.88
-            // (`benches/cg_phase_timing.rs`; `benches/results/cpu.md`).
+            // sums scalar (`benches/results/cpu.md`).
             let count = TILE_ROWS.min(x.len() - first);
             let mut lanes: [P::Acc; TILE_ROWS] = std::array::from_fn(|_| P::Acc::zero());
             for (t, lane) in lanes[..count].iter_mut().enumerate() {

@@ -2,12 +2,12 @@
 //!
 //! A call whose work is small runs on the calling thread, in order, without touching the pool:
 //! handing a job to rayon from outside the pool and waiting for it costs microseconds, more
-//! than a small matrix's whole kernel (a 183-row BiCGStab iteration took 26 us on one thread
-//! through the pool). Larger calls are split into tasks of at least [`TASK_MIN_WORK`], at most
-//! a few per thread; an SpMV's rows are split where the nonzeros balance, not every 4096 rows
-//! (one task held 85% of a 4,884-row matrix's entries). Where the pieces end never changes a
-//! result: dot products reduce the same fixed chunks and tiles in the same order whatever the
-//! tasks are, and rows are independent.
+//! than a small matrix's whole kernel (`benches/results/cpu-threads.md`). Larger calls are split
+//! into tasks of at least [`TASK_MIN_WORK`], at most a few per thread; an SpMV's rows are split
+//! where the nonzeros balance, not every so many rows, which can leave most of a matrix's
+//! entries to one task. Where the pieces end never changes a result: dot products reduce the
+//! same fixed chunks and tiles in the same order whatever the tasks are, and rows are
+//! independent.
 
 use crate::precision::{HostSliceMut, Precision};
 use crate::sparse::CsrMatrix;

@@ -5,10 +5,10 @@
 //! - `Sequential`: rows in natural order on one thread, on the factors as stored.
 //! - `Levels`: level by level, the rows of a wide level split over rayon. Rows of one level lie
 //!   far apart in natural order (on a 3D grid a level is a diagonal plane), and walking them
-//!   there missed the cache on every row: 4x slower than `Sequential` on 2 threads. So this
-//!   schedule solves on copies of the two triangles renumbered in level order (each level a
-//!   contiguous block of rows and of the work vector), at the price of one gather between the
-//!   triangles and one into `z`, and a second copy of the factors.
+//!   there missed the cache on every row, far slower than `Sequential` (`benches/results/cpu.md`).
+//!   So this schedule solves on copies of the two triangles renumbered in level order (each
+//!   level a contiguous block of rows and of the work vector), at the price of one gather
+//!   between the triangles and one into `z`, and a second copy of the factors.
 //!
 //! `Levels` is tried when there are threads to share the work and the levels are wide enough to
 //! amortise a fork-join per level (microseconds, against ~15 ns per row), and kept if a trial

@@ -21,9 +21,9 @@ pub enum IluSchedule {
     /// One launch per triangle on the partitioned order (kernels/ilu0_parts.cu): one part of
     /// consecutive rows per block (`SMs * threads_per_sm / block` parts and blocks), solved
     /// level by level with barriers; only dependencies on earlier parts are polled. The
-    /// default: 2.02 ms on poisson3d:200 against 2.42 ms for `SyncFree`, 4.7 ms for
-    /// `SyncFreeWarps` and 6.3 ms for `Levels` (benches/results/ilu0-h200.md). Blocks of at
-    /// most 512 threads.
+    /// default: the fastest of these schedules on poisson3d:200, as it does not pay a hop
+    /// between SMs at every level (benches/results/ilu0-h200.md). Blocks of at most 512
+    /// threads.
     Partitioned,
     /// One launch per triangle over the level order; a row polls each dependency's
     /// {value, generation} pair.
@@ -40,11 +40,12 @@ pub enum IluSchedule {
 }
 
 /// Threads per block of the default (partitioned) solve: 384 rows of a level at once, about
-/// the widest level of a part of poisson3d:200 (measured with 256 to 512, and 128 for the
-/// sync-free solve, benches/results/ilu0-h200.md).
+/// the widest level of a part of poisson3d:200, and no slower than the other block sizes the
+/// bench sweeps (benches/results/ilu0-h200.md).
 pub const DEFAULT_BLOCK: u32 = 384;
 /// Threads per SM the grid is sized for: one block, so one part, per SM. (Sync-free: resident
-/// threads per SM; fewer poll less, more look further ahead; its best was 128 x 3 per SM.)
+/// threads per SM; fewer poll less, more look further ahead; the sweep in
+/// benches/results/ilu0-h200.md found its best at 128 x 3 per SM.)
 pub const DEFAULT_THREADS_PER_SM: u32 = 384;
 
 /// Where ILU(0) is applied. On small matrices the triangular solves are a chain of levels,

@@ -3,14 +3,13 @@
 //! CSR (`spmv_{p}_nt{NT}`, thesis ch. 3) gives each row `NT` threads. Where the rows are short
 //! enough for one thread a row (`NT = 1`), a warp's loads then touch 32 scattered CSR offsets;
 //! the sliced layout ([`SellEntries`], slices of a warp's 32 rows, `spmv_{p}_sell`) makes them
-//! one contiguous segment, with the same per-row order and so the same bits. Measured on
-//! poisson3d:200 (`benches/results/h200.md`): f64 SpMV 0.230 -> 0.209 ms, dd 0.281 -> 0.245 ms.
+//! one contiguous segment, with the same per-row order and so the same bits, and the SpMV
+//! faster in both precisions (`benches/results/h200.md`).
 //!
 //! That holds once the rows fill the GPU. With fewer rows than it keeps threads resident (one
 //! wave; 270,336 on the H200), the SpMV is bound by each thread's chain of loads, and CSR, whose
-//! row's entries share a cache line, is as fast or faster: on poisson3d:8..50 (512 to 125,000
-//! rows) CSR took up to 1.7 us less, from 512,000 rows the sliced layout 1.2-11 us less
-//! (`benches/gpu/sell_sizes.sh`).
+//! row's entries share a cache line, is as fast or faster; the sliced layout wins from about
+//! twice that many rows (the sizes measured are in `benches/results/h200.md`).
 
 use super::{CudaBackend, CudaMatrix};
 use crate::backend::spmv_lanes;

@@ -11,11 +11,11 @@
 //!
 //! CG has its own order because `dot`'s (each thread summing 32 elements 256 apart) would leave
 //! a thread 32 rows in series, or the rows staged through shared memory for a whole 8192-row
-//! chunk: both were tried and were no faster than `spmv` then `dot` (`benches/results/h200.md`).
-//! Three other tilings were measured on poisson3d:200 (`benches/results/h200.md`): a shuffle
-//! tree within each warp (five DD additions per row in every lane), one warp summing the
-//! staged products of its block (the block waits on that warp), and one warp computing a whole
-//! tile's rows in series: their fused DD kernels took 262, 273 and 328 us, this one 258.
+//! chunk: both were tried and were no faster than `spmv` then `dot`. Of the tilings tried, the
+//! block's halving tree was the fastest: a shuffle tree within each warp costs five DD
+//! additions per row in every lane, one warp summing the staged products of its block makes
+//! the block wait on that warp, and one warp computing a whole tile's rows in series leaves
+//! warps idle (`benches/results/h200.md` has the figures).
 
 use super::device::driver_error;
 use super::launch::FinalStage;
@@ -49,7 +49,7 @@ impl CudaBackend {
     /// `x` of `P` (with `x` of doubles widened, BiCGStab's preconditioned directions, the fused
     /// DD kernels gained least and BiCGStab keeps `dot`'s order: `backend::bicgstab_spmv_dots`),
     /// and not qd, whose SpMV is bound by its arithmetic: the tile's tree in the SpMV cost more
-    /// there than the dot's pass saved (CG iteration 2.83 against 2.73 ms on poisson3d:200).
+    /// there than the dot's pass saved (`benches/results/h200.md`).
     fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix, two: bool, wide: bool) -> Option<String> {
         // f64's own kernel reads a double x: it has nothing to widen
         let x_ok = !wide || P::KERNEL_SUFFIX == "f64";

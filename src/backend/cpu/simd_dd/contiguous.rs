@@ -3,15 +3,14 @@
 //!
 //! The lane-by-lane form (`lanes(|r| x[at + r].hi)`), and also the same split written with
 //! constant indices over two plain arrays, is what LLVM turns into hardware gathers and scatters
-//! (`vgatherqpd`, `vscatterqpd`, a stride of 16 bytes). Those are cheap on Intel's cores, where a
-//! DD axpy ran at 80-90% of the copy bandwidth with them, but microcoded on AMD Zen 4: there
-//! they took 39% (axpy) and 14% (xpay) of a DD CG solve's samples, more than its SpMV (`cpu.md`,
-//! 2026-11-22). Hence intrinsics, for `W = 8` (AVX-512F) and `W = 4` (AVX2).
+//! (`vgatherqpd`, `vscatterqpd`, a stride of 16 bytes). Those are cheap on Intel's cores but
+//! microcoded on AMD Zen 4, where a DD CG solve spent more time in them than in its SpMV
+//! (`benches/results/cpu.md`). Hence intrinsics, for `W = 8` (AVX-512F) and `W = 4` (AVX2).
 //!
 //! These must only be reached from a kernel body compiled for that width's features
 //! (`simd_entry!`'s `w8` and `w4`) through `#[inline(always)]` functions and macros, never
 //! through a closure: a closure carries no target features, so an intrinsic inside it stays an
-//! out-of-line call (measured: the permutes then took 19% of a solve as function calls). Any
+//! out-of-line call, a function call for every permute (`benches/results/cpu.md`). Any
 //! other `W`, or another architecture, takes the element-by-element form. The values and their
 //! order are unchanged, so are the bits.
 
@@ -91,7 +90,7 @@ pub(super) unsafe fn store<const W: usize>(p: *mut Dd, hi: F<W>, lo: F<W>) {
 /// Elements `x[col[r]]` as `(hi, lo)` lanes: each pair read with one 16-byte load, the pairs
 /// joined into two registers and split as in [`load`].
 ///
-/// Not a hardware gather (slower on Intel's cores, `cpu.md`) and not the lane-by-lane form
+/// Not a hardware gather (slower, `benches/results/cpu.md`) and not the lane-by-lane form
 /// either: from that, LLVM's SLP vectoriser left part of each step of the SpMV (products, sums,
 /// for some of the lanes) in scalar instructions on Zen 4's build of the kernel.
 ///

@@ -23,13 +23,11 @@
 //! arithmetic, the blends and the loads and stores of double-doubles are intrinsics for those two
 //! widths ([`lane_op!`], [`select`], `contiguous.rs`): left to itself, LLVM split steps into
 //! scalar pieces and made gathers and scatters of contiguous pairs, which cost little on Intel's
-//! cores and half the speed on AMD Zen 4 (`benches/results/cpu.md`). Any other width runs the
+//! cores and are microcoded on AMD Zen 4 (`benches/results/cpu.md`). Any other width runs the
 //! same operations lane by lane. Rust never contracts `a * b + c` into an FMA nor reassociates,
 //! so the arithmetic is IEEE as written. The kernels run only where [`available()`]; elsewhere
-//! the scalar kernels do all the work.
-//!
-//! Measured on the old branch (one thread, Xeon Emerald Rapids): AVX-512 took 28% less time than
-//! AVX2 for the SpMV and 10-16% less for the dot product and axpy.
+//! the scalar kernels do all the work. AVX-512 measured faster than AVX2 where both were timed
+//! (`benches/results/cpu.md`).
 
 use super::kernels::{DOT_CHUNK, DOT_THREADS, TILE_ROWS};
 use crate::precision::{Dd, Precision, TdSlice, TdSliceMut, td};
@@ -158,8 +156,8 @@ macro_rules! simd_entry {
 /// registers. `n` must be a constant (a const generic or item): each written-out body sits
 /// under `if const { i < n }`, which rustc resolves when it instantiates the function, so only
 /// the `n` live bodies reach LLVM. (Under a plain `if i < n` every instance carried all 32 bodies
-/// into LLVM, with each step inlined: the SpMV's `group_sums` was 45% of the crate's IR and the
-/// crate took 14 minutes to build at opt-level 2.) Nest only with the small bound.
+/// into LLVM, with each step inlined, and the SpMV's `group_sums` dominated the crate's IR and
+/// its build time: `benches/results/build.md`.) Nest only with the small bound.
 macro_rules! unroll {
     ($n:expr, |$l:ident| $body:expr) => {{
         debug_assert!($n <= 32);

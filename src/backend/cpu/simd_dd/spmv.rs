@@ -1,18 +1,18 @@
 //! The double-double SpMV `W` rows at a time, one row per SIMD lane, with `L` lanes of a row's
 //! sum each (the CSR-vector kernel's threads per row), on the SELL-W copy of the matrix.
 //!
-//! Every lane count is inlined into the one entry per width that `simd_entry!` makes, as the
-//! other kernels are. Compiling each lane count as a function of its own was tried: 5% more
-//! instructions in the SpMV (callgrind, AVX2 path; the bench ran ~10% slower), as LLVM then
-//! kept fewer values in registers.
+//! Each lane count and layout is a function of its own, compiled for its width and called once
+//! per block of rows (`spmv_rows_apart`), not inlined into one entry per width as the other
+//! kernels are: inlined, they made functions that LLVM took most of the crate's build time to
+//! optimise, and apart they run the same instructions (`benches/results/build.md`).
 
 use super::{DdX, F, Level, SimdIn, SimdOut, Sink, Source, lanes, level, select};
 use crate::sparse::{CsrMatrix, PADDING_COL, SellEntries};
 use std::sync::Arc;
 
 /// The CSR entries regrouped for [`spmv_rows`] ("SELL-W", [`SellEntries`] with slices of `w`
-/// rows): one step loads `w` values and `w` column indices contiguously (16% faster than
-/// selecting them from CSR, measured with `w = 8`). Padding is ~1% for a 7-point stencil. Only
+/// rows): one step loads `w` values and `w` column indices contiguously, faster than selecting
+/// them from CSR (`benches/results/cpu.md`). Padding is ~1% for a 7-point stencil. Only
 /// whole groups are used; the last `nrows % w` rows go through the scalar kernel. Memory: 12
 /// bytes per stored entry plus padding, a second copy of the matrix.
 #[derive(Debug)]
@@ -145,9 +145,9 @@ unsafe fn spmv_rows_layout<const W: usize>(
 /// [`spmv_rows_simd`] as a function of its own for each lane count and layout, compiled for
 /// `W`'s SIMD level and never inlined into the entry point. Inlined, every lane count and
 /// layout made one function per width of tens of thousands of instructions, and LLVM's time on
-/// it grew faster than its size: those two functions took 9 of the crate's 14 minutes of
-/// optimisation and register allocation at opt-level 2 (`-Z llvm-time-trace`). One call per
-/// block of rows costs nothing measurable.
+/// it grew faster than its size: those two functions took most of the crate's optimisation and
+/// register allocation at opt-level 2 (`benches/results/build.md`). One call per block of rows
+/// costs nothing measurable.
 ///
 /// # Safety
 /// As [`spmv_rows_simd`], and the CPU runs `W`'s SIMD level (the entry points check it).
@@ -240,11 +240,9 @@ unsafe fn spmv_rows_simd<const W: usize, const L: usize, const N: usize>(
 }
 
 /// How far ahead of the step being summed (in slots: 8 KB of values with `W = 8`)
-/// [`prefetch_ahead`] asks for the matrix. Without it the loads of the values stalled the kernel
-/// (a quarter of its `perf` samples), whether or not the matrix had just been read: the DD SpMV
-/// took 5.9-7.5 ms, with it 4.8-5.6 (poisson3d(100), 2 threads, best of 30, builds alternated:
-/// `benches/dd_spmv_timing.rs`, `benches/results/cpu.md`). 256 and 4096 slots measured the same
-/// within this machine's noise.
+/// [`prefetch_ahead`] asks for the matrix. Without it the loads of the values stalled the kernel,
+/// whether or not the matrix had just been read: the hardware prefetchers do not keep ahead of
+/// the groups' value and column streams. 256 and 4096 slots do as well (`benches/results/cpu.md`).
 const PREFETCH_SLOTS: usize = 1024;
 
 /// Ask the cache for the values and column indices [`PREFETCH_SLOTS`] after slot `at` (a hint:
@@ -323,8 +321,8 @@ const MAX_LANES: usize = 32;
 /// the lanes, the count known at run time, in the same order (the same bits).
 ///
 /// The row pointers are not read. Where a group's rows differed in length they were, to build
-/// the masks, and that cost the DD SpMV of poisson3d(100) 15-25% (`cpu.md`, fourteenth
-/// session): read only there, they came at no regular stride, each a wait on memory.
+/// the masks, and the kernel waited on them: read only there, they came at no regular stride,
+/// each a wait on memory (`benches/results/cpu.md`).
 ///
 /// # Safety
 /// As [`spmv_rows`], and the groups `group..group + N` are groups of `sell`; `lanes == L` up to

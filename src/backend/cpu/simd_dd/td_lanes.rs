@@ -27,8 +27,8 @@ const BORDER: u64 = 0x8000_0000;
 
 /// `td::pack` on `W` values: the same steps, the same bits. With `W = 8` in AVX-512F intrinsics
 /// ([`pack8`]); otherwise lane by lane without branches, written so that it would vectorise, but
-/// LLVM compiled its selections into a compare and a branch per lane (35% of a td axpy's
-/// samples on Zen 4, `cpu.md`). The conditions of `lane_op!` in `mod.rs`.
+/// LLVM compiled its selections into a compare and a branch per lane, which cost a td axpy
+/// much of its time on Zen 4 (`benches/results/cpu.md`). The conditions of `lane_op!` in `mod.rs`.
 #[inline(always)]
 pub(super) fn pack_lanes<const W: usize>(hi: F<W>, lo: F<W>) -> (F<W>, [i32; W]) {
     #[cfg(target_arch = "x86_64")]

@@ -1,10 +1,9 @@
 //! A tile's halving tree (`kernels::dot_tiles`: 256 products, `s[t] = s[t] + s[t + off]` for
 //! `off = 128, ..., 1`) fed one register of `W` products at a time, in order, so that the tile
-//! is read front to back. The form before it formed each register of the first two levels
-//! from the products of lanes `t`, `t + 128`, `t + 64` and `t + 192`, four interleaved streams
-//! per vector, and zeroed an array of 16 registers per tile (a `memset` call, with a
-//! `vzeroupper`): the DD `dot_tiled` of poisson3d(100) took 2.1-2.6 ms, now 0.9-1.4 (2
-//! threads, `benches/cg_phase_timing.rs`), and 12% less time with the vectors in cache.
+//! is read front to back. Forming each register of the first two levels from the products of
+//! lanes `t`, `t + 128`, `t + 64` and `t + 192` instead (four interleaved streams per vector),
+//! with an array of 16 registers zeroed per tile (a `memset` call, with a `vzeroupper`), was
+//! much slower (`benches/results/cpu.md`).
 
 use super::{DdX, lanes};
 use crate::backend::cpu::kernels::TILE_ROWS;

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# benches/results/ilu0-h200.md and ilu0-h200-poisson3d-200.json: the GPU checks of ILU(0) (the
+# apply for every schedule, and preconditioned solves, bit for bit against the CPU), then
+# `solver bench poisson3d:200 --precond ilu0` (our triangular solves for every schedule and
+# setting against cuSPARSE's csrilu02 + SpSV, then preconditioned CG and BiCGStab iterations in
+# f64 and dd). Prepare on the team machine:
+#   cargo build --release && cargo test --release --test gpu --no-run
+#   mkdir -p .gpu/matrices && cp ../shared/matrices/*.mtx .gpu/matrices/
+#   strip -o .gpu/solver target/release/solver; strip -o .gpu/gpu-test target/release/deps/gpu-<hash>
+#   cp benches/gpu/ilu0-h200.sh .gpu/
+# On the device (carry .gpu): bash .gpu/ilu0-h200.sh. Writes to $OUT: gpu.txt, gpu-test.txt,
+# bench-ilu0.txt and bench-ilu0.json (the JSON beside the results file). MATRIX, TEST_TIMEOUT and
+# BENCH_TIMEOUT (seconds) override poisson3d:200, 240 and 300.
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+cd "$(dirname "$0")"
+OUT=${OUT:-.}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee $OUT/gpu.txt
+PRECSOLVE_MATRICES=$PWD/matrices timeout ${TEST_TIMEOUT:-240} ./gpu-test ilu_apply preconditioned 2>&1 | tee $OUT/gpu-test.txt
+grep -q " 0 failed" $OUT/gpu-test.txt || { echo "correctness failed or timed out: no timings"; exit 1; }
+echo "== solver bench ${MATRIX:-poisson3d:200} --precond ilu0"
+timeout ${BENCH_TIMEOUT:-300} ./solver bench ${MATRIX:-poisson3d:200} --precond ilu0 --reps 20 --iterations 100 \
+  --json $OUT/bench-ilu0.json 2>&1 | tee $OUT/bench-ilu0.txt
