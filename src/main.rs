@@ -16,11 +16,17 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use precsolve::Error;
 use precsolve::config::{Config, OutputFormat, RawConfig};
 use precsolve::output::OutputFile;
+use precsolve::precision::exact_decimal::{self, Decimal};
+use precsolve::precision::exact_values::ExactValues;
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::report::{MatrixSummary, SolveReport, history_csv, solution_text};
-use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice, Problem, Recipe, solve};
+use precsolve::solver::dispatch::{
+    BackendChoice, Method, PrecisionChoice, Problem, Recipe, WorkingPrecision, solve,
+};
 use precsolve::solver::{Iteration, Monitor, ResidualNorm};
-use precsolve::sparse::{ReadLimits, load_matrix_with, read_vector_with};
+use precsolve::sparse::{
+    MmError, MmErrorKind, ReadLimits, VectorText, load_matrix_with, read_vector_text_with,
+};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -137,13 +143,16 @@ struct SolveArgs {
     /// instead of stopping at a zero pivot; 0 for none.
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<f64>,
-    /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones).
+    /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones),
+    /// kept in double: values with more digits than a double holds are rounded, with a warning.
     #[arg(long, value_name = "FILE")]
     rhs: Option<PathBuf>,
-    /// Initial guess as a Matrix Market n x 1 file (default: zero).
+    /// Initial guess as a Matrix Market n x 1 file (default: zero), read exactly into each
+    /// precision (as far as it holds it): a --write-x file restarts from the same vector.
     #[arg(long, value_name = "FILE")]
     x0: Option<PathBuf>,
-    /// Write the solution of the last precision run as a Matrix Market array.
+    /// Write the solution of the last precision run as a Matrix Market array, in its
+    /// precision: each value with the digits that read back exactly.
     #[arg(long, value_name = "FILE")]
     write_x: Option<PathBuf>,
     /// Write per-iteration residuals of every run as CSV (BiCGStab's half steps marked in the
@@ -390,21 +399,79 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     }
 }
 
-/// `--rhs` or `--x0`: a vector of the matrix's length, or an error naming the file.
-fn read_vector_arg(
-    path: &Option<PathBuf>,
+/// `--rhs` or `--x0`: a vector file of the matrix's length, each value's text as written, or
+/// an error naming the file.
+fn read_vector_text(path: &Path, limits: &ReadLimits, rows: usize) -> anyhow::Result<VectorText> {
+    read_vector_text_with(path, limits, Some(rows))
+        .map_err(|source| vector_error(path, source).into())
+}
+
+fn vector_error(path: &Path, source: MmError) -> Error {
+    Error::MatrixMarket {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A vector file's entries as exact decimals (an integer file's `-0` is `+0`).
+fn decimal_entries(path: &Path, text: &VectorText) -> anyhow::Result<Vec<exact_decimal::Entry>> {
+    text.entries()
+        .map(|(row, line, token)| match Decimal::parse(token) {
+            // The reader let through only what std parses as a finite number, which this
+            // parser takes too; the error is a safety net.
+            None => Err(vector_error(
+                path,
+                MmError::new(
+                    MmErrorKind::BadNumber,
+                    line,
+                    format!(
+                        "value {} is not a decimal number",
+                        precsolve::escape::escape(token)
+                    ),
+                ),
+            )
+            .into()),
+            Some(d) if text.is_integer() => Ok((row, line, d.without_negative_zero())),
+            Some(d) => Ok((row, line, d)),
+        })
+        .collect()
+}
+
+/// `--rhs`: the right-hand side stays in double (every kernel takes `b` as `f64`, as in the
+/// thesis), so each value is rounded to the nearest double, with one warning counting the
+/// entries that carried more than a double (more than 17 significant digits, and not a
+/// double's own decimal: `Decimal::is_written_double`).
+fn read_rhs(path: &Path, limits: &ReadLimits, rows: usize) -> anyhow::Result<Vec<f64>> {
+    let text = read_vector_text(path, limits, rows)?;
+    let (b, rounded) = exact_decimal::nearest_doubles(rows, decimal_entries(path, &text)?)
+        .map_err(|(line, message)| {
+            vector_error(path, MmError::new(MmErrorKind::NonFinite, line, message))
+        })?;
+    if rounded > 0 {
+        log::warn!(
+            "{}: {rounded} of the {rows} right-hand side entries carry more digits than a \
+             double holds and were rounded to the nearest double (the right-hand side is kept \
+             in double)",
+            precsolve::escape::escape(&path.display().to_string())
+        );
+    }
+    Ok(b)
+}
+
+/// `--x0`: each value read exactly into every working precision of the run (as far as each
+/// holds it; `precision::exact_values`), the decimal text kept for `mp:<bits>` solves.
+fn read_x0(
+    path: &Path,
     limits: &ReadLimits,
     rows: usize,
-) -> anyhow::Result<Option<Vec<f64>>> {
-    path.as_ref()
-        .map(|p| {
-            read_vector_with(p, limits, Some(rows)).map_err(|source| Error::MatrixMarket {
-                path: p.clone(),
-                source,
-            })
-        })
-        .transpose()
-        .map_err(Into::into)
+    keep_decimals: bool,
+) -> anyhow::Result<ExactValues> {
+    let text = read_vector_text(path, limits, rows)?;
+    exact_decimal::initial_guess(rows, decimal_entries(path, &text)?, keep_decimals).map_err(
+        |(line, message)| {
+            vector_error(path, MmError::new(MmErrorKind::NonFinite, line, message)).into()
+        },
+    )
 }
 
 fn run_solve(
@@ -436,9 +503,22 @@ fn run_solve(
         load_start.elapsed().as_secs_f64()
     );
     let rows = a.nrows();
-    let b = read_vector_arg(&args.rhs, limits, rows)?;
-    let x0 = read_vector_arg(&args.x0, limits, rows)?;
-    let problem = Problem::new(a, b, x0).with_context(|| args.matrix.clone())?;
+    let b = args
+        .rhs
+        .as_deref()
+        .map(|p| read_rhs(p, limits, rows))
+        .transpose()?;
+    let keep_decimals = config
+        .precision
+        .precisions()
+        .iter()
+        .any(|p| matches!(p, WorkingPrecision::Mp(_)));
+    let x0 = args
+        .x0
+        .as_deref()
+        .map(|p| read_x0(p, limits, rows, keep_decimals))
+        .transpose()?;
+    let problem = Problem::with_exact_x0(a, b, x0).with_context(|| args.matrix.clone())?;
     // Resolve once, for every precision of the list: a missing GPU, or a precision the GPU lacks
     // (qd), is reported before any solve, and auto says its choice for this matrix (after the
     // factorization, whose levels it weighs: ILU(0) is factored once, shared by every solve).
@@ -478,7 +558,7 @@ fn run_solve(
         )?;
         monitor.finish();
         infos.push(solution.info);
-        last_x = Some(solution.x.to_dd());
+        last_x = Some(solution.x);
     }
 
     let report = SolveReport::new(

@@ -6,6 +6,9 @@
 
 mod dd;
 mod dd_fmt;
+#[cfg(feature = "cli")]
+pub mod exact_decimal;
+pub mod exact_values;
 mod f64_impl;
 pub mod host_vector;
 pub mod mp;

@@ -174,7 +174,7 @@ fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     let a = backend.matrix(&problem.a)?;
     let b = backend.vector_from_f64::<f64>(&problem.b)?;
     let mut x = match &problem.x0 {
-        Some(x0) => backend.vector_from_f64::<P>(x0)?,
+        Some(x0) => backend.upload::<P>(&x0.values::<P>())?,
         None => backend.zeros::<P>(problem.b.len())?,
     };
     backend.synchronize()?;

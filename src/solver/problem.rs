@@ -2,6 +2,7 @@
 
 use super::SolveInfo;
 use crate::error::{Error, Result};
+use crate::precision::exact_values::ExactValues;
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::sparse::CsrMatrix;
 use std::sync::Arc;
@@ -11,12 +12,24 @@ use std::sync::Arc;
 pub struct Problem {
     pub a: Arc<CsrMatrix>,
     pub b: Vec<f64>,
-    pub x0: Option<Vec<f64>>,
+    /// The initial guess, as each working precision reads it: doubles, or values beyond a
+    /// double (read from a file written in td, dd, qd or mp) that each precision takes as
+    /// exactly as it can hold them.
+    pub x0: Option<ExactValues>,
 }
 
 impl Problem {
     /// `b` defaults to all ones and `x0` to zero, as in the thesis's evaluation.
     pub fn new(a: Arc<CsrMatrix>, b: Option<Vec<f64>>, x0: Option<Vec<f64>>) -> Result<Self> {
+        Problem::with_exact_x0(a, b, x0.map(ExactValues::from_f64))
+    }
+
+    /// [`Problem::new`] with an initial guess in any precision ([`ExactValues`]).
+    pub fn with_exact_x0(
+        a: Arc<CsrMatrix>,
+        b: Option<Vec<f64>>,
+        x0: Option<ExactValues>,
+    ) -> Result<Self> {
         if a.nrows() == 0 && a.ncols() == 0 {
             return Err(Error::InvalidInput(
                 "the matrix is empty (0 x 0): there is nothing to solve".into(),
@@ -30,15 +43,25 @@ impl Problem {
             )));
         }
         let n = a.nrows();
-        for (name, v) in [("right-hand side", &b), ("initial guess", &x0)] {
-            if let Some(v) = v {
-                if v.len() != n {
+        let shapes = [
+            (
+                "right-hand side",
+                b.as_ref()
+                    .map(|v| (v.len(), v.iter().position(|x| !x.is_finite()))),
+            ),
+            (
+                "initial guess",
+                x0.as_ref().map(|v| (v.len(), v.first_non_finite())),
+            ),
+        ];
+        for (name, shape) in shapes {
+            if let Some((len, non_finite)) = shape {
+                if len != n {
                     return Err(Error::InvalidInput(format!(
-                        "{name} has {} entries but the matrix has {n} rows",
-                        v.len()
+                        "{name} has {len} entries but the matrix has {n} rows"
                     )));
                 }
-                if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                if let Some(i) = non_finite {
                     return Err(Error::InvalidInput(format!(
                         "{name} entry {} is not finite",
                         i + 1

@@ -164,7 +164,79 @@ pub fn read_vector_with(
     expected_len: Option<usize>,
 ) -> Result<Vec<f64>, MmError> {
     let data = mm_source::read_source(path, limits)?;
-    let hdr = mm_header::parse_header(&data)?;
+    let hdr = vector_header(&data, limits, expected_len)?;
+    let m = build(&data, &hdr)?;
+    let mut x = vec![0.0; m.nrows()];
+    for (i, xi) in x.iter_mut().enumerate() {
+        if let Some(&v) = m.row(i).1.first() {
+            *xi = v;
+        }
+    }
+    Ok(x)
+}
+
+/// A vector file's values as written (see [`read_vector_text_with`]).
+pub struct VectorText {
+    data: Vec<u8>,
+    len: usize,
+    integer: bool,
+    tokens: Vec<mm_body::VectorToken>,
+}
+
+impl VectorText {
+    /// The vector's length (the declared rows).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the length is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the file's field is `integer` (whose `-0` is `+0`, as [`read_vector`] reads it).
+    pub fn is_integer(&self) -> bool {
+        self.integer
+    }
+
+    /// The entries in file order: `(row, line, text)`, the row 0-based, the line 1-based, the
+    /// text a finite decimal number as written (a coordinate file may repeat a row, whose
+    /// entries then add up, and leave rows out, which are zero).
+    pub fn entries(&self) -> impl Iterator<Item = (usize, usize, &str)> {
+        self.tokens.iter().map(|t| {
+            let text = std::str::from_utf8(&self.data[t.start..t.end])
+                .expect("a token that parsed as a number is ASCII");
+            (t.row as usize, t.line, text)
+        })
+    }
+}
+
+/// Reads a right-hand side or initial guess as [`read_vector_with`] does (the same files, the
+/// same checks and errors) but keeps each value's decimal text instead of rounding it to a
+/// double, for a reader that converts it exactly into a wider precision.
+pub fn read_vector_text_with(
+    path: &Path,
+    limits: &ReadLimits,
+    expected_len: Option<usize>,
+) -> Result<VectorText, MmError> {
+    let data = mm_source::read_source(path, limits)?;
+    let hdr = vector_header(&data, limits, expected_len)?;
+    let tokens = mm_body::vector_tokens(&data, &hdr)?;
+    Ok(VectorText {
+        len: hdr.nrows,
+        integer: hdr.field == Field::Integer,
+        tokens,
+        data,
+    })
+}
+
+/// The header of an `n x 1` file with values, checked for length and cost.
+fn vector_header(
+    data: &[u8],
+    limits: &ReadLimits,
+    expected_len: Option<usize>,
+) -> Result<Header, MmError> {
+    let hdr = mm_header::parse_header(data)?;
     if hdr.field == Field::Pattern {
         return Err(MmError::new(
             MmErrorKind::Unsupported,
@@ -195,14 +267,7 @@ pub fn read_vector_with(
         ));
     }
     check_cost(&hdr, data.len(), limits, expected_len)?;
-    let m = build(&data, &hdr)?;
-    let mut x = vec![0.0; m.nrows()];
-    for (i, xi) in x.iter_mut().enumerate() {
-        if let Some(&v) = m.row(i).1.first() {
-            *xi = v;
-        }
-    }
-    Ok(x)
+    Ok(hdr)
 }
 
 /// Rows or columns beyond twice the declared entries plus this many are empty ones that cost

@@ -8,7 +8,7 @@
 
 use super::Symmetry;
 use super::mm::{MmError, MmErrorKind};
-use super::mm_header::{Field, Header, eof_line, quote};
+use super::mm_header::{Field, Format, Header, eof_line, quote};
 use super::mm_scan::{Scanner, value};
 use rayon::prelude::*;
 
@@ -342,4 +342,131 @@ pub(super) fn source_entry(coo: &Coo, q: usize, symmetry: Symmetry) -> usize {
         e += 1;
     }
     e
+}
+
+/// One value of a vector file as written: its 0-based row, its 1-based line, and the byte
+/// range of its token in the file.
+pub(super) struct VectorToken {
+    pub row: u32,
+    pub line: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The value tokens of an `n x 1` file (array or coordinate) in file order, checked as
+/// [`array`] and [`coordinate`] check them: a token that is not a finite number, a bad index,
+/// a missing or extra token and a wrong entry count are errors naming the line.
+pub(super) fn vector_tokens(data: &[u8], hdr: &Header) -> Result<Vec<VectorToken>, MmError> {
+    let body = &data[hdr.body_start..];
+    let mut sc = Scanner::new(body, hdr.body_line);
+    let mut tokens = Vec::with_capacity(capacity(hdr, body.len(), body.len()));
+    let mut push = |tok: &[u8], row: u32, line: usize| {
+        let start = tok.as_ptr() as usize - data.as_ptr() as usize;
+        tokens.push(VectorToken {
+            row,
+            line,
+            start,
+            end: start + tok.len(),
+        });
+    };
+    match hdr.format {
+        Format::Coordinate => {
+            let mut n = 0;
+            while sc.next_entry() {
+                let line = sc.line;
+                if n == hdr.entries {
+                    return Err(err(
+                        MmErrorKind::EntryCount,
+                        line,
+                        format!(
+                            "more entries than the {} declared on the size line (line {})",
+                            hdr.entries, hdr.size_line
+                        ),
+                    ));
+                }
+                let r = sc.index("row", hdr.nrows, line)?;
+                let c = sc.index("column", hdr.ncols, line)?;
+                let tok = sc.value_token().ok_or_else(|| {
+                    err(
+                        MmErrorKind::MissingValue,
+                        line,
+                        format!("entry ({}, {}) has no value", r + 1, c + 1),
+                    )
+                })?;
+                value(tok, hdr.field, line)?;
+                if let Err(extra) = sc.finish_line() {
+                    return Err(err(
+                        MmErrorKind::ExtraToken,
+                        line,
+                        format!(
+                            "unexpected {} after the entry: an entry is a row index, a column \
+                             index and a value",
+                            quote(extra)
+                        ),
+                    ));
+                }
+                if hdr.symmetry != Symmetry::General {
+                    // One column: only a 1 x 1 (skew-)symmetric file gets here, mirroring nothing.
+                    check_lower(r as usize, c as usize, hdr.symmetry, line)?;
+                }
+                push(tok, r, line);
+                n += 1;
+            }
+            if n < hdr.entries {
+                return Err(err(
+                    MmErrorKind::EntryCount,
+                    eof_line(data),
+                    format!(
+                        "the file ends after {n} of the {} entries declared on the size line \
+                         (line {})",
+                        hdr.entries, hdr.size_line
+                    ),
+                ));
+            }
+        }
+        Format::Array => {
+            // One column: row k is the k-th value (a 1 x 1 skew-symmetric file has none).
+            let first_row = match hdr.symmetry {
+                Symmetry::SkewSymmetric => 1,
+                _ => 0,
+            };
+            for k in 0..hdr.entries {
+                if !sc.next_entry() {
+                    return Err(err(
+                        MmErrorKind::EntryCount,
+                        eof_line(data),
+                        format!(
+                            "the file ends after {k} of the {} values of a {} x {} {} array",
+                            hdr.entries, hdr.nrows, hdr.ncols, hdr.symmetry
+                        ),
+                    ));
+                }
+                let line = sc.line;
+                let tok = sc.token().unwrap_or_default();
+                value(tok, hdr.field, line)?;
+                if let Err(extra) = sc.finish_line() {
+                    return Err(err(
+                        MmErrorKind::ExtraToken,
+                        line,
+                        format!(
+                            "unexpected {} after the value: an array file has one value per line",
+                            quote(extra)
+                        ),
+                    ));
+                }
+                push(tok, (first_row + k) as u32, line);
+            }
+            if sc.next_entry() {
+                return Err(err(
+                    MmErrorKind::EntryCount,
+                    sc.line,
+                    format!(
+                        "more values than the {} of a {} x {} {} array",
+                        hdr.entries, hdr.nrows, hdr.ncols, hdr.symmetry
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(tokens)
 }

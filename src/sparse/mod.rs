@@ -13,8 +13,8 @@ mod sell;
 pub use csr::{CsrError, CsrMatrix, Symmetry};
 pub use generate::{GeneratedMatrix, poisson2d, poisson3d};
 pub use mm::{
-    MmError, MmErrorKind, parse_matrix_market, read_matrix_market, read_matrix_market_with,
-    read_vector, read_vector_with,
+    MmError, MmErrorKind, VectorText, parse_matrix_market, read_matrix_market,
+    read_matrix_market_with, read_vector, read_vector_text_with, read_vector_with,
 };
 pub use mm_source::{ReadLimits, available_memory, format_bytes};
 pub use sell::{PADDING_COL, SellEntries};
