@@ -2,7 +2,7 @@
 
 use super::{BicgstabSteps, CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::{Identity, Ilu0, InDouble, Preconditioner, Preconditioning};
 use crate::sparse::CsrMatrix;
@@ -52,8 +52,7 @@ impl Lane {
         {
             let own = gpu.sibling()?;
             // A cooperative launch (the persistent kernels) waits for the whole device, so
-            // beside other streams it stalled them and itself: 10-100x slower iterations in a
-            // study with four in flight, on the H200 (benches/results/gpu-study.md).
+            // beside other streams it stalls them and itself (benches/results/gpu-study.md).
             own.set_persistent(crate::backend::cuda::Persistent::Off);
             return Ok(Lane { cuda: Some(own) });
         }
@@ -121,7 +120,7 @@ pub fn solve_on(
             typed::<crate::precision::Mp>(lane, problem, backend, recipe, params, monitor)
         }
         #[cfg(not(feature = "mpfr"))]
-        WorkingPrecision::Mp(_) => Err(Error::Config(
+        WorkingPrecision::Mp(_) => Err(crate::error::Error::Config(
             recipe.precision.unavailable().unwrap_or_default(),
         )),
     }
@@ -166,9 +165,9 @@ fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<(SolveInfo, Vec<P>)> {
-    // Kernel compilation happens once per process: charged to whichever precision ran first,
-    // it made that precision's iterations look slower (f64 2.35 instead of 2.06 ms per
-    // ILU(0)-CG iteration over 200 iterations on the H200, benches/results/h200.md).
+    // Kernel compilation happens once per process, before the clock starts: charged to
+    // whichever precision ran first, it would make that precision look slower
+    // (benches/results/h200.md, "Kernels compiled before a solve's clock").
     backend.prepare::<P>()?;
     let start = Instant::now();
     let a = backend.matrix(&problem.a)?;

@@ -5,8 +5,8 @@
 //! `DEPENDENCIES.md`): matrix-market-rs, the crate the design named, silently corrupts data (a
 //! blank line becomes a phantom entry, a missing value reads as 1.0, index 0 wraps around);
 //! `sprs::io` hangs on a file that ends before its size line and panics on a bad index;
-//! nalgebra-sparse's reader is correct but far too slow (23 s for 10 M entries), so it only
-//! cross-checks this one in the tests.
+//! nalgebra-sparse's reader is correct but far slower than this one (`benches/results/cpu.md`,
+//! "Matrix Market loading"), so it only cross-checks this one in the tests.
 //!
 //! What is accepted: banner words in any case; comment lines (`%`) and blank lines anywhere,
 //! including between entries; spaces, tabs and CRLF line endings. Duplicate entries are summed
