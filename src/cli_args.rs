@@ -8,6 +8,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Command, ValueEnum};
 use precsolve::config::{self, RawConfig};
 use precsolve::precond::PrecondKind;
+use precsolve::precond::ilu0::IluShift;
 use precsolve::solver::ResidualNorm;
 use precsolve::solver::dispatch::{BackendChoice, Method};
 
@@ -86,8 +87,8 @@ pub fn tol_arg(text: &str) -> Result<f64, String> {
     config::check_tol(real(text)?)
 }
 
-pub fn ilu_shift_arg(text: &str) -> Result<f64, String> {
-    config::check_ilu_shift(real(text)?)
+pub fn ilu_shift_arg(text: &str) -> Result<IluShift, String> {
+    IluShift::parse(text)
 }
 
 /// The name a value enum is written with on the command line.

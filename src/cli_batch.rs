@@ -8,6 +8,7 @@ use precsolve::batch::{
     self, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord, StudyObserver, StudySpec,
 };
 use precsolve::config::RawConfig;
+use precsolve::precond::ilu0::IluShift;
 use precsolve::report::study;
 use precsolve::solver::ResidualNorm;
 use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
@@ -37,12 +38,14 @@ pub struct BatchArgs {
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = tol_arg)]
     tol: Vec<f64>,
     /// Preconditioners, comma separated: none, ilu0. ILU(0) is factored once per matrix; a zero
-    /// pivot is recorded as precond-failed.
+    /// pivot the --ilu-shift rule does not get past is recorded as precond-failed.
     #[arg(long, value_enum, value_delimiter = ',')]
     precond: Vec<PrecondChoice>,
-    /// ILU(0) diagonal shift S > 0 for the ilu0 runs; 0 for none.
+    /// ILU(0) diagonal shift for the ilu0 runs: auto (factor A; past a zero pivot or missing
+    /// diagonal, A + s max|a_ij| I with s growing until it factors), none (or 0: no remedy),
+    /// or a fixed S > 0.
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
-    ilu_shift: Option<f64>,
+    ilu_shift: Option<IluShift>,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
     #[arg(long, value_parser = choice::<Method>(), value_delimiter = ',')]
     method: Vec<Method>,
@@ -128,10 +131,7 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
             time_limit: args.time_limit,
             criterion: args.criterion.unwrap_or(config.params.criterion),
             true_residual_every: args.true_residual_every,
-            ilu_shift: match args.ilu_shift {
-                Some(s) => (s > 0.0).then_some(s),
-                None => config.ilu_shift,
-            },
+            ilu_shift: args.ilu_shift.unwrap_or(config.ilu_shift),
         },
         backend: args.backend.unwrap_or(config.backend),
         out: args.out.clone(),

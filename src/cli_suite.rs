@@ -4,6 +4,7 @@
 //! stdout, and with `--json FILE` one object per matrix, precision, method and preconditioner.
 
 use anyhow::Context as _;
+use precsolve::precond::ilu0::IluShift;
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::solver::NoMonitor;
 use precsolve::solver::Params;
@@ -98,7 +99,7 @@ pub fn run(
             }
         };
         let problem = Problem::new(a.clone(), None, None)?;
-        let prepared = match Preconditioning::prepare(precond, &a, None) {
+        let prepared = match Preconditioning::prepare(precond, &a, IluShift::None) {
             Ok(p) => p,
             Err(e) => {
                 log::warn!("{name}: {e}");

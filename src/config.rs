@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::precond::PrecondKind;
+use crate::precond::ilu0::IluShift;
 use crate::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
 use crate::solver::{Params, ResidualNorm};
 use serde::{Deserialize, Serialize};
@@ -34,7 +35,7 @@ pub struct RawSolve {
     pub backend: BackendChoice,
     pub threads: usize,
     pub precond: PrecondKind,
-    pub ilu_shift: f64,
+    pub ilu_shift: IluShift,
 }
 
 impl Default for RawSolve {
@@ -50,7 +51,7 @@ impl Default for RawSolve {
             backend: BackendChoice::Auto,
             threads: 0,
             precond: PrecondKind::None,
-            ilu_shift: 0.0,
+            ilu_shift: IluShift::Auto,
         }
     }
 }
@@ -95,8 +96,7 @@ impl RawConfig {
         check("tol", check_tol(s.tol).map(drop))?;
         check("max_iter", check_max_iter(s.max_iter).map(drop))?;
         check("threads", check_threads(s.threads).map(drop))?;
-        check("ilu_shift", check_ilu_shift(s.ilu_shift).map(drop))?;
-        if s.ilu_shift > 0.0 && s.precond != PrecondKind::Ilu0 {
+        if s.ilu_shift.fixed().is_some() && s.precond != PrecondKind::Ilu0 {
             return Err(Error::Config(
                 "ilu_shift is set but the preconditioner is not ilu0".into(),
             ));
@@ -115,7 +115,7 @@ impl RawConfig {
             backend: s.backend,
             threads: s.threads,
             precond: s.precond,
-            ilu_shift: (s.ilu_shift > 0.0).then_some(s.ilu_shift),
+            ilu_shift: s.ilu_shift,
             format: self.output.format,
             quiet: self.output.quiet,
         })
@@ -137,15 +137,6 @@ pub fn check_max_iter(max_iter: usize) -> std::result::Result<usize, String> {
         Ok(max_iter)
     } else {
         Err("must be at least 1".into())
-    }
-}
-
-/// `ilu_shift` is 0 (none) or a positive finite number.
-pub fn check_ilu_shift(shift: f64) -> std::result::Result<f64, String> {
-    if shift.is_finite() && shift >= 0.0 {
-        Ok(shift)
-    } else {
-        Err(format!("{shift} must be 0 (no shift) or a positive number"))
     }
 }
 
@@ -181,8 +172,8 @@ pub struct Config {
     pub backend: BackendChoice,
     pub threads: usize,
     pub precond: PrecondKind,
-    /// ILU(0)'s diagonal shift, `None` for none.
-    pub ilu_shift: Option<f64>,
+    /// How ILU(0) meets a zero pivot: automatic shift, none, or a fixed one.
+    pub ilu_shift: IluShift,
     pub format: OutputFormat,
     pub quiet: bool,
 }

@@ -56,7 +56,8 @@
 //! # Preconditioner, method, backend
 //!
 //! - [`Solver::ilu0`] factors ILU(0) on `A`'s pattern and applies it in double in every
-//!   precision (thesis section 4.3.2); [`Solver::ilu0_shifted`] gets past zero pivots.
+//!   precision (thesis section 4.3.2), past a zero pivot or a missing diagonal entry with a
+//!   growing diagonal shift ([`SolveInfo::ilu_remedy`]); [`Solver::ilu0_shifted`] fixes the shift.
 //! - [`Solver::preconditioner`] takes a [`Preconditioner`] of your own, applied in double.
 //! - [`Solver::cg`] for symmetric positive definite matrices, [`Solver::bicgstab`] for general
 //!   ones, [`Solver::auto`] for CG where the matrix was declared symmetric
@@ -135,6 +136,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "mpfr")]
 pub use precision::Mp;
 pub use precision::{Dd, Precision, Qd, Td};
+pub use precond::ilu0::IluRemedy;
 pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};
 pub use solver::{HistoryPoint, Iteration, ResidualNorm, SolveInfo, SolveTimes, StopReason};
 pub use sparse::{CsrError, CsrMatrix, MmError, MmErrorKind, Symmetry, load_matrix};

@@ -18,6 +18,7 @@ use precsolve::config::{Config, OutputFormat, RawConfig};
 use precsolve::output::OutputFile;
 use precsolve::precision::exact_decimal::{self, Decimal};
 use precsolve::precision::exact_values::ExactValues;
+use precsolve::precond::ilu0::IluShift;
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::report::{MatrixSummary, SolveReport, history_csv, solution_text};
 use precsolve::solver::dispatch::{
@@ -139,10 +140,12 @@ struct SolveArgs {
     /// Preconditioner, applied in double in both precisions.
     #[arg(long, value_parser = choice::<PrecondKind>())]
     precond: Option<PrecondKind>,
-    /// ILU(0) diagonal shift S > 0: factor A + S max|a_ij| I (inserting missing diagonals)
-    /// instead of stopping at a zero pivot; 0 for none.
+    /// ILU(0) diagonal shift: auto (factor A; past a zero pivot or a missing diagonal, factor
+    /// A + s max|a_ij| I with s growing until it factors, and report s), none (or 0: a zero
+    /// pivot is an error), or a fixed S > 0 (factor A + S max|a_ij| I, inserting missing
+    /// diagonals).
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
-    ilu_shift: Option<f64>,
+    ilu_shift: Option<IluShift>,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones),
     /// kept in double: values with more digits than a double holds are rounded, with a warning.
     #[arg(long, value_name = "FILE")]

@@ -5,6 +5,7 @@ pub mod plot;
 pub mod study;
 
 use crate::error::{Error, Result};
+use crate::precond::ilu0::IluRemedy;
 use crate::solver::{ResidualNorm, SolveInfo, StopReason};
 use crate::sparse::CsrMatrix;
 use serde::Serialize;
@@ -60,6 +61,12 @@ pub struct RunReport {
     /// Fraction of the iteration time spent applying the preconditioner (thesis Table 4.8's
     /// "Precond [%]" divided by 100).
     pub precond_share: f64,
+    /// ILU(0)'s `sigma` where `A + sigma I` was factored (a fixed or automatic shift).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ilu_shift: Option<f64>,
+    /// What the automatic shift did, where `A` itself had no ILU(0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ilu_remedy: Option<IluRemedy>,
 }
 
 impl From<&SolveInfo> for RunReport {
@@ -80,6 +87,8 @@ impl From<&SolveInfo> for RunReport {
             time_to_target: info.time_to_target,
             precond_setup_time: info.times.precond_setup,
             precond_share: info.precond_share(),
+            ilu_shift: info.ilu_shift,
+            ilu_remedy: info.ilu_remedy.clone(),
         }
     }
 }
@@ -165,6 +174,9 @@ impl SolveReport {
                 "method   {}{precond}, stop at {criterion} <= {:e}, backend {}\n",
                 first.method, self.tol, first.backend
             );
+            if let Some(line) = shift_line(first) {
+                out.insert_str(out.len() - 1, &line);
+            }
         }
         let mut header = vec![String::new()];
         header.extend(self.runs.iter().map(|r| r.precision.to_string()));
@@ -240,6 +252,20 @@ impl SolveReport {
 
 /// `a / b`, undefined (NaN, shown `-` and written null) when `b` is zero: two runs of 0
 /// iterations have no ratio.
+/// `ILU(0)   shift sigma = ...` where the factors are of `A + sigma I`, saying whether the
+/// automatic shift chose it and why.
+fn shift_line(run: &RunReport) -> Option<String> {
+    let sigma = run.ilu_shift?;
+    Some(match &run.ilu_remedy {
+        Some(r) => format!(
+            "ILU(0)   shift sigma = {sigma:.3e} (automatic: {}; s = {:e} x max|a_ij| after {} \
+             factorizations)\n",
+            r.cause, r.s, r.attempts
+        ),
+        None => format!("ILU(0)   shift sigma = {sigma:.3e} (given: --ilu-shift)\n"),
+    })
+}
+
 fn ratio(a: f64, b: f64) -> f64 {
     if b == 0.0 { f64::NAN } else { a / b }
 }

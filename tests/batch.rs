@@ -478,7 +478,7 @@ fn a_grown_grid_adds_only_its_new_runs() {
 }
 
 #[test]
-fn ilu0_runs_are_recorded_and_a_zero_pivot_is_an_outcome_not_retried() {
+fn ilu0_runs_are_recorded_a_zero_pivot_is_remedied_and_without_remedy_an_outcome_not_retried() {
     let tmp = tempfile::tempdir().unwrap();
     let zero_pivot = format!("{}/matrices/ilu/zero_pivot.mtx", env!("CARGO_MANIFEST_DIR"));
     let args = [
@@ -514,35 +514,125 @@ fn ilu0_runs_are_recorded_and_a_zero_pivot_is_an_outcome_not_retried() {
     );
     assert_eq!((none.len(), ilu.len()), (2, 2));
     assert!(ilu.iter().max() < none.iter().min(), "{ilu:?} vs {none:?}");
-    let failed: Vec<_> = recs
+    // The default (auto) key is the key of before (no `ilu_shift`): the zero pivot is
+    // remedied, each record says how, and the matrix is solved.
+    let remedied: Vec<_> = recs
+        .iter()
+        .filter(|r| r["key"]["precond"] == "ilu0" && r["name"] == "zero_pivot")
+        .collect();
+    assert_eq!(remedied.len(), 2, "f64 and dd of the zero-pivot matrix");
+    for r in &remedied {
+        assert!(r["key"].get("ilu_shift").is_none(), "{r}");
+        assert_eq!(r["status"], "converged", "{r}");
+        let result = &r["result"];
+        assert!(result["ilu_shift"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(result["ilu_remedy"]["cause"], "zero pivot in row 2", "{r}");
+    }
+    assert!(recs.iter().all(|r| r["status"] != "precond-failed"));
+    // The summary counts it, gives the preconditioner's share of the iteration time (thesis
+    // Table 4.8) and each matrix's shift.
+    let summary = std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap();
+    assert!(summary.contains("f64 precond %") && summary.contains("dd precond %"));
+    assert!(summary.contains("ILU(0) sigma") && summary.contains("(auto, s = 1e-10)"));
+    let solved = summary
+        .lines()
+        .find(|l| l.contains("of which solved with a remedied ILU(0)"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(solved.contains("| 1 |"), "{solved}");
+    let runs_csv = std::fs::read_to_string(tmp.path().join("s/runs.csv")).unwrap();
+    assert!(runs_csv.contains("zero pivot in row 2; s = 1e-10 after 2 factorizations"));
+    // Resuming runs nothing again.
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert_eq!(records(&tmp.path().join("s")).len(), 8);
+    // Without a remedy the ilu0 runs are new runs and the zero pivot is an outcome of the
+    // matrix: recorded once, not retried on resume.
+    let plain = [&args[..], &["--ilu-shift", "none"]].concat();
+    for _ in 0..2 {
+        let out = solver(&plain, tmp.path());
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    }
+    let recs = records(&tmp.path().join("s"));
+    assert_eq!(recs.len(), 12, "4 new ilu0 runs, once");
+    let failed: Vec<_> = recs[8..]
         .iter()
         .filter(|r| r["status"] == "precond-failed")
         .collect();
     assert_eq!(failed.len(), 2, "f64 and dd of the zero-pivot matrix");
     for r in &failed {
-        assert_eq!(r["key"]["precond"], "ilu0");
+        assert_eq!(r["key"]["ilu_shift"], "none");
         assert!(
             r["error"].as_str().unwrap().contains("zero pivot in row 2"),
             "{r}"
         );
     }
-    // The summary gives the preconditioner's share of the iteration time (thesis Table 4.8).
-    let summary = std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap();
-    assert!(summary.contains("f64 precond %") && summary.contains("dd precond %"));
-    // A numerical outcome of the matrix: resuming does not run it again.
-    let out = solver(&args, tmp.path());
-    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
-    assert_eq!(records(&tmp.path().join("s")).len(), 8);
-    // With a shift the ilu0 runs are new runs (the shift is part of their key) and solve.
+    // With a fixed shift, new runs again (the shift is part of their key), and they solve.
     let shifted = [&args[..], &["--ilu-shift", "0.1"]].concat();
     let out = solver(&shifted, tmp.path());
     assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
     let recs = records(&tmp.path().join("s"));
-    assert_eq!(recs.len(), 12, "4 new ilu0 runs");
+    assert_eq!(recs.len(), 16, "4 new ilu0 runs");
     assert!(
-        recs[8..].iter().all(|r| r["status"] == "converged"),
+        recs[12..].iter().all(|r| r["status"] == "converged"
+            && r["key"]["ilu_shift"] == 0.1
+            && r["result"].get("ilu_remedy").is_none()),
         "{recs:?}"
     );
+}
+
+/// A study recorded before the automatic shift (format 1): its ILU(0) runs had no remedy and
+/// their key no `ilu_shift`, which now means auto. Resumed, the runs that factored are kept
+/// (auto gives the same factors), the `precond-failed` ones are run again, with the remedy.
+#[test]
+fn a_format_1_study_resumes_keeping_its_runs_and_remedying_its_zero_pivots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zero_pivot = format!("{}/matrices/ilu/zero_pivot.mtx", env!("CARGO_MANIFEST_DIR"));
+    let args = [
+        "batch",
+        "poisson2d:12",
+        &zero_pivot,
+        "--precond",
+        "ilu0",
+        "--method",
+        "bicgstab",
+        "--out",
+        "s",
+        "-q",
+    ];
+    // Record the study without a remedy, then rewrite it as format 1 wrote it.
+    let plain = [&args[..], &["--ilu-shift", "none"]].concat();
+    let out = solver(&plain, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let old: Vec<String> = records(&tmp.path().join("s"))
+        .into_iter()
+        .map(|mut r| {
+            r["v"] = 1.into();
+            r["key"].as_object_mut().unwrap().remove("ilu_shift");
+            r.to_string()
+        })
+        .collect();
+    assert_eq!(old.len(), 4);
+    let runs = tmp.path().join("s/runs.jsonl");
+    std::fs::write(&runs, old.join("\n") + "\n").unwrap();
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let recs = records(&tmp.path().join("s"));
+    assert_eq!(
+        recs.len(),
+        6,
+        "the 2 precond-failed runs again, nothing else"
+    );
+    for r in &recs[4..] {
+        assert_eq!(r["name"], "zero_pivot");
+        assert_eq!(r["status"], "converged", "{r}");
+        assert_eq!(
+            r["result"]["ilu_remedy"]["cause"], "zero pivot in row 2",
+            "{r}"
+        );
+    }
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    assert_eq!(records(&tmp.path().join("s")).len(), 6, "and then nothing");
 }
 
 /// qd in a study: recorded beside f64 and dd (the categories still compare f64 and dd only).
@@ -881,7 +971,7 @@ fn a_stopped_study_in_flight_records_each_finished_run_once_and_resumes() {
             time_limit: None,
             criterion: precsolve::solver::ResidualNorm::Initial,
             true_residual_every: 0,
-            ilu_shift: None,
+            ilu_shift: Default::default(),
         },
         backend: BackendChoice::Cpu,
         out: tmp.path().join("study"),

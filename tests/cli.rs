@@ -332,21 +332,58 @@ fn ilu0_solves_report_the_preconditioner_and_its_share() {
 }
 
 #[test]
-fn ilu0_zero_pivot_and_missing_diagonal_name_file_and_row_and_shift_goes_on() {
+fn ilu0_zero_pivot_and_missing_diagonal_are_remedied_by_default_and_name_file_and_row_without() {
     let dir = tempfile::tempdir().unwrap();
     for (file, needle) in [
         ("ilu/zero_pivot.mtx", "zero pivot in row 2"),
         ("ilu/missing_diagonal.mtx", "row 2 has no diagonal entry"),
     ] {
         let path = sample(file);
+        // The default (`--ilu-shift auto`): the shift that got past it is reported, and why.
         let out = solver(&["solve", &path, "--precond", "ilu0", "-q"], dir.path());
-        let (_, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{stderr}");
-        assert!(stderr.contains(file) && stderr.contains(needle), "{stderr}");
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{stdout}{stderr}");
         assert!(
-            stderr.contains("--ilu-shift"),
-            "the error says how to go on: {stderr}"
+            stdout.contains("ILU(0)   shift sigma = ")
+                && stdout.contains(&format!("(automatic: {needle}"))
+                && stdout.contains("s = 1e-10 x max|a_ij| after 2 factorizations"),
+            "{stdout}"
         );
+        let json = [
+            &["solve", &path, "--precond", "ilu0", "-q"][..],
+            &["--format", "json"],
+        ];
+        let out = solver(&json.concat(), dir.path());
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for run in report["runs"].as_array().unwrap() {
+            assert!(run["ilu_shift"].as_f64().unwrap() > 0.0, "{run}");
+            let remedy = &run["ilu_remedy"];
+            assert!(remedy["cause"].as_str().unwrap().contains(needle), "{run}");
+            assert_eq!(
+                (remedy["s"].as_f64(), remedy["attempts"].as_u64()),
+                (Some(1e-10), Some(2))
+            );
+        }
+        // No remedy: the error names the file and the row, and says how to go on.
+        for none in ["none", "0"] {
+            let args = [
+                "solve",
+                &path,
+                "--precond",
+                "ilu0",
+                "--ilu-shift",
+                none,
+                "-q",
+            ];
+            let out = solver(&args, dir.path());
+            let (_, stderr) = text(&out);
+            assert_eq!(out.status.code(), Some(EXIT_BAD_INPUT), "{stderr}");
+            assert!(stderr.contains(file) && stderr.contains(needle), "{stderr}");
+            assert!(
+                stderr.contains("--ilu-shift"),
+                "the error says how to go on: {stderr}"
+            );
+        }
         let shifted = [
             "solve",
             &path,
@@ -357,8 +394,16 @@ fn ilu0_zero_pivot_and_missing_diagonal_name_file_and_row_and_shift_goes_on() {
             "-q",
         ];
         let out = solver(&shifted, dir.path());
+        let (stdout, _) = text(&out);
         assert_eq!(out.status.code(), Some(EXIT_OK), "{file}: {:?}", text(&out));
+        assert!(stdout.contains("(given: --ilu-shift)"), "{stdout}");
     }
+    // A matrix ILU(0) factors as given: no shift line.
+    let out = solver(
+        &["solve", "poisson2d:8", "--precond", "ilu0", "-q"],
+        dir.path(),
+    );
+    assert!(!text(&out).0.contains("ILU(0)   shift"), "{:?}", text(&out));
     // A shift without ILU(0) is a configuration mistake; a negative one a usage error that
     // the range check answers (written as `-5` or `=-1`).
     let out = solver(&["solve", "poisson2d:8", "--ilu-shift", "0.1"], dir.path());
@@ -371,7 +416,8 @@ fn ilu0_zero_pivot_and_missing_diagonal_name_file_and_row_and_shift_goes_on() {
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(EXIT_USAGE), "{shift:?}: {stderr}");
         assert!(
-            stderr.contains("--ilu-shift") && stderr.contains("must be 0 (no shift) or a positive"),
+            stderr.contains("--ilu-shift")
+                && stderr.contains("must be auto, 0 or none (no shift) or a positive"),
             "{stderr}"
         );
         assert!(

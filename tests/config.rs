@@ -70,3 +70,43 @@ fn partial_file_keeps_other_defaults() {
     assert_eq!(config.params.tol, 1e-12);
     assert_eq!(config.params.max_iter, 30_000);
 }
+
+#[test]
+fn ilu_shift_is_auto_none_or_a_number() {
+    use precsolve::precond::ilu0::IluShift;
+    let parse = |text: &str| {
+        RawConfig::parse(
+            &format!("[solve]\nprecond = \"ilu0\"\nilu_shift = {text}\n"),
+            "x.toml",
+        )
+    };
+    for (text, want) in [
+        ("\"auto\"", IluShift::Auto),
+        ("\"none\"", IluShift::None),
+        ("0", IluShift::None),
+        ("0.0", IluShift::None),
+        ("1e-8", IluShift::Fixed(1e-8)),
+    ] {
+        let raw = parse(text).unwrap();
+        assert_eq!(raw.solve.ilu_shift, want, "{text}");
+        assert_eq!(raw.validate().unwrap().ilu_shift, want, "{text}");
+    }
+    for (text, why) in [
+        ("-1.0", "must be auto, 0 or none"),
+        ("\"often\"", "is not auto"),
+    ] {
+        let err = parse(text).unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains(why), "{err}");
+    }
+    // A fixed shift without ILU(0) is a mistake; auto (the default) and none are not.
+    let fixed = RawConfig::parse("[solve]\nilu_shift = 1e-8\n", "x.toml").unwrap();
+    assert!(
+        fixed
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("ilu_shift")
+    );
+    let none = RawConfig::parse("[solve]\nilu_shift = \"none\"\n", "x.toml").unwrap();
+    assert!(none.validate().is_ok());
+}

@@ -40,7 +40,7 @@ fn mp_names_parse_and_round_trip_through_serde() {
         max_iter: 100,
         time_limit_s: None,
         criterion: ResidualNorm::Initial,
-        ilu_shift: None,
+        ilu_shift: Default::default(),
     };
     let json = serde_json::to_value(&key).unwrap();
     assert_eq!(json["precision"], "mp:256");

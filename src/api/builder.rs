@@ -3,6 +3,7 @@
 use super::hooks::{Control, Preconditioner};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
+use crate::precond::ilu0::IluShift;
 use crate::precond::{PrecondKind, Preconditioning};
 use crate::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on, solve_typed,
@@ -46,7 +47,7 @@ type Callback<'a> = Box<dyn FnMut(&Iteration) -> Control + 'a>;
 
 enum PrecondChoice {
     None,
-    Ilu0 { shift: Option<f64> },
+    Ilu0 { shift: IluShift },
     User(Arc<dyn Preconditioner>),
 }
 
@@ -141,15 +142,22 @@ impl<'a, P: Precision> Solver<'a, P> {
         self
     }
 
-    /// ILU(0) of `A`, factored at each solve and applied in double.
+    /// ILU(0) of `A`, factored at each solve and applied in double. Where `A` has a zero pivot
+    /// or a missing diagonal entry, `A + s max|a_ij| I` is factored instead, `s` growing from
+    /// 1e-10 by 10 until the factorization succeeds (up to 100): [`SolveInfo::ilu_shift`] and
+    /// [`SolveInfo::ilu_remedy`] report it.
     pub fn ilu0(mut self) -> Self {
-        self.precond = PrecondChoice::Ilu0 { shift: None };
+        self.precond = PrecondChoice::Ilu0 {
+            shift: IluShift::Auto,
+        };
         self
     }
 
     /// ILU(0) of `A + shift max|a_ij| I` (missing diagonal entries inserted): past zero pivots.
     pub fn ilu0_shifted(mut self, shift: f64) -> Self {
-        self.precond = PrecondChoice::Ilu0 { shift: Some(shift) };
+        self.precond = PrecondChoice::Ilu0 {
+            shift: IluShift::Fixed(shift),
+        };
         self
     }
 

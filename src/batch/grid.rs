@@ -2,6 +2,7 @@
 //! and the key that identifies one run across restarts.
 
 use crate::error::{Error, Result};
+use crate::precond::ilu0::IluShift;
 use crate::solver::ResidualNorm;
 use crate::solver::dispatch::{Method, WorkingPrecision};
 use serde::{Deserialize, Serialize};
@@ -67,8 +68,8 @@ pub struct RunLimits {
     /// True residual into the history every this many iterations; 0 picks
     /// [`auto_true_residual_every`] per matrix.
     pub true_residual_every: usize,
-    /// ILU(0)'s diagonal shift (`--ilu-shift`), for the runs with `ilu0`.
-    pub ilu_shift: Option<f64>,
+    /// How ILU(0) meets a zero pivot (`--ilu-shift`), for the runs with `ilu0`.
+    pub ilu_shift: IluShift,
 }
 
 /// `--true-residual-every 0`: every `n / 100` iterations, clamped to 1..=10. Each check costs
@@ -94,9 +95,12 @@ pub struct RunKey {
     pub max_iter: usize,
     pub time_limit_s: Option<f64>,
     pub criterion: ResidualNorm,
-    /// ILU(0)'s diagonal shift, only for `ilu0` runs given one (absent in older files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ilu_shift: Option<f64>,
+    /// `--ilu-shift` of an `ilu0` run: absent for `auto` (and for runs without ILU(0)), a
+    /// number for a fixed shift, `"none"` for no remedy. Older files wrote a fixed shift as
+    /// here and nothing otherwise: their runs without one read as `auto`, whose factors are
+    /// theirs wherever `A` itself factored (see `RunRecord::is_stale`).
+    #[serde(default, skip_serializing_if = "IluShift::is_auto")]
+    pub ilu_shift: IluShift,
 }
 
 impl RunKey {
@@ -131,8 +135,8 @@ pub struct Condition {
     pub max_iter: usize,
     pub time_limit_s: Option<f64>,
     pub criterion: ResidualNorm,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ilu_shift: Option<f64>,
+    #[serde(default, skip_serializing_if = "IluShift::is_auto")]
+    pub ilu_shift: IluShift,
 }
 
 impl Condition {
@@ -147,8 +151,8 @@ impl Condition {
                 .map_or("none".into(), |t| format!("{t:e}")),
             criterion_name(self.criterion),
         );
-        if let Some(shift) = self.ilu_shift {
-            id.push_str(&format!("|shift{shift:e}"));
+        if !self.ilu_shift.is_auto() {
+            id.push_str(&format!("|shift{}", self.ilu_shift));
         }
         id
     }
@@ -168,8 +172,8 @@ impl Condition {
         if self.criterion != ResidualNorm::Initial {
             s.push_str(", stop on ||r||/||b||");
         }
-        if let Some(shift) = self.ilu_shift {
-            s.push_str(&format!(", ilu-shift {shift:e}"));
+        if !self.ilu_shift.is_auto() {
+            s.push_str(&format!(", ilu-shift {}", self.ilu_shift));
         }
         s
     }
@@ -190,8 +194,8 @@ impl Condition {
         if self.criterion != ResidualNorm::Initial {
             s.push_str("_rhs");
         }
-        if let Some(shift) = self.ilu_shift {
-            s.push_str(&format!("_shift{shift:e}"));
+        if !self.ilu_shift.is_auto() {
+            s.push_str(&format!("_shift{}", self.ilu_shift));
         }
         s
     }

@@ -29,6 +29,7 @@ pub use summary::{Category, ConditionSummary, MatrixRow, Ratios, Summary};
 
 use crate::error::{Error, Result};
 use crate::precond::Preconditioning;
+use crate::precond::ilu0::IluShift;
 use crate::solver::dispatch::{
     BackendChoice, Lane, Problem, Recipe, cpu_only_error, solve, solve_on,
 };
@@ -139,10 +140,15 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
     // Held until the study returns: a second `solver batch` on this directory fails at once.
     let _lock = StudyLock::acquire(&spec.out)?;
     let (mut store, records) = Store::open(&spec.out)?;
-    let latest: HashMap<String, RunStatus> = latest_by_key(records)
-        .into_iter()
-        .map(|r| (r.key.id(), r.status))
+    let latest = latest_by_key(records);
+    // (records of an older version that the automatic ILU(0) shift would now get past)
+    let stale: std::collections::HashSet<String> = latest
+        .iter()
+        .filter(|r| r.is_stale())
+        .map(|r| r.key.id())
         .collect();
+    let latest: HashMap<String, RunStatus> =
+        latest.into_iter().map(|r| (r.key.id(), r.status)).collect();
 
     let mut work: Vec<(&MatrixInput, Vec<RunKey>)> = Vec::new();
     let mut plan = Plan {
@@ -156,7 +162,10 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
         plan.runs += keys.len();
         let pending: Vec<RunKey> = keys
             .into_iter()
-            .filter(|k| latest.get(&k.id()).is_none_or(|s| s.is_retried()))
+            .filter(|k| {
+                let id = k.id();
+                latest.get(&id).is_none_or(|s| s.is_retried()) || stale.contains(&id)
+            })
             .collect();
         plan.recorded += spec.grid.len() - pending.len();
         plan.pending += pending.len();
@@ -394,7 +403,10 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                         max_iter: limits.max_iter,
                         time_limit_s: limits.time_limit.map(|d| d.as_secs_f64()),
                         criterion: limits.criterion,
-                        ilu_shift: limits.ilu_shift.filter(|_| precond == PrecondChoice::Ilu0),
+                        ilu_shift: match precond {
+                            PrecondChoice::Ilu0 => limits.ilu_shift,
+                            PrecondChoice::None => IluShift::Auto,
+                        },
                     });
                 }
             }
@@ -486,6 +498,8 @@ fn run_one(
         precond_time: info.times.precond,
         precond_setup_time: info.times.precond_setup,
         in_flight: run.in_flight,
+        ilu_shift: info.ilu_shift,
+        ilu_remedy: info.ilu_remedy.clone(),
     };
     Some(RunRecord {
         v: FORMAT_VERSION,

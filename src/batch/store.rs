@@ -9,6 +9,7 @@
 
 use super::grid::RunKey;
 use crate::error::{Error, Result};
+use crate::precond::ilu0::IluRemedy;
 use crate::solver::{HistoryPoint, StopReason};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -19,7 +20,9 @@ use std::path::{Path, PathBuf};
 pub const RUNS_FILE: &str = "runs.jsonl";
 
 /// Version of the line format, written in every line.
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: ILU(0) runs without `ilu_shift` in their key use the automatic shift (version 1 had none:
+/// its `precond-failed` records of such runs are run again, see [`RunRecord::is_stale`]).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// How a run ended. Failures to load or solve are recorded too, so a study goes on past them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,6 +130,12 @@ pub struct RunResult {
     /// than one, the times include the others' contention for the device.
     #[serde(default = "one")]
     pub in_flight: usize,
+    /// ILU(0)'s `sigma` where `A + sigma I` was factored (a fixed or automatic shift).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ilu_shift: Option<f64>,
+    /// What the automatic shift did, where `A` itself had no ILU(0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ilu_remedy: Option<IluRemedy>,
 }
 
 fn one() -> usize {
@@ -238,6 +247,17 @@ pub struct RunRecord {
     /// Seconds since the Unix epoch when the line was written.
     pub finished_at: u64,
     pub solver_version: String,
+}
+
+impl RunRecord {
+    /// A `precond-failed` ILU(0) run of version 1 whose key now means the automatic shift:
+    /// it was factored without one, so a resumed study runs it again.
+    pub fn is_stale(&self) -> bool {
+        self.v < 2
+            && self.status == RunStatus::PrecondFailed
+            && self.key.precond == crate::precond::PrecondKind::Ilu0
+            && self.key.ilu_shift.is_auto()
+    }
 }
 
 /// Append-only writer of `runs.jsonl`.

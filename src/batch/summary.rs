@@ -9,6 +9,7 @@
 
 use super::grid::Condition;
 use super::store::RunRecord;
+use crate::precond::ilu0::IluRemedy;
 use crate::solver::dispatch::WorkingPrecision;
 use std::collections::HashMap;
 
@@ -87,6 +88,26 @@ impl MatrixRow {
         }
     }
 
+    /// ILU(0)'s `sigma` and, where the automatic shift chose it, what it did: from whichever
+    /// of the f64 and dd runs has them (both share one factorization).
+    pub fn ilu_shift(&self) -> Option<(f64, Option<&IluRemedy>)> {
+        self.f64
+            .iter()
+            .chain(self.dd.iter())
+            .filter_map(|r| r.result.as_ref())
+            .find_map(|x| x.ilu_shift.map(|sigma| (sigma, x.ilu_remedy.as_ref())))
+    }
+
+    /// The automatic ILU(0) shift ran for this matrix.
+    pub fn ilu_remedied(&self) -> bool {
+        self.ilu_shift().is_some_and(|(_, r)| r.is_some())
+    }
+
+    /// Solved by f64 or dd.
+    pub fn solved_by_any(&self) -> bool {
+        self.f64.iter().chain(self.dd.iter()).any(|r| r.solved)
+    }
+
     /// Rows, nonzeros and symmetry from whichever run loaded the matrix.
     pub fn shape(&self) -> Option<&super::store::MatrixShape> {
         self.f64
@@ -134,6 +155,11 @@ impl ConditionSummary {
 
     pub fn f64_missed_true_residual(&self) -> impl Iterator<Item = &MatrixRow> {
         self.rows.iter().filter(|r| r.f64_missed_true_residual)
+    }
+
+    /// Matrices whose ILU(0) came from the automatic shift (`A` itself had none).
+    pub fn ilu_remedied(&self) -> impl Iterator<Item = &MatrixRow> {
+        self.rows.iter().filter(|r| r.ilu_remedied())
     }
 
     pub fn count(&self, c: Category) -> usize {

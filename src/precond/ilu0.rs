@@ -29,7 +29,179 @@ pub struct Ilu0Factors {
     lower: Levels,
     upper: Levels,
     shift: f64,
+    remedy: Option<IluRemedy>,
+    attempts: u32,
     seconds: f64,
+}
+
+/// How ILU(0) meets a zero pivot or a missing diagonal entry (`--ilu-shift`, `ilu_shift`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum IluShift {
+    /// Factor `A`; where that fails (a missing diagonal entry, a zero or non-finite pivot, a
+    /// non-finite factor entry), factor `A + s max|a_ij| I` for `s` = [`AUTO_SHIFT_START`],
+    /// then `s` times [`AUTO_SHIFT_GROWTH`] after each failure, up to [`AUTO_SHIFT_MAX`].
+    #[default]
+    Auto,
+    /// Factor `A` only: a zero pivot or a missing diagonal entry is an error naming the row.
+    None,
+    /// Factor `A + s max|a_ij| I` with this `s > 0` (missing diagonal entries inserted).
+    Fixed(f64),
+}
+
+/// The automatic shift's first `s` (`sigma = s max|a_ij|`).
+pub const AUTO_SHIFT_START: f64 = 1e-10;
+/// The factor `s` grows by after each failed factorization.
+pub const AUTO_SHIFT_GROWTH: f64 = 10.0;
+/// The largest `s` tried; past it the automatic remedy gives up with the error.
+pub const AUTO_SHIFT_MAX: f64 = 1e2;
+
+impl IluShift {
+    /// Parse `auto`, `none`, `0` (= `none`) or a positive number `s`.
+    pub fn parse(text: &str) -> std::result::Result<Self, String> {
+        match text.trim() {
+            "auto" => Ok(IluShift::Auto),
+            "none" => Ok(IluShift::None),
+            t => match t.parse::<f64>() {
+                Ok(s) => Self::from_number(s),
+                Err(_) => Err(format!(
+                    "'{t}' is not auto, none or a number (0: none, s > 0: A + s max|a_ij| I)"
+                )),
+            },
+        }
+    }
+
+    /// `0` is `None`, `s > 0` is `Fixed(s)`; anything else is an error.
+    pub fn from_number(s: f64) -> std::result::Result<Self, String> {
+        if s == 0.0 {
+            Ok(IluShift::None)
+        } else if s.is_finite() && s > 0.0 {
+            Ok(IluShift::Fixed(s))
+        } else {
+            Err(format!(
+                "{s} must be auto, 0 or none (no shift) or a positive number"
+            ))
+        }
+    }
+
+    /// The fixed `s`, if one is given.
+    pub fn fixed(self) -> Option<f64> {
+        match self {
+            IluShift::Fixed(s) => Some(s),
+            IluShift::Auto | IluShift::None => None,
+        }
+    }
+
+    /// True for the default, [`IluShift::Auto`].
+    pub fn is_auto(&self) -> bool {
+        *self == IluShift::Auto
+    }
+}
+
+impl std::fmt::Display for IluShift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IluShift::Auto => f.write_str("auto"),
+            IluShift::None => f.write_str("none"),
+            IluShift::Fixed(s) => write!(f, "{s:e}"),
+        }
+    }
+}
+
+/// `auto` and `none` as strings, a fixed shift as its number (as older files wrote it).
+#[cfg(feature = "serde")]
+impl serde::Serialize for IluShift {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            IluShift::Fixed(s) => ser.serialize_f64(*s),
+            other => ser.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+/// `"auto"`, `"none"`, `0` (none) or a positive number.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for IluShift {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(de)? {
+            Raw::Number(s) => IluShift::from_number(s),
+            Raw::Text(t) => IluShift::parse(&t),
+        }
+        .map_err(serde::de::Error::custom)
+    }
+}
+
+/// What the automatic shift did where `A` itself did not factor.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct IluRemedy {
+    /// Why `A` itself did not factor: `zero pivot in row 17`, `row 3 has no diagonal entry
+    /// (...)` (rows 1-based).
+    pub cause: String,
+    /// The `s` of the factorization used: `A + s max|a_ij| I`.
+    pub s: f64,
+    /// Factorizations tried, the failed one of `A` and the one used included.
+    pub attempts: u32,
+}
+
+/// Why one factorization failed (rows 0-based).
+#[derive(Clone, Debug)]
+enum Failure {
+    NoDiagonal {
+        row: usize,
+        missing: usize,
+        n: usize,
+    },
+    Pivot {
+        row: usize,
+        zero: bool,
+    },
+    Entry {
+        row: usize,
+    },
+    /// The factors are finite but `(LU)^{-1}` of a vector of ones is not.
+    Overflow,
+}
+
+impl Failure {
+    /// The cause in words, rows 1-based.
+    fn cause(&self) -> String {
+        match *self {
+            Failure::NoDiagonal { row, missing, n } => format!(
+                "row {} has no diagonal entry ({missing} of {n} rows have none)",
+                row + 1
+            ),
+            Failure::Pivot { row, zero } => {
+                let what = if zero { "zero" } else { "non-finite" };
+                format!("{what} pivot in row {}", row + 1)
+            }
+            Failure::Entry { row } => format!("non-finite factor entry in row {}", row + 1),
+            Failure::Overflow => "a solve with the factors overflows".into(),
+        }
+    }
+
+    /// The error of a factorization of `A` (`sigma` = 0) or of a fixed shift, as before the
+    /// automatic remedy.
+    fn error(&self, sigma: f64) -> Error {
+        let cause = self.cause();
+        let hint = match self {
+            Failure::NoDiagonal { .. } => {
+                "; ILU(0) needs every diagonal in the pattern (--ilu-shift auto or S inserts them)"
+                    .to_string()
+            }
+            _ if sigma > 0.0 => {
+                format!(" even with the diagonal shifted by {sigma:e}; try a larger --ilu-shift")
+            }
+            _ => "; --ilu-shift S factors A + S max|a_ij| I instead (--ilu-shift auto finds S)"
+                .into(),
+        };
+        Error::Preconditioner(format!("ILU(0): {cause}{hint}"))
+    }
 }
 
 /// Rows grouped by level: a row's dependencies all lie in earlier levels, so the rows of one
@@ -66,16 +238,79 @@ impl Ilu0Factors {
     /// that still comes out zero is an error.
     pub fn new(a: &CsrMatrix, shift: Option<f64>) -> Result<Self> {
         let start = Instant::now();
-        if !a.is_square() {
-            return Err(Error::InvalidInput(format!(
-                "ILU(0) needs a square matrix, this one is {} x {}",
-                a.nrows(),
-                a.ncols()
-            )));
-        }
+        check_square(a)?;
         if let Some(s) = shift {
             check_shift(s)?;
         }
+        let sigma = shift.map_or(0.0, |s| shift_sigma(a, s));
+        let mut f = Self::attempt(a, shift, false).map_err(|failure| failure.error(sigma))?;
+        f.seconds = start.elapsed().as_secs_f64();
+        Ok(f)
+    }
+
+    /// Factor `a` as `shift` says: [`IluShift::None`] and [`IluShift::Fixed`] as [`Self::new`];
+    /// [`IluShift::Auto`] factors `A`, and where that fails (a missing diagonal entry, a zero
+    /// or non-finite pivot, a non-finite factor entry) `A + s max|a_ij| I` for `s` from
+    /// [`AUTO_SHIFT_START`], times [`AUTO_SHIFT_GROWTH`] after each failure, until one succeeds
+    /// ([`Self::remedy`] says which) or `s` passes [`AUTO_SHIFT_MAX`] (the error names the last
+    /// `s` tried). The factors of a remedy are those of `Self::new(a, Some(s))`, bit for bit.
+    pub fn with_shift(a: &CsrMatrix, shift: IluShift) -> Result<Self> {
+        match shift {
+            IluShift::None => Self::new(a, None),
+            IluShift::Fixed(s) => Self::new(a, Some(s)),
+            IluShift::Auto => Self::auto(a),
+        }
+    }
+
+    fn auto(a: &CsrMatrix) -> Result<Self> {
+        let start = Instant::now();
+        check_square(a)?;
+        let first = match Self::attempt(a, None, true) {
+            Ok(mut f) => {
+                f.seconds = start.elapsed().as_secs_f64();
+                return Ok(f);
+            }
+            Err(failure) => failure,
+        };
+        let mut attempts = 1u32;
+        let mut s = AUTO_SHIFT_START;
+        loop {
+            attempts += 1;
+            match Self::attempt(a, Some(s), true) {
+                Ok(mut f) => {
+                    f.remedy = Some(IluRemedy {
+                        cause: first.cause(),
+                        s,
+                        attempts,
+                    });
+                    f.attempts = attempts;
+                    f.seconds = start.elapsed().as_secs_f64();
+                    return Ok(f);
+                }
+                Err(last) => {
+                    let next = next_shift(s);
+                    if next > AUTO_SHIFT_MAX * (1.0 + 1e-12) {
+                        return Err(Error::Preconditioner(format!(
+                            "ILU(0): {}; the automatic shift tried {attempts} factorizations up \
+                             to s = {s:e} (sigma = {:e}), the last ended at: {}",
+                            first.cause(),
+                            shift_sigma(a, s),
+                            last.cause()
+                        )));
+                    }
+                    s = next;
+                }
+            }
+        }
+    }
+
+    /// One factorization of `A` (`shift` `None`) or of `A + s max|a_ij| I`; `strict` also
+    /// fails on a non-finite entry of the factors.
+    fn attempt(
+        a: &CsrMatrix,
+        shift: Option<f64>,
+        strict: bool,
+    ) -> std::result::Result<Self, Failure> {
         let (row_ptr, col_idx, mut values, diag, sigma) = match shift {
             None => {
                 let diag = diagonal_positions(a)?;
@@ -89,7 +324,10 @@ impl Ilu0Factors {
             }
             Some(s) => shifted_pattern(a, s),
         };
-        factor(&row_ptr, &col_idx, &mut values, &diag, sigma)?;
+        factor(&row_ptr, &col_idx, &mut values, &diag, strict)?;
+        if strict && !solves_finitely(&row_ptr, &col_idx, &values, &diag) {
+            return Err(Failure::Overflow);
+        }
         let lower = levels(&row_ptr, &col_idx, &diag, Triangle::Lower);
         let upper = levels(&row_ptr, &col_idx, &diag, Triangle::Upper);
         Ok(Ilu0Factors {
@@ -101,7 +339,9 @@ impl Ilu0Factors {
             lower,
             upper,
             shift: sigma,
-            seconds: start.elapsed().as_secs_f64(),
+            remedy: None,
+            attempts: 1,
+            seconds: 0.0,
         })
     }
 
@@ -133,9 +373,17 @@ impl Ilu0Factors {
     pub fn upper_levels(&self) -> &Levels {
         &self.upper
     }
-    /// The `sigma` added to the diagonal (0 without `--ilu-shift`).
+    /// The `sigma` added to the diagonal (0 where `A` itself was factored).
     pub fn sigma(&self) -> f64 {
         self.shift
+    }
+    /// What the automatic shift did, where `A` itself did not factor ([`IluShift::Auto`]).
+    pub fn remedy(&self) -> Option<&IluRemedy> {
+        self.remedy.as_ref()
+    }
+    /// Factorizations tried (1 unless the automatic shift ran).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
     }
     /// Wall seconds the factorization and level analysis took.
     pub fn setup_seconds(&self) -> f64 {
@@ -333,21 +581,45 @@ pub fn check_shift(s: f64) -> Result<f64> {
     }
 }
 
-/// Index of every row's diagonal entry, or an error naming the first row without one.
-fn diagonal_positions(a: &CsrMatrix) -> Result<Vec<usize>> {
+/// The automatic shift's `s` after `s`: times [`AUTO_SHIFT_GROWTH`], kept to 6 significant
+/// digits so that the reported values read as written (`1e-9`, not `1.0000000000000001e-9`).
+fn next_shift(s: f64) -> f64 {
+    let grown = s * AUTO_SHIFT_GROWTH;
+    format!("{grown:.6e}").parse().unwrap_or(grown)
+}
+
+/// `a` is square, else the error saying so.
+fn check_square(a: &CsrMatrix) -> Result<()> {
+    if a.is_square() {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "ILU(0) needs a square matrix, this one is {} x {}",
+            a.nrows(),
+            a.ncols()
+        )))
+    }
+}
+
+/// `sigma = s max|a_ij|` (`s` itself for a zero matrix).
+fn shift_sigma(a: &CsrMatrix, s: f64) -> f64 {
+    let max_abs = a.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    s * if max_abs > 0.0 { max_abs } else { 1.0 }
+}
+
+/// Index of every row's diagonal entry, or the first row without one.
+fn diagonal_positions(a: &CsrMatrix) -> std::result::Result<Vec<usize>, Failure> {
     let mut diag = Vec::with_capacity(a.nrows());
     for i in 0..a.nrows() {
         let (cols, _) = a.row(i);
         match cols.binary_search(&(i as i32)) {
             Ok(k) => diag.push(a.row_ptr()[i] + k),
             Err(_) => {
-                let missing = a.rows_missing_diagonal().len();
-                return Err(Error::Preconditioner(format!(
-                    "ILU(0): row {} has no diagonal entry ({missing} of {} rows have none); \
-                     ILU(0) needs every diagonal in the pattern (--ilu-shift inserts them)",
-                    i + 1,
-                    a.nrows()
-                )));
+                return Err(Failure::NoDiagonal {
+                    row: i,
+                    missing: a.rows_missing_diagonal().len(),
+                    n: a.nrows(),
+                });
             }
         }
     }
@@ -357,8 +629,7 @@ fn diagonal_positions(a: &CsrMatrix) -> Result<Vec<usize>> {
 /// `A + sigma I` in `A`'s pattern plus every missing diagonal entry; returns the CSR arrays, the
 /// diagonal positions and `sigma`.
 fn shifted_pattern(a: &CsrMatrix, s: f64) -> (Vec<usize>, Vec<i32>, Vec<f64>, Vec<usize>, f64) {
-    let max_abs = a.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let sigma = s * if max_abs > 0.0 { max_abs } else { 1.0 };
+    let sigma = shift_sigma(a, s);
     let n = a.nrows();
     let mut row_ptr = Vec::with_capacity(n + 1);
     let mut col_idx = Vec::with_capacity(a.nnz() + n);
@@ -388,14 +659,16 @@ fn shifted_pattern(a: &CsrMatrix, s: f64) -> (Vec<usize>, Vec<i32>, Vec<f64>, Ve
 }
 
 /// The IKJ ILU(0) in place on `values`: for each row `i`, for each `k < i` in the pattern,
-/// `l_ik = a_ik / u_kk` and `a_ij -= l_ik u_kj` for every `j > k` in both patterns.
+/// `l_ik = a_ik / u_kk` and `a_ij -= l_ik u_kj` for every `j > k` in both patterns. Fails at
+/// the first zero or non-finite pivot, and with `strict` at the first row with a non-finite
+/// entry.
 fn factor(
     row_ptr: &[usize],
     col_idx: &[i32],
     values: &mut [f64],
     diag: &[usize],
-    sigma: f64,
-) -> Result<()> {
+    strict: bool,
+) -> std::result::Result<(), Failure> {
     let n = diag.len();
     // Position of column j in the current row, or usize::MAX.
     let mut position = vec![usize::MAX; n];
@@ -422,19 +695,40 @@ fn factor(
         }
         let pivot = values[diag[i]];
         if pivot == 0.0 || !pivot.is_finite() {
-            let what = if pivot == 0.0 { "zero" } else { "non-finite" };
-            let hint = if sigma > 0.0 {
-                format!(" even with the diagonal shifted by {sigma:e}; try a larger --ilu-shift")
-            } else {
-                "; --ilu-shift S factors A + S max|a_ij| I instead".into()
-            };
-            return Err(Error::Preconditioner(format!(
-                "ILU(0): {what} pivot in row {}{hint}",
-                i + 1
-            )));
+            return Err(Failure::Pivot {
+                row: i,
+                zero: pivot == 0.0,
+            });
+        }
+        if strict
+            && values[row_ptr[i]..row_ptr[i + 1]]
+                .iter()
+                .any(|v| !v.is_finite())
+        {
+            return Err(Failure::Entry { row: i });
         }
     }
     Ok(())
+}
+
+/// `(LU)^{-1} 1` is finite: factors whose entries are all finite can still overflow in their
+/// triangular solves (tiny pivots: a shift of 1e-10 on a missing diagonal), and then the first
+/// application of the preconditioner ends the solve as non-finite.
+fn solves_finitely(row_ptr: &[usize], col_idx: &[i32], values: &[f64], diag: &[usize]) -> bool {
+    let n = diag.len();
+    let mut x = vec![1.0f64; n];
+    for i in 0..n {
+        for k in row_ptr[i]..diag[i] {
+            x[i] -= values[k] * x[col_idx[k] as usize];
+        }
+    }
+    for i in (0..n).rev() {
+        for k in diag[i] + 1..row_ptr[i + 1] {
+            x[i] -= values[k] * x[col_idx[k] as usize];
+        }
+        x[i] /= values[diag[i]];
+    }
+    x.iter().all(|v| v.is_finite())
 }
 
 #[derive(Clone, Copy)]
@@ -589,6 +883,109 @@ mod tests {
         assert_eq!(f.sigma(), 1.0);
         // row 2 (0-based 1): l_10 = 1 / (1 + 1), u_11 = 0 + 1 - 0 = 1
         assert_eq!(f.values()[f.diag()[1]], 1.0);
+    }
+
+    /// The automatic shift's factors are those of a fixed shift of its final `s`, bit for bit.
+    fn assert_same_factors(auto: &Ilu0Factors, a: &CsrMatrix) {
+        let s = auto.remedy().expect("the remedy ran").s;
+        let fixed = Ilu0Factors::new(a, Some(s)).unwrap();
+        assert_eq!(auto.row_ptr(), fixed.row_ptr());
+        assert_eq!(auto.col_idx(), fixed.col_idx());
+        assert_eq!(auto.diag(), fixed.diag());
+        let bits = |f: &Ilu0Factors| f.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(auto), bits(&fixed));
+        assert_eq!(auto.sigma().to_bits(), fixed.sigma().to_bits());
+        assert!(fixed.remedy().is_none() && fixed.attempts() == 1);
+    }
+
+    #[test]
+    fn auto_shift_gets_past_a_zero_pivot_and_reports_it() {
+        // u_11 = 1 - (1/1) * 1 = 0; max|a_ij| = 1, so sigma = s
+        let a = csr(2, &[(0, 0, 1.0), (0, 1, 1.0), (1, 0, 1.0), (1, 1, 1.0)]);
+        let f = Ilu0Factors::with_shift(&a, IluShift::Auto).unwrap();
+        let r = f.remedy().unwrap();
+        assert_eq!(r.cause, "zero pivot in row 2");
+        // the first shift already factors: the plain attempt and one shifted
+        assert_eq!((r.s, r.attempts, f.attempts()), (AUTO_SHIFT_START, 2, 2));
+        assert_eq!(f.sigma(), AUTO_SHIFT_START);
+        assert_same_factors(&f, &a);
+        // no remedy: the error as before
+        let err = Ilu0Factors::with_shift(&a, IluShift::None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("zero pivot in row 2"), "{err}");
+        // a matrix that factors as given is factored as given
+        let b = csr(2, &[(0, 0, 2.0), (0, 1, 1.0), (1, 0, 1.0), (1, 1, 2.0)]);
+        let f = Ilu0Factors::with_shift(&b, IluShift::Auto).unwrap();
+        assert!(f.remedy().is_none());
+        assert_eq!((f.sigma(), f.attempts()), (0.0, 1));
+        let plain = Ilu0Factors::new(&b, None).unwrap();
+        assert_eq!(f.values(), plain.values());
+    }
+
+    #[test]
+    fn auto_shift_inserts_a_missing_diagonal() {
+        // row 2 has no diagonal; max|a_ij| = 4
+        let a = csr(3, &[(0, 0, 1.0), (1, 0, 1.0), (1, 2, 1.0), (2, 2, 4.0)]);
+        let f = Ilu0Factors::with_shift(&a, IluShift::Auto).unwrap();
+        let r = f.remedy().unwrap();
+        assert!(
+            r.cause.starts_with("row 2 has no diagonal entry (1 of 3"),
+            "{r:?}"
+        );
+        assert_eq!(f.nnz(), 5);
+        assert_eq!(f.sigma(), r.s * 4.0);
+        assert_same_factors(&f, &a);
+        // a fixed shift is exactly `new`
+        let fixed = Ilu0Factors::with_shift(&a, IluShift::Fixed(0.25)).unwrap();
+        assert!(fixed.remedy().is_none());
+        assert_eq!(fixed.sigma(), 1.0);
+    }
+
+    #[test]
+    fn auto_shift_grows_past_an_overflowing_solve_and_stops_at_the_cap() {
+        // A lower bidiagonal chain with no diagonal but the last: with sigma = s the solve of
+        // L U x = 1 grows like (1/s)^k, past f64 for small s and long chains, so the shift
+        // must grow; an entry of 1e300 against a diagonal of 1e-300 overflows every s <= 100.
+        let n = 40;
+        let mut e: Vec<(u32, u32, f64)> = (1..n).map(|i| (i, i - 1, 1.0)).collect();
+        e.push((0, 0, 1.0));
+        let a = csr(n as usize, &e);
+        let f = Ilu0Factors::with_shift(&a, IluShift::Auto).unwrap();
+        let r = f.remedy().unwrap();
+        assert!(r.attempts > 2 && r.s > AUTO_SHIFT_START, "{r:?}");
+        assert_same_factors(&f, &a);
+        let mut tried = Vec::new();
+        let mut s = AUTO_SHIFT_START;
+        while s <= AUTO_SHIFT_MAX * (1.0 + 1e-12) {
+            tried.push(s);
+            s = next_shift(s);
+        }
+        // no diagonal, entries near f64::MAX: for s < 1 l_10 u_01 overflows, s = 1 leaves a
+        // zero pivot, and for s > 1 sigma itself overflows
+        let big = 1.7e308;
+        let overflow = csr(2, &[(0, 1, big), (1, 0, big)]);
+        let err = Ilu0Factors::with_shift(&overflow, IluShift::Auto)
+            .unwrap_err()
+            .to_string();
+        let last = tried.last().unwrap();
+        assert!(err.contains(&format!("up to s = {last:e}")), "{err}");
+        assert!(
+            err.contains(&format!("{} factorizations", tried.len() + 1)),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn shift_choices_parse() {
+        assert_eq!(IluShift::parse("auto"), Ok(IluShift::Auto));
+        assert_eq!(IluShift::parse("none"), Ok(IluShift::None));
+        assert_eq!(IluShift::parse("0"), Ok(IluShift::None));
+        assert_eq!(IluShift::parse("1e-8"), Ok(IluShift::Fixed(1e-8)));
+        assert!(IluShift::parse("-1").is_err() && IluShift::parse("inf").is_err());
+        assert!(IluShift::parse("sometimes").is_err());
+        assert_eq!(IluShift::default(), IluShift::Auto);
+        assert_eq!(IluShift::Fixed(0.1).to_string(), "1e-1");
     }
 
     #[test]

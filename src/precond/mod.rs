@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
-use ilu0::Ilu0Factors;
+use ilu0::{Ilu0Factors, IluShift};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -164,20 +164,32 @@ impl Preconditioning {
         }
     }
 
-    /// Build `kind` for `a`; `ilu_shift` is ILU(0)'s optional diagonal shift.
-    pub fn prepare(kind: PrecondKind, a: &CsrMatrix, ilu_shift: Option<f64>) -> Result<Self> {
+    /// Build `kind` for `a`; `ilu_shift` says how ILU(0) meets a zero pivot (a fixed shift
+    /// with the preconditioner `none` is an error). An automatic shift that ran is logged.
+    pub fn prepare(kind: PrecondKind, a: &CsrMatrix, ilu_shift: IluShift) -> Result<Self> {
         match kind {
             PrecondKind::None => {
-                if ilu_shift.is_some() {
+                if ilu_shift.fixed().is_some() {
                     return Err(Error::Config(
                         "ilu-shift is given but the preconditioner is none".into(),
                     ));
                 }
                 Ok(Preconditioning::None)
             }
-            PrecondKind::Ilu0 => Ok(Preconditioning::Ilu0(Arc::new(Ilu0Factors::new(
-                a, ilu_shift,
-            )?))),
+            PrecondKind::Ilu0 => {
+                let f = Ilu0Factors::with_shift(a, ilu_shift)?;
+                if let Some(r) = f.remedy() {
+                    log::info!(
+                        "ILU(0): {}; factored A + {:e} I instead (s = {:e} x max|a_ij|, {} \
+                         factorizations)",
+                        r.cause,
+                        f.sigma(),
+                        r.s,
+                        r.attempts
+                    );
+                }
+                Ok(Preconditioning::Ilu0(Arc::new(f)))
+            }
         }
     }
 

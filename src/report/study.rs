@@ -15,7 +15,19 @@ pub use html::html;
 /// indented. Each: label, count, matrices.
 fn count_rows(cs: &ConditionSummary) -> Vec<(&'static str, Vec<&MatrixRow>)> {
     let of = |c| cs.in_category(c).collect::<Vec<_>>();
-    vec![
+    let remedied = (cs.condition.precond == crate::precond::PrecondKind::Ilu0).then(|| {
+        [
+            (
+                "ILU(0) remedied (A + sigma I: automatic shift)",
+                cs.ilu_remedied().collect(),
+            ),
+            (
+                "  of which solved with a remedied ILU(0)",
+                cs.ilu_remedied().filter(|r| r.solved_by_any()).collect(),
+            ),
+        ]
+    });
+    let mut rows = vec![
         ("solved by both f64 and dd", of(Category::SolvedByBoth)),
         ("  of which dd is faster", cs.dd_faster().collect()),
         ("solved by dd only", of(Category::DdOnly)),
@@ -30,7 +42,18 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(&'static str, Vec<&MatrixRow>)> {
             "incomplete (a precision not recorded)",
             of(Category::Incomplete),
         ),
-    ]
+    ];
+    rows.extend(remedied.into_iter().flatten());
+    rows
+}
+
+/// ILU(0)'s shift of a row: `sigma`, with `(auto, s = ...)` where the automatic shift chose it.
+fn shift_cell(row: &MatrixRow) -> String {
+    match row.ilu_shift() {
+        None => "-".into(),
+        Some((sigma, None)) => sci(sigma),
+        Some((sigma, Some(r))) => format!("{} (auto, s = {:e})", sci(sigma), r.s),
+    }
 }
 
 fn category_label(row: &MatrixRow) -> String {
@@ -221,12 +244,16 @@ fn comparison_table<'a>(
                     .map(|r| format!("{:.1}", 100.0 * r.precond_time / r.iteration_time));
                 cells.push(share.unwrap_or_else(|| "-".into()));
             }
+            cells.push(shift_cell(row));
         }
         t.rows.push(cells);
     }
     if precond {
-        t.header
-            .extend(["f64 precond %".to_string(), "dd precond %".to_string()]);
+        t.header.extend([
+            "f64 precond %".to_string(),
+            "dd precond %".to_string(),
+            "ILU(0) sigma".to_string(),
+        ]);
     }
     t
 }
@@ -589,6 +616,8 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
             "precond_share",
             "precond_setup_time_s",
             "ilu_shift",
+            "ilu_sigma",
+            "ilu_remedy",
             "error",
         ]);
         w.write_record(&header)?;
@@ -635,7 +664,23 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
                     .as_ref()
                     .map_or(String::new(), |x| num(x.precond_setup_time)),
             );
-            rec.push(k.ilu_shift.map_or(String::new(), |s| format!("{s:e}")));
+            rec.push(if k.precond == crate::precond::PrecondKind::Ilu0 {
+                k.ilu_shift.to_string()
+            } else {
+                String::new()
+            });
+            let result = r.result.as_ref();
+            rec.push(result.and_then(|x| x.ilu_shift).map_or(String::new(), num));
+            rec.push(
+                result
+                    .and_then(|x| x.ilu_remedy.as_ref())
+                    .map_or(String::new(), |m| {
+                        format!(
+                            "{}; s = {:e} after {} factorizations",
+                            m.cause, m.s, m.attempts
+                        )
+                    }),
+            );
             rec.push(r.error.clone().unwrap_or_default());
             w.write_record(&rec)?;
         }

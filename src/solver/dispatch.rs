@@ -9,8 +9,8 @@ use crate::sparse::CsrMatrix;
 use std::time::Instant;
 
 pub use super::choices::*;
-pub use super::problem::{Problem, Solution, SolutionVector};
 use super::problem::solution_vector;
+pub use super::problem::{Problem, Solution, SolutionVector};
 
 /// What one solve runs: the method (resolved from `Auto` by the matrix), the working precision
 /// and the preconditioner, prepared once per matrix and shared by every solve of it.
@@ -221,6 +221,8 @@ fn run<B: CgSteps + BicgstabSteps, P: Precision>(
                 monitor,
             )?;
             info.precond = "ilu0";
+            info.ilu_shift = (factors.sigma() > 0.0).then(|| factors.sigma());
+            info.ilu_remedy = factors.remedy().cloned();
             info.times.precond = ilu.seconds();
             info.times.precond_setup = factors.setup_seconds() + ilu_upload;
             info.times.setup += info.times.precond_setup;

@@ -1,5 +1,6 @@
 //! What a solve is asked to do (`Params`) and what it reports back (`SolveInfo`).
 
+use crate::precond::ilu0::IluRemedy;
 use std::time::Duration;
 
 /// Gives a unit-only enum its written names: `ALL` (every value, in order), `name()` (the name
@@ -202,6 +203,11 @@ pub struct SolveInfo {
     pub time_to_target: Option<f64>,
     /// Per-iteration residuals, when asked for (`record_history`).
     pub history: Vec<HistoryPoint>,
+    /// ILU(0)'s `sigma`, where the factors are those of `A + sigma I` (a shift given, or the
+    /// automatic one of [`SolveInfo::ilu_remedy`]); `None` where `A` itself was factored.
+    pub ilu_shift: Option<f64>,
+    /// Where `A` itself had no ILU(0) and the automatic shift found one: why, and which.
+    pub ilu_remedy: Option<IluRemedy>,
 }
 
 impl SolveInfo {
