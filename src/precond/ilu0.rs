@@ -38,7 +38,8 @@ pub struct Ilu0Factors {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum IluShift {
     /// Factor `A`; where that fails (a missing diagonal entry, a zero or non-finite pivot, a
-    /// non-finite factor entry), factor `A + s max|a_ij| I` for `s` = [`AUTO_SHIFT_START`],
+    /// non-finite factor entry, a solve with the factors that overflows), factor
+    /// `A + s max|a_ij| I` for `s` = [`AUTO_SHIFT_START`],
     /// then `s` times [`AUTO_SHIFT_GROWTH`] after each failure, up to [`AUTO_SHIFT_MAX`].
     #[default]
     Auto,
@@ -250,7 +251,8 @@ impl Ilu0Factors {
 
     /// Factor `a` as `shift` says: [`IluShift::None`] and [`IluShift::Fixed`] as [`Self::new`];
     /// [`IluShift::Auto`] factors `A`, and where that fails (a missing diagonal entry, a zero
-    /// or non-finite pivot, a non-finite factor entry) `A + s max|a_ij| I` for `s` from
+    /// or non-finite pivot, a non-finite factor entry, an overflowing solve of `L U x = 1`)
+    /// `A + s max|a_ij| I` for `s` from
     /// [`AUTO_SHIFT_START`], times [`AUTO_SHIFT_GROWTH`] after each failure, until one succeeds
     /// ([`Self::remedy`] says which) or `s` passes [`AUTO_SHIFT_MAX`] (the error names the last
     /// `s` tried). The factors of a remedy are those of `Self::new(a, Some(s))`, bit for bit.
