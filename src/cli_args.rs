@@ -10,6 +10,7 @@ use precsolve::config::{self, RawConfig};
 use precsolve::precond::PrecondKind;
 use precsolve::precond::ilu0::IluShift;
 use precsolve::solver::ResidualNorm;
+use precsolve::solver::bicgstab::Shadow;
 use precsolve::solver::dispatch::{BackendChoice, Method};
 
 /// A library enum the command line offers by name (the library's types derive no clap traits).
@@ -30,7 +31,7 @@ macro_rules! choices {
         }
     )*};
 }
-choices!(Method, BackendChoice, ResidualNorm, PrecondKind);
+choices!(Method, BackendChoice, ResidualNorm, PrecondKind, Shadow);
 
 /// The parser of an option whose values are `T`'s names (listed by `--help`).
 pub fn choice<T: Choice>() -> impl TypedValueParser<Value = T> {
@@ -111,6 +112,8 @@ pub fn with_defaults_in_help(cmd: Command, raw: &RawConfig) -> Command {
         ("threads", s.threads.to_string()),
         ("precond", s.precond.name().to_string()),
         ("ilu_shift", s.ilu_shift.to_string()),
+        ("shadow", s.shadow.name().to_string()),
+        ("max_restarts", s.max_restarts.to_string()),
     ];
     let format = ("format", value_name(raw.output.format));
     let precision = ("precision", s.precision.to_string());

@@ -5,12 +5,14 @@ use crate::cli_args::{choice, count_arg, ilu_shift_arg, max_iter_arg, threads_ar
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use precsolve::batch::{
-    self, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord, StudyObserver, StudySpec,
+    self, BicgstabChoice, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord, StudyObserver,
+    StudySpec,
 };
 use precsolve::config::RawConfig;
 use precsolve::precond::ilu0::IluShift;
 use precsolve::report::study;
 use precsolve::solver::ResidualNorm;
+use precsolve::solver::bicgstab::Shadow;
 use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
 use precsolve::sparse::ReadLimits;
 use std::path::PathBuf;
@@ -46,6 +48,14 @@ pub struct BatchArgs {
     /// or a fixed S > 0.
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<IluShift>,
+    /// BiCGStab's shadow residual r~: r0 (the thesis's), rhs, or random (a seeded vector, the
+    /// same on every backend and run).
+    #[arg(long, value_parser = choice::<Shadow>())]
+    shadow: Option<Shadow>,
+    /// BiCGStab: restarts from the current iterate with a fresh shadow residual after a
+    /// breakdown of rho or <r~, v>; 0 stops at the first breakdown.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
+    max_restarts: Option<usize>,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
     #[arg(long, value_parser = choice::<Method>(), value_delimiter = ',')]
     method: Vec<Method>,
@@ -132,6 +142,10 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
             criterion: args.criterion.unwrap_or(config.params.criterion),
             true_residual_every: args.true_residual_every,
             ilu_shift: args.ilu_shift.unwrap_or(config.ilu_shift),
+            bicgstab: BicgstabChoice {
+                shadow: args.shadow.unwrap_or(config.params.shadow),
+                max_restarts: args.max_restarts.unwrap_or(config.params.max_restarts),
+            },
         },
         backend: args.backend.unwrap_or(config.backend),
         out: args.out.clone(),

@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::precond::PrecondKind;
 use crate::precond::ilu0::IluShift;
+use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
 use crate::solver::{Params, ResidualNorm};
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,8 @@ pub struct RawSolve {
     pub threads: usize,
     pub precond: PrecondKind,
     pub ilu_shift: IluShift,
+    pub shadow: Shadow,
+    pub max_restarts: usize,
 }
 
 impl Default for RawSolve {
@@ -52,6 +55,8 @@ impl Default for RawSolve {
             threads: 0,
             precond: PrecondKind::None,
             ilu_shift: IluShift::Auto,
+            shadow: params.shadow,
+            max_restarts: params.max_restarts,
         }
     }
 }
@@ -109,6 +114,8 @@ impl RawConfig {
                 true_residual_every: s.true_residual_every,
                 record_history: false,
                 time_limit: None,
+                shadow: s.shadow,
+                max_restarts: s.max_restarts,
             },
             method: s.method,
             precision: s.precision.clone(),

@@ -137,6 +137,7 @@ pub use error::{Error, Result};
 pub use precision::Mp;
 pub use precision::{Dd, Precision, Qd, Td};
 pub use precond::ilu0::IluRemedy;
+pub use solver::bicgstab::Shadow;
 pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};
 pub use solver::{HistoryPoint, Iteration, ResidualNorm, SolveInfo, SolveTimes, StopReason};
 pub use sparse::{CsrError, CsrMatrix, MmError, MmErrorKind, Symmetry, load_matrix};

@@ -21,6 +21,7 @@ use precsolve::precision::exact_values::ExactValues;
 use precsolve::precond::ilu0::IluShift;
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::report::{MatrixSummary, SolveReport, history_csv, solution_text};
+use precsolve::solver::bicgstab::Shadow;
 use precsolve::solver::dispatch::{
     BackendChoice, Method, PrecisionChoice, Problem, Recipe, WorkingPrecision, solve,
 };
@@ -146,6 +147,14 @@ struct SolveArgs {
     /// diagonals).
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<IluShift>,
+    /// BiCGStab's shadow residual r~: r0 (the thesis's), rhs, or random (a seeded vector, the
+    /// same on every backend and run).
+    #[arg(long, value_parser = choice::<Shadow>())]
+    shadow: Option<Shadow>,
+    /// BiCGStab: restarts from the current iterate with a fresh shadow residual after a
+    /// breakdown of rho or <r~, v>; 0 stops at the first breakdown.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
+    max_restarts: Option<usize>,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones),
     /// kept in double: values with more digits than a double holds are rounded, with a warning.
     #[arg(long, value_name = "FILE")]
@@ -393,6 +402,12 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     }
     if let Some(v) = args.ilu_shift {
         s.ilu_shift = v;
+    }
+    if let Some(v) = args.shadow {
+        s.shadow = v;
+    }
+    if let Some(v) = args.max_restarts {
+        s.max_restarts = v;
     }
     if let Some(v) = args.format {
         raw.output.format = v;

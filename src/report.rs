@@ -67,6 +67,8 @@ pub struct RunReport {
     /// What the automatic shift did, where `A` itself had no ILU(0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ilu_remedy: Option<IluRemedy>,
+    /// BiCGStab's restarts after breakdowns.
+    pub restarts: usize,
 }
 
 impl From<&SolveInfo> for RunReport {
@@ -89,6 +91,7 @@ impl From<&SolveInfo> for RunReport {
             precond_share: info.precond_share(),
             ilu_shift: info.ilu_shift,
             ilu_remedy: info.ilu_remedy.clone(),
+            restarts: info.restarts,
         }
     }
 }
@@ -202,6 +205,9 @@ impl SolveReport {
             ratio_cells(|q| q.iterations),
         );
         row("stop reason", &|r| r.stop_reason.to_string(), blanks());
+        if self.runs.iter().any(|r| r.restarts > 0) {
+            row("restarts", &|r| r.restarts.to_string(), blanks());
+        }
         row(
             "recurrence residual",
             &|r| sci(r.recurrence_residual),

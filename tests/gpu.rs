@@ -57,6 +57,7 @@ mod gpu_checks {
             "front_door_solves_match_cpu_with_a_program_s_preconditioner",
             front_door_solves,
         ),
+        ("bicgstab_restarts_and_shadows_match_cpu", bicgstab_restarts),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.
@@ -1330,6 +1331,57 @@ mod gpu_checks {
             return Err(format!(
                 "no factorable matrices found in {dir} (set PRECSOLVE_MATRICES)"
             ));
+        }
+        Ok(())
+    }
+
+    /// BiCGStab's restarts after breakdowns and its shadow residuals, on the shared matrices
+    /// where double breaks down (cage8 on `<r~, v>`, rdb200l and str_0 on `rho`, str_0 until its
+    /// restarts run out), f64 and dd, with and without ILU(0): the GPU's device-resident steps
+    /// restart where the CPU's do, with the same bits.
+    fn bicgstab_restarts(_gpu: &CudaBackend) -> Result<(), String> {
+        use precsolve::{BackendChoice, Shadow, Solver, WorkingPrecision};
+        for name in ["cage8", "rdb200l", "str_0"] {
+            let path = format!("{}/{name}.mtx", matrix_dir());
+            let a = precsolve::read_matrix_market(&path).map_err(err)?;
+            let b = vec![1.0; a.nrows()];
+            for shadow in [Shadow::R0, Shadow::Random] {
+                for ilu in [false, true] {
+                    for p in [WorkingPrecision::F64, WorkingPrecision::Dd] {
+                        let run = |backend| {
+                            let solver = Solver::bicgstab().shadow(shadow).backend(backend);
+                            let mut solver = if ilu {
+                                solver.ilu0_shifted(1e-8)
+                            } else {
+                                solver
+                            };
+                            solver.solve_in(p, &a, &b).map_err(err)
+                        };
+                        let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
+                        let label = format!("{name} {} ilu {ilu} {}", shadow.name(), p.name());
+                        if g.info.iterations != c.info.iterations
+                            || g.info.restarts != c.info.restarts
+                            || g.info.stop_reason != c.info.stop_reason
+                            || g.info.true_residual.to_bits() != c.info.true_residual.to_bits()
+                            || g.x != c.x
+                        {
+                            return Err(format!(
+                                "{label}: GPU {} iterations, {} restarts, {}; CPU {}, {}, {}",
+                                g.info.iterations,
+                                g.info.restarts,
+                                g.info.stop_reason,
+                                c.info.iterations,
+                                c.info.restarts,
+                                c.info.stop_reason
+                            ));
+                        }
+                        println!(
+                            "    {label:>32}: {:>5} iterations, {} restarts, {}, identical",
+                            g.info.iterations, g.info.restarts, g.info.stop_reason
+                        );
+                    }
+                }
+            }
         }
         Ok(())
     }

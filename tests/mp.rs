@@ -41,6 +41,7 @@ fn mp_names_parse_and_round_trip_through_serde() {
         time_limit_s: None,
         criterion: ResidualNorm::Initial,
         ilu_shift: Default::default(),
+        bicgstab: Default::default(),
     };
     let json = serde_json::to_value(&key).unwrap();
     assert_eq!(json["precision"], "mp:256");

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::IluShift;
 use crate::precond::{PrecondKind, Preconditioning};
+use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on, solve_typed,
 };
@@ -132,6 +133,20 @@ impl<'a, P: Precision> Solver<'a, P> {
     /// Keep every iteration's residuals in [`SolveInfo::history`] (default: off).
     pub fn record_history(mut self, on: bool) -> Self {
         self.params.record_history = on;
+        self
+    }
+
+    /// BiCGStab's shadow residual `r~`: `R0` (default), `Rhs` or a seeded `Random` vector.
+    pub fn shadow(mut self, shadow: Shadow) -> Self {
+        self.params.shadow = shadow;
+        self
+    }
+
+    /// BiCGStab: how many times a breakdown (`rho = 0` or `<r~, v> = 0`) restarts the solve
+    /// from the current iterate with a fresh shadow residual (default 5; 0 stops at the first).
+    /// [`SolveInfo::restarts`] counts them.
+    pub fn max_restarts(mut self, restarts: usize) -> Self {
+        self.params.max_restarts = restarts;
         self
     }
 

@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::precond::ilu0::IluShift;
 use crate::solver::ResidualNorm;
+use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{Method, WorkingPrecision};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -70,6 +71,47 @@ pub struct RunLimits {
     pub true_residual_every: usize,
     /// How ILU(0) meets a zero pivot (`--ilu-shift`), for the runs with `ilu0`.
     pub ilu_shift: IluShift,
+    /// BiCGStab's shadow residual and restarts after breakdowns (`--shadow`, `--max-restarts`).
+    pub bicgstab: BicgstabChoice,
+}
+
+/// BiCGStab's `--shadow` and `--max-restarts` of a run. In keys only where they are not the
+/// defaults, so keys written before they existed still name the same runs (their breakdowns,
+/// which restarts would now continue, are run again: `RunRecord::is_stale`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BicgstabChoice {
+    pub shadow: Shadow,
+    pub max_restarts: usize,
+}
+
+impl Default for BicgstabChoice {
+    fn default() -> Self {
+        let params = crate::solver::Params::default();
+        BicgstabChoice {
+            shadow: params.shadow,
+            max_restarts: params.max_restarts,
+        }
+    }
+}
+
+impl BicgstabChoice {
+    pub fn is_default(&self) -> bool {
+        *self == BicgstabChoice::default()
+    }
+
+    /// `|shadow-random|restarts-0`: the parts that are not the defaults.
+    fn suffix(&self, separator: &str) -> String {
+        let d = BicgstabChoice::default();
+        let mut s = String::new();
+        if self.shadow != d.shadow {
+            s.push_str(&format!("{separator}shadow-{}", self.shadow.name()));
+        }
+        if self.max_restarts != d.max_restarts {
+            s.push_str(&format!("{separator}restarts-{}", self.max_restarts));
+        }
+        s
+    }
 }
 
 /// `--true-residual-every 0`: every `n / 100` iterations, clamped to 1..=10. Each check costs
@@ -101,6 +143,8 @@ pub struct RunKey {
     /// theirs wherever `A` itself factored (see `RunRecord::is_stale`).
     #[serde(default, skip_serializing_if = "IluShift::is_auto")]
     pub ilu_shift: IluShift,
+    #[serde(default, flatten, skip_serializing_if = "BicgstabChoice::is_default")]
+    pub bicgstab: BicgstabChoice,
 }
 
 impl RunKey {
@@ -122,6 +166,7 @@ impl RunKey {
             time_limit_s: self.time_limit_s,
             criterion: self.criterion,
             ilu_shift: self.ilu_shift,
+            bicgstab: self.bicgstab,
         }
     }
 }
@@ -137,6 +182,8 @@ pub struct Condition {
     pub criterion: ResidualNorm,
     #[serde(default, skip_serializing_if = "IluShift::is_auto")]
     pub ilu_shift: IluShift,
+    #[serde(default, flatten, skip_serializing_if = "BicgstabChoice::is_default")]
+    pub bicgstab: BicgstabChoice,
 }
 
 impl Condition {
@@ -154,6 +201,7 @@ impl Condition {
         if !self.ilu_shift.is_auto() {
             id.push_str(&format!("|shift{}", self.ilu_shift));
         }
+        id.push_str(&self.bicgstab.suffix("|"));
         id
     }
 
@@ -175,6 +223,7 @@ impl Condition {
         if !self.ilu_shift.is_auto() {
             s.push_str(&format!(", ilu-shift {}", self.ilu_shift));
         }
+        s.push_str(&self.bicgstab.suffix(", ").replace("-", " "));
         s
     }
 
@@ -197,6 +246,7 @@ impl Condition {
         if !self.ilu_shift.is_auto() {
             s.push_str(&format!("_shift{}", self.ilu_shift));
         }
+        s.push_str(&self.bicgstab.suffix("_"));
         s
     }
 }

@@ -16,8 +16,8 @@ mod store;
 mod summary;
 
 pub use grid::{
-    Condition, Grid, PrecondChoice, RunKey, RunLimits, auto_true_residual_every, method_name,
-    parse_duration,
+    BicgstabChoice, Condition, Grid, PrecondChoice, RunKey, RunLimits, auto_true_residual_every,
+    method_name, parse_duration,
 };
 pub use inputs::{MatrixInput, expand_inputs, matrix_name};
 pub use lock::{LOCK_FILE, StudyLock};
@@ -407,6 +407,7 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                             PrecondChoice::Ilu0 => limits.ilu_shift,
                             PrecondChoice::None => IluShift::Auto,
                         },
+                        bicgstab: limits.bicgstab,
                     });
                 }
             }
@@ -455,6 +456,8 @@ fn run_one(
         true_residual_every: every,
         record_history: true,
         time_limit: spec.limits.time_limit,
+        shadow: key.bicgstab.shadow,
+        max_restarts: key.bicgstab.max_restarts,
         ..Params::default()
     };
     let shape = MatrixShape::of(a);
@@ -500,6 +503,7 @@ fn run_one(
         in_flight: run.in_flight,
         ilu_shift: info.ilu_shift,
         ilu_remedy: info.ilu_remedy.clone(),
+        restarts: info.restarts,
     };
     Some(RunRecord {
         v: FORMAT_VERSION,

@@ -22,7 +22,9 @@ pub const RUNS_FILE: &str = "runs.jsonl";
 /// Version of the line format, written in every line.
 /// 2: ILU(0) runs without `ilu_shift` in their key use the automatic shift (version 1 had none:
 /// its `precond-failed` records of such runs are run again, see [`RunRecord::is_stale`]).
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: BiCGStab restarts after a breakdown (5 by default; keys without `max_restarts` mean it):
+/// earlier versions' `breakdown` records are run again.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// How a run ended. Failures to load or solve are recorded too, so a study goes on past them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,6 +138,13 @@ pub struct RunResult {
     /// What the automatic shift did, where `A` itself had no ILU(0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ilu_remedy: Option<IluRemedy>,
+    /// BiCGStab's restarts after breakdowns (0, and absent, in older files).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn one() -> usize {
@@ -250,13 +259,17 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// A `precond-failed` ILU(0) run of version 1 whose key now means the automatic shift:
-    /// it was factored without one, so a resumed study runs it again.
+    /// A run whose key means something else now, so a resumed study runs it again: a
+    /// `precond-failed` ILU(0) run of version 1 (its key now means the automatic shift, and it
+    /// was factored without one), and a `breakdown` of version 1 or 2 (its key now means
+    /// restarts after a breakdown, and it had none).
     pub fn is_stale(&self) -> bool {
-        self.v < 2
+        let unremedied = self.v < 2
             && self.status == RunStatus::PrecondFailed
             && self.key.precond == crate::precond::PrecondKind::Ilu0
-            && self.key.ilu_shift.is_auto()
+            && self.key.ilu_shift.is_auto();
+        let unrestarted = self.v < 3 && self.status == RunStatus::Breakdown;
+        unremedied || unrestarted
     }
 }
 

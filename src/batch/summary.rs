@@ -103,6 +103,14 @@ impl MatrixRow {
         self.ilu_shift().is_some_and(|(_, r)| r.is_some())
     }
 
+    /// A run of this matrix (f64 or dd) was solved after BiCGStab restarted past a breakdown.
+    pub fn solved_after_restart(&self) -> bool {
+        self.f64
+            .iter()
+            .chain(self.dd.iter())
+            .any(|r| r.solved && r.result.as_ref().is_some_and(|x| x.restarts > 0))
+    }
+
     /// Solved by f64 or dd.
     pub fn solved_by_any(&self) -> bool {
         self.f64.iter().chain(self.dd.iter()).any(|r| r.solved)
@@ -160,6 +168,11 @@ impl ConditionSummary {
     /// Matrices whose ILU(0) came from the automatic shift (`A` itself had none).
     pub fn ilu_remedied(&self) -> impl Iterator<Item = &MatrixRow> {
         self.rows.iter().filter(|r| r.ilu_remedied())
+    }
+
+    /// Matrices a precision solved only after BiCGStab restarted past a breakdown.
+    pub fn solved_after_restart(&self) -> impl Iterator<Item = &MatrixRow> {
+        self.rows.iter().filter(|r| r.solved_after_restart())
     }
 
     pub fn count(&self, c: Category) -> usize {

@@ -44,6 +44,10 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(&'static str, Vec<&MatrixRow>)> {
         ),
     ];
     rows.extend(remedied.into_iter().flatten());
+    let restarted: Vec<&MatrixRow> = cs.solved_after_restart().collect();
+    if !restarted.is_empty() {
+        rows.push(("solved after a BiCGStab restart", restarted));
+    }
     rows
 }
 

@@ -314,6 +314,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             },
             time_to_target: self.time_to_target,
             history: self.history,
+            restarts: 0,
             ilu_shift: None,
             ilu_remedy: None,
         })

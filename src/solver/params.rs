@@ -1,6 +1,7 @@
 //! What a solve is asked to do (`Params`) and what it reports back (`SolveInfo`).
 
 use crate::precond::ilu0::IluRemedy;
+use super::bicgstab::Shadow;
 use std::time::Duration;
 
 /// Gives a unit-only enum its written names: `ALL` (every value, in order), `name()` (the name
@@ -69,6 +70,12 @@ pub struct Params {
     pub record_history: bool,
     /// Stop with [`StopReason::TimeLimit`] after this much wall time.
     pub time_limit: Option<Duration>,
+    /// BiCGStab's shadow residual `r~` (default `r0`, the thesis's).
+    pub shadow: Shadow,
+    /// BiCGStab: restarts from the current iterate, with a fresh shadow residual, after a
+    /// breakdown of `rho` or `<r~, v>` (default 5); the breakdown after the last one ends the
+    /// solve as [`StopReason::Breakdown`].
+    pub max_restarts: usize,
 }
 
 impl Default for Params {
@@ -81,6 +88,8 @@ impl Default for Params {
             true_residual_every: 0,
             record_history: false,
             time_limit: None,
+            shadow: Shadow::R0,
+            max_restarts: 5,
         }
     }
 }
@@ -203,6 +212,8 @@ pub struct SolveInfo {
     pub time_to_target: Option<f64>,
     /// Per-iteration residuals, when asked for (`record_history`).
     pub history: Vec<HistoryPoint>,
+    /// BiCGStab's restarts after breakdowns (0 for CG).
+    pub restarts: usize,
     /// ILU(0)'s `sigma`, where the factors are those of `A + sigma I` (a shift given, or the
     /// automatic one of [`SolveInfo::ilu_remedy`]); `None` where `A` itself was factored.
     pub ilu_shift: Option<f64>,

@@ -3,8 +3,10 @@
 //! records the steps leave.
 
 mod kernels;
+mod shadow;
 mod steps;
 
+pub use shadow::Shadow;
 pub use kernels::BicgstabKernels;
 pub use steps::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted};
 
@@ -53,12 +55,22 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         s_hat: wide(backend)?,
     };
 
-    // r <- b - A x0 ; r~ <- r
+    let mut restarts = 0;
+    // Ends the solve (the report counts the restarts).
+    macro_rules! finish {
+        ($k:expr, $stop:expr, $norm:expr) => {
+            tracker.finish(METHOD, $k, $stop, $norm, x).map(|mut info| {
+                info.restarts = restarts;
+                info
+            })
+        };
+    }
+    // r <- b - A x0 ; r~ by the shadow choice (r itself by default)
     backend.residual(a, b, x, &mut v.r)?;
-    backend.copy(&v.r, &mut v.r_tilde)?;
+    params.shadow.fill(backend, 0, &v.r, b, &mut v.r_tilde)?;
     let mut r_norm = backend.nrm2(&v.r)?;
     if let Some(stop) = tracker.setup_done(r_norm.to_f64()) {
-        return tracker.finish(METHOD, 0, stop, r_norm.to_f64(), x);
+        return finish!(0, stop, r_norm.to_f64());
     }
     // rho <- <r~, r> (later iterations get it from the previous step)
     let rho = backend.dot(&v.r_tilde, &v.r)?;
@@ -70,22 +82,34 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         backend.bicgstab_run(a, precond, &mut v, x, &mut state, batch)?;
         let last = k + batch;
         let collected = backend.bicgstab_collect(&mut state, &mut records)?;
+        // A breakdown of `rho` or `<r~, v>` in iteration k leaves x and r as iteration k - 1
+        // left them: the solve restarts there while it has restarts left.
+        let may_restart = restarts < params.max_restarts;
+        let mut restart_at = None;
         for record in records.drain(..) {
             k += 1;
             if let Some(stop) = rho_stop(&record.rho) {
-                return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
+                if may_restart && matches!(stop, StopReason::Breakdown { .. }) {
+                    restart_at = Some((k - 1, "rho = 0"));
+                    break;
+                }
+                return finish!(k - 1, stop, r_norm.to_f64());
             }
             let rv = record
                 .rv
                 .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r~, v>"))?;
             if let Some(stop) = finite_or(&rv, "<r~, v>") {
-                return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
+                return finish!(k - 1, stop, r_norm.to_f64());
             }
             if rv == P::zero() {
+                if may_restart {
+                    restart_at = Some((k - 1, "<r~, v> = 0"));
+                    break;
+                }
                 let stop = StopReason::Breakdown {
                     what: "<r~, v> = 0".into(),
                 };
-                return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
+                return finish!(k - 1, stop, r_norm.to_f64());
             }
             let ss = record
                 .ss
@@ -94,35 +118,47 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
             if let Some(stop) = tracker.check_half_step_in_batch(k, &s_norm, k == last)? {
                 // Converged on the half step: x got x + alpha p^ only. (Stopped for another
                 // reason here, x holds the whole step.)
-                return tracker.finish(METHOD, k, stop, s_norm.to_f64(), x);
+                return finish!(k, stop, s_norm.to_f64());
             }
             let omega = record
                 .omega
                 .ok_or_else(|| disagree(METHOD, backend.name(), k, "no omega"))?;
             if let Some(stop) = finite_or(&omega, "omega") {
-                return tracker.finish(METHOD, k - 1, stop, s_norm.to_f64(), x);
+                return finish!(k - 1, stop, s_norm.to_f64());
             }
             let rr = record
                 .rr
                 .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r, r>"))?;
             r_norm = rr.sqrt();
             if let Some(stop) = tracker.check_in_batch(k, &r_norm, Some(&*x), k == last)? {
-                return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
+                return finish!(k, stop, r_norm.to_f64());
             }
             if omega == P::zero() {
                 let stop = StopReason::Breakdown {
                     what: "omega = 0".into(),
                 };
-                return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
+                return finish!(k, stop, r_norm.to_f64());
             }
+        }
+        if let Some((at, what)) = restart_at {
+            // r <- b - A x, a fresh r~, rho <- <r~, r>, and the steps begin again (p <- r).
+            k = at;
+            restarts += 1;
+            log::info!("bicgstab: {what} in iteration {}: restart {restarts} from x", k + 1);
+            backend.residual(a, b, x, &mut v.r)?;
+            params
+                .shadow
+                .fill(backend, restarts as u64, &v.r, b, &mut v.r_tilde)?;
+            r_norm = backend.nrm2(&v.r)?;
+            let rho = backend.dot(&v.r_tilde, &v.r)?;
+            state = backend.bicgstab_start(n, &rho, tracker.threshold(), identity)?;
+            continue;
         }
         batch_done(METHOD, backend.name(), k, last, collected)?;
     }
-    tracker.finish(
-        METHOD,
+    finish!(
         params.max_iter,
         StopReason::MaxIterations,
-        r_norm.to_f64(),
-        x,
+        r_norm.to_f64()
     )
 }
