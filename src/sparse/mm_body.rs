@@ -271,28 +271,7 @@ pub(super) fn array(data: &[u8], hdr: &Header) -> Result<Coo, MmError> {
     };
     let (mut i, mut j) = (first_row(0), 0);
     for k in 0..hdr.entries {
-        if !sc.next_entry() {
-            return Err(err(
-                MmErrorKind::EntryCount,
-                eof_line(data),
-                format!(
-                    "the file ends after {k} of the {} values of a {} x {} {} array",
-                    hdr.entries, hdr.nrows, hdr.ncols, hdr.symmetry
-                ),
-            ));
-        }
-        let line = sc.line;
-        let v = value(sc.token().unwrap_or_default(), hdr.field, line)?;
-        if let Err(extra) = sc.finish_line() {
-            return Err(err(
-                MmErrorKind::ExtraToken,
-                line,
-                format!(
-                    "unexpected {} after the value: an array file has one value per line",
-                    quote(extra)
-                ),
-            ));
-        }
+        let (_, v, _) = array_value(&mut sc, data, hdr, k)?;
         push_mirrored(&mut coo, i as u32, j as u32, v, hdr.symmetry);
         i += 1;
         if i >= hdr.nrows {
@@ -300,6 +279,46 @@ pub(super) fn array(data: &[u8], hdr: &Header) -> Result<Coo, MmError> {
             i = first_row(j);
         }
     }
+    no_more_values(&mut sc, hdr)?;
+    Ok(coo)
+}
+
+/// The `k`-th (0-based) value of an array file: its token, value and line. The file ending
+/// first, or a second token on the line, is an error naming the line.
+fn array_value<'a>(
+    sc: &mut Scanner<'a>,
+    data: &[u8],
+    hdr: &Header,
+    k: usize,
+) -> Result<(&'a [u8], f64, usize), MmError> {
+    if !sc.next_entry() {
+        return Err(err(
+            MmErrorKind::EntryCount,
+            eof_line(data),
+            format!(
+                "the file ends after {k} of the {} values of a {} x {} {} array",
+                hdr.entries, hdr.nrows, hdr.ncols, hdr.symmetry
+            ),
+        ));
+    }
+    let line = sc.line;
+    let tok = sc.token().unwrap_or_default();
+    let v = value(tok, hdr.field, line)?;
+    if let Err(extra) = sc.finish_line() {
+        return Err(err(
+            MmErrorKind::ExtraToken,
+            line,
+            format!(
+                "unexpected {} after the value: an array file has one value per line",
+                quote(extra)
+            ),
+        ));
+    }
+    Ok((tok, v, line))
+}
+
+/// After an array file's declared values: anything more is an error naming its line.
+fn no_more_values(sc: &mut Scanner, hdr: &Header) -> Result<(), MmError> {
     if sc.next_entry() {
         return Err(err(
             MmErrorKind::EntryCount,
@@ -310,7 +329,7 @@ pub(super) fn array(data: &[u8], hdr: &Header) -> Result<Coo, MmError> {
             ),
         ));
     }
-    Ok(coo)
+    Ok(())
 }
 
 /// Line of the `k`-th (0-based) entry line of the body.
@@ -431,41 +450,10 @@ pub(super) fn vector_tokens(data: &[u8], hdr: &Header) -> Result<Vec<VectorToken
                 _ => 0,
             };
             for k in 0..hdr.entries {
-                if !sc.next_entry() {
-                    return Err(err(
-                        MmErrorKind::EntryCount,
-                        eof_line(data),
-                        format!(
-                            "the file ends after {k} of the {} values of a {} x {} {} array",
-                            hdr.entries, hdr.nrows, hdr.ncols, hdr.symmetry
-                        ),
-                    ));
-                }
-                let line = sc.line;
-                let tok = sc.token().unwrap_or_default();
-                value(tok, hdr.field, line)?;
-                if let Err(extra) = sc.finish_line() {
-                    return Err(err(
-                        MmErrorKind::ExtraToken,
-                        line,
-                        format!(
-                            "unexpected {} after the value: an array file has one value per line",
-                            quote(extra)
-                        ),
-                    ));
-                }
+                let (tok, _, line) = array_value(&mut sc, data, hdr, k)?;
                 push(tok, (first_row + k) as u32, line);
             }
-            if sc.next_entry() {
-                return Err(err(
-                    MmErrorKind::EntryCount,
-                    sc.line,
-                    format!(
-                        "more values than the {} of a {} x {} {} array",
-                        hdr.entries, hdr.nrows, hdr.ncols, hdr.symmetry
-                    ),
-                ));
-            }
+            no_more_values(&mut sc, hdr)?;
         }
     }
     Ok(tokens)
