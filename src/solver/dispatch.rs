@@ -91,25 +91,22 @@ pub fn solve_on(
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
-    fn typed<P: Precision>(
-        lane: &Lane,
-        problem: &Problem,
-        backend: BackendChoice,
-        recipe: Recipe<'_>,
-        params: &Params,
-        monitor: &mut dyn Monitor,
-    ) -> Result<Solution> {
-        let (info, x) = solve_typed::<P>(lane, problem, backend, recipe, params, monitor)?;
-        Ok(Solution {
-            info,
-            x: solution_vector(x),
-        })
+    // One precision's solve, its `x` handed back as a `SolutionVector`.
+    macro_rules! typed {
+        ($p:ty) => {
+            solve_typed::<$p>(lane, problem, backend, recipe, params, monitor).map(|(info, x)| {
+                Solution {
+                    info,
+                    x: solution_vector(x),
+                }
+            })
+        };
     }
     match recipe.precision {
-        WorkingPrecision::F64 => typed::<f64>(lane, problem, backend, recipe, params, monitor),
-        WorkingPrecision::Dd => typed::<Dd>(lane, problem, backend, recipe, params, monitor),
-        WorkingPrecision::Qd => typed::<Qd>(lane, problem, backend, recipe, params, monitor),
-        WorkingPrecision::Td => typed::<Td>(lane, problem, backend, recipe, params, monitor),
+        WorkingPrecision::F64 => typed!(f64),
+        WorkingPrecision::Dd => typed!(Dd),
+        WorkingPrecision::Qd => typed!(Qd),
+        WorkingPrecision::Td => typed!(Td),
         #[cfg(feature = "mpfr")]
         WorkingPrecision::Mp(bits) => {
             // Checked before the scope below is entered: a refused solve must not hold it.
@@ -117,7 +114,7 @@ pub fn solve_on(
             // Every `Mp` of this solve is created at `bits` bits, and no other mp solve in the
             // process runs until this one is done (`precision::mp`, "The precision setting").
             let _scope = crate::precision::mp::MpScope::enter(bits);
-            typed::<crate::precision::Mp>(lane, problem, backend, recipe, params, monitor)
+            typed!(crate::precision::Mp)
         }
         #[cfg(not(feature = "mpfr"))]
         WorkingPrecision::Mp(_) => Err(crate::error::Error::Config(
