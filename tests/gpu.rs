@@ -1335,6 +1335,44 @@ mod gpu_checks {
         Ok(())
     }
 
+    /// A GPU solve (`g`) and a CPU solve (`c`) through the front door: each on its backend,
+    /// with the same iterations, restarts, stop reason, residual bits and solution.
+    fn same_solve(
+        label: &str,
+        g: &precsolve::Solution,
+        c: &precsolve::Solution,
+    ) -> Result<(), String> {
+        let (gi, ci) = (&g.info, &c.info);
+        if gi.backend != "cuda" || ci.backend != "cpu" {
+            return Err(format!("{label}: ran on {} and {}", gi.backend, ci.backend));
+        }
+        if gi.iterations != ci.iterations
+            || gi.restarts != ci.restarts
+            || gi.stop_reason != ci.stop_reason
+            || gi.recurrence_residual.to_bits() != ci.recurrence_residual.to_bits()
+            || gi.true_residual.to_bits() != ci.true_residual.to_bits()
+            || g.x != c.x
+        {
+            return Err(format!(
+                "{label}: GPU {} iterations, {} restarts, {}, true residual {:e}; \
+                 CPU {}, {}, {}, {:e}",
+                gi.iterations,
+                gi.restarts,
+                gi.stop_reason,
+                gi.true_residual,
+                ci.iterations,
+                ci.restarts,
+                ci.stop_reason,
+                ci.true_residual
+            ));
+        }
+        println!(
+            "    {label:>32}: {:>5} iterations, {} restarts, {}, true residual {:.3e}, identical",
+            gi.iterations, gi.restarts, gi.stop_reason, gi.true_residual
+        );
+        Ok(())
+    }
+
     /// BiCGStab's restarts after breakdowns and its shadow residuals, on the shared matrices
     /// where double breaks down (cage8 on `<r~, v>`, rdb200l and str_0 on `rho`, str_0 until its
     /// restarts run out), f64 and dd, with and without ILU(0): the GPU's device-resident steps
@@ -1359,26 +1397,7 @@ mod gpu_checks {
                         };
                         let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
                         let label = format!("{name} {} ilu {ilu} {}", shadow.name(), p.name());
-                        if g.info.iterations != c.info.iterations
-                            || g.info.restarts != c.info.restarts
-                            || g.info.stop_reason != c.info.stop_reason
-                            || g.info.true_residual.to_bits() != c.info.true_residual.to_bits()
-                            || g.x != c.x
-                        {
-                            return Err(format!(
-                                "{label}: GPU {} iterations, {} restarts, {}; CPU {}, {}, {}",
-                                g.info.iterations,
-                                g.info.restarts,
-                                g.info.stop_reason,
-                                c.info.iterations,
-                                c.info.restarts,
-                                c.info.stop_reason
-                            ));
-                        }
-                        println!(
-                            "    {label:>32}: {:>5} iterations, {} restarts, {}, identical",
-                            g.info.iterations, g.info.restarts, g.info.stop_reason
-                        );
+                        same_solve(&label, &g, &c)?;
                     }
                 }
             }
@@ -1422,28 +1441,7 @@ mod gpu_checks {
                 };
                 let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
                 let label = format!("front door {precond} {}", p.name());
-                if g.info.backend != "cuda" || c.info.backend != "cpu" {
-                    return Err(format!(
-                        "{label}: ran on {} and {}",
-                        g.info.backend, c.info.backend
-                    ));
-                }
-                if g.info.iterations != c.info.iterations
-                    || g.info.true_residual.to_bits() != c.info.true_residual.to_bits()
-                    || g.x != c.x
-                {
-                    return Err(format!(
-                        "{label}: GPU {} iterations, true residual {:e}; CPU {}, {:e}",
-                        g.info.iterations,
-                        g.info.true_residual,
-                        c.info.iterations,
-                        c.info.true_residual
-                    ));
-                }
-                println!(
-                    "    {label:>28}: {:>4} iterations, true residual {:.3e}, identical",
-                    g.info.iterations, g.info.true_residual
-                );
+                same_solve(&label, &g, &c)?;
             }
         }
         let stopped = Solver::cg()
