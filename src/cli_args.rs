@@ -92,6 +92,62 @@ pub fn ilu_shift_arg(text: &str) -> Result<IluShift, String> {
     IluShift::parse(text)
 }
 
+/// A number strictly between 0 and 1 (`--escalate-progress`).
+pub fn fraction_arg(text: &str) -> Result<f64, String> {
+    match real(text)? {
+        v if v > 0.0 && v < 1.0 => Ok(v),
+        v => Err(format!("{v} must lie strictly between 0 and 1")),
+    }
+}
+
+/// A finite number above 1 (`--escalate-gap`).
+pub fn factor_arg(text: &str) -> Result<f64, String> {
+    match real(text)? {
+        v if v > 1.0 && v.is_finite() => Ok(v),
+        v => Err(format!("{v} must be a finite number above 1")),
+    }
+}
+
+/// When a precision ladder (`--precision auto`, `ladder:f64,dd,qd`) moves to its next rung;
+/// each flag overrides `[escalation]` in solver.toml.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct EscalationArgs {
+    /// Ladder: check for stagnation every N iterations (each check computes the true
+    /// residual).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = positive_count_arg)]
+    pub escalate_window: Option<usize>,
+    /// Ladder: a window makes progress when its best residual is at most F times the best
+    /// before it (0 < F < 1).
+    #[arg(long, value_name = "F", allow_negative_numbers = true, value_parser = fraction_arg)]
+    pub escalate_progress: Option<f64>,
+    /// Ladder: the true residual stops following the recurrence residual when it is more than
+    /// G times larger (G > 1).
+    #[arg(long, value_name = "G", allow_negative_numbers = true, value_parser = factor_arg)]
+    pub escalate_gap: Option<f64>,
+    /// Ladder: a rung other than the last gives way after N iterations (0: no limit).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
+    pub escalate_max_iter: Option<usize>,
+}
+
+impl EscalationArgs {
+    /// The flags given, over `raw`'s `[escalation]`.
+    pub fn apply(&self, raw: &mut RawConfig) {
+        let e = &mut raw.escalation;
+        if let Some(v) = self.escalate_window {
+            e.window = v;
+        }
+        if let Some(v) = self.escalate_progress {
+            e.progress = v;
+        }
+        if let Some(v) = self.escalate_gap {
+            e.gap = v;
+        }
+        if let Some(v) = self.escalate_max_iter {
+            e.rung_max_iter = v;
+        }
+    }
+}
+
 /// The name a value enum is written with on the command line.
 fn value_name<T: ValueEnum>(value: T) -> String {
     value
@@ -114,6 +170,13 @@ pub fn with_defaults_in_help(cmd: Command, raw: &RawConfig) -> Command {
         ("ilu_shift", s.ilu_shift.to_string()),
         ("shadow", s.shadow.name().to_string()),
         ("max_restarts", s.max_restarts.to_string()),
+        ("escalate_window", raw.escalation.window.to_string()),
+        ("escalate_progress", raw.escalation.progress.to_string()),
+        ("escalate_gap", raw.escalation.gap.to_string()),
+        (
+            "escalate_max_iter",
+            raw.escalation.rung_max_iter.to_string(),
+        ),
     ];
     let format = ("format", value_name(raw.output.format));
     let precision = ("precision", s.precision.to_string());

@@ -13,7 +13,7 @@ use precsolve::precond::ilu0::IluShift;
 use precsolve::report::study;
 use precsolve::solver::ResidualNorm;
 use precsolve::solver::bicgstab::Shadow;
-use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
+use precsolve::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
 use precsolve::sparse::ReadLimits;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,9 +33,10 @@ pub struct BatchArgs {
     /// index.html. A study already there is resumed: recorded runs are skipped.
     #[arg(long, default_value = "study")]
     out: PathBuf,
-    /// Working precisions, comma separated: f64, td, dd, qd, mp:<bits> (both = f64,dd).
-    #[arg(long, value_delimiter = ',')]
-    precision: Vec<WorkingPrecision>,
+    /// Working precisions, comma separated: f64, td, dd, qd, mp:<bits>, auto (escalation: f64,
+    /// then dd, then qd), both (= f64,dd); `ladder:f64,td,dd` (last) escalates through those.
+    #[arg(long, value_name = "LIST")]
+    precision: Option<PrecisionChoice>,
     /// Tolerances on the stopping test, comma separated, each with 0 < TOL < 1.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = tol_arg)]
     tol: Vec<f64>,
@@ -56,6 +57,8 @@ pub struct BatchArgs {
     /// breakdown of rho or <r~, v>; 0 stops at the first breakdown.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     max_restarts: Option<usize>,
+    #[command(flatten)]
+    escalation: crate::cli_args::EscalationArgs,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
     #[arg(long, value_parser = choice::<Method>(), value_delimiter = ',')]
     method: Vec<Method>,
@@ -114,11 +117,11 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
             flag.to_vec()
         }
     };
-    let precisions = if args.precision.is_empty() {
-        config.precision.precisions()
-    } else {
-        args.precision.clone()
-    };
+    let precisions = args
+        .precision
+        .as_ref()
+        .unwrap_or(&config.precision)
+        .precisions();
     let tols = if args.tol.is_empty() {
         vec![config.params.tol]
     } else {
@@ -146,6 +149,7 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
                 shadow: args.shadow.unwrap_or(config.params.shadow),
                 max_restarts: args.max_restarts.unwrap_or(config.params.max_restarts),
             },
+            escalation: config.params.escalation,
         },
         backend: args.backend.unwrap_or(config.backend),
         out: args.out.clone(),
@@ -163,6 +167,7 @@ pub fn run_batch(
     if let Some(threads) = args.threads {
         raw.solve.threads = threads;
     }
+    args.escalation.apply(&mut raw);
     let config = raw.validate()?;
     let spec = spec(&config, &args, limits);
     // Everything the user can get wrong is refused here, before a directory is created.

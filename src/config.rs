@@ -6,7 +6,7 @@ use crate::precond::PrecondKind;
 use crate::precond::ilu0::IluShift;
 use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
-use crate::solver::{Params, ResidualNorm};
+use crate::solver::{Escalation, Params, ResidualNorm};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -21,6 +21,8 @@ pub enum OutputFormat {
 #[serde(deny_unknown_fields, default)]
 pub struct RawConfig {
     pub solve: RawSolve,
+    /// When a precision ladder (`precision = "auto"`) moves to its next rung.
+    pub escalation: Escalation,
     pub output: RawOutput,
 }
 
@@ -101,6 +103,7 @@ impl RawConfig {
         check("tol", check_tol(s.tol).map(drop))?;
         check("max_iter", check_max_iter(s.max_iter).map(drop))?;
         check("threads", check_threads(s.threads).map(drop))?;
+        check("escalation", self.escalation.check())?;
         if s.ilu_shift.fixed().is_some() && s.precond != PrecondKind::Ilu0 {
             return Err(Error::Config(
                 "ilu_shift is set but the preconditioner is not ilu0".into(),
@@ -116,6 +119,8 @@ impl RawConfig {
                 time_limit: None,
                 shadow: s.shadow,
                 max_restarts: s.max_restarts,
+                escalation: self.escalation,
+                ..Params::default()
             },
             method: s.method,
             precision: s.precision.clone(),

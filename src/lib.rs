@@ -53,6 +53,12 @@
 //! # Ok::<(), precsolve::Error>(())
 //! ```
 //!
+//! Not knowing in advance which matrices need the extra words, solve in
+//! [`WorkingPrecision::Ladder`] (`"auto"`, or `"ladder:f64,dd"`): the solve starts in double
+//! and goes on from its iterate in the next precision where the one before stops making
+//! progress, by [`Escalation`]'s rules ([`Solver::escalation`]); [`SolveInfo::phases`] reports
+//! each precision's part.
+//!
 //! # Preconditioner, method, backend
 //!
 //! - [`Solver::ilu0`] factors ILU(0) on `A`'s pattern and applies it in double in every
@@ -139,6 +145,7 @@ pub use precision::{Dd, Precision, Qd, Td};
 pub use precond::ilu0::IluRemedy;
 pub use solver::bicgstab::Shadow;
 pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};
+pub use solver::{Escalation, Ladder, Phase};
 pub use solver::{HistoryPoint, Iteration, ResidualNorm, SolveInfo, SolveTimes, StopReason};
 pub use sparse::{CsrError, CsrMatrix, MmError, MmErrorKind, Symmetry, load_matrix};
 pub use sparse::{poisson2d, poisson3d};

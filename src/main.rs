@@ -115,7 +115,9 @@ struct SolveArgs {
     #[arg(long, value_parser = choice::<Method>())]
     method: Option<Method>,
     /// Working precisions, side by side in this order with ratios against the first: a comma
-    /// list of f64, td, dd, qd, mp:<bits> (feature mpfr); or `both` (= f64,dd).
+    /// list of f64, td, dd, qd, mp:<bits> (feature mpfr), auto (escalation: f64, then dd, then
+    /// qd where the one before stagnates); or `both` (= f64,dd). `ladder:f64,td,dd` (last in
+    /// the list) escalates through the precisions given.
     #[arg(long, value_name = "LIST")]
     precision: Option<PrecisionChoice>,
     /// Stop when the relative recurrence residual (see --criterion) is at or below TOL, with
@@ -155,6 +157,8 @@ struct SolveArgs {
     /// breakdown of rho or <r~, v>; 0 stops at the first breakdown.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     max_restarts: Option<usize>,
+    #[command(flatten)]
+    escalation: cli_args::EscalationArgs,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones),
     /// kept in double: values with more digits than a double holds are rounded, with a warning.
     #[arg(long, value_name = "FILE")]
@@ -409,6 +413,7 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     if let Some(v) = args.max_restarts {
         s.max_restarts = v;
     }
+    args.escalation.apply(raw);
     if let Some(v) = args.format {
         raw.output.format = v;
     }

@@ -6,7 +6,7 @@ pub mod study;
 
 use crate::error::{Error, Result};
 use crate::precond::ilu0::IluRemedy;
-use crate::solver::{ResidualNorm, SolveInfo, StopReason};
+use crate::solver::{Phase, ResidualNorm, SolveInfo, StopReason};
 use crate::sparse::CsrMatrix;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -69,6 +69,9 @@ pub struct RunReport {
     pub ilu_remedy: Option<IluRemedy>,
     /// BiCGStab's restarts after breakdowns.
     pub restarts: usize,
+    /// A precision ladder's rungs, in the order they ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
 }
 
 impl From<&SolveInfo> for RunReport {
@@ -92,6 +95,7 @@ impl From<&SolveInfo> for RunReport {
             ilu_shift: info.ilu_shift,
             ilu_remedy: info.ilu_remedy.clone(),
             restarts: info.restarts,
+            phases: info.phases.clone(),
         }
     }
 }
@@ -205,6 +209,9 @@ impl SolveReport {
             ratio_cells(|q| q.iterations),
         );
         row("stop reason", &|r| r.stop_reason.to_string(), blanks());
+        if self.runs.iter().any(|r| !r.phases.is_empty()) {
+            row("precisions", &|r| phase_path(r), blanks());
+        }
         if self.runs.iter().any(|r| r.restarts > 0) {
             row("restarts", &|r| r.restarts.to_string(), blanks());
         }
@@ -252,8 +259,36 @@ impl SolveReport {
             }
             let _ = writeln!(out, "{}", line.trim_end());
         }
+        for run in self.runs.iter().filter(|r| !r.phases.is_empty()) {
+            let _ = writeln!(out, "\n{}: each precision in turn", run.precision);
+            for (i, p) in run.phases.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "  {}. {:<4} {:>7} iterations  {} s  true residual {}  {}",
+                    i + 1,
+                    p.precision,
+                    p.iterations,
+                    sci(p.seconds),
+                    sci(p.true_residual),
+                    p.stop_reason
+                );
+            }
+        }
         out
     }
+}
+
+/// `f64 1200 > dd 310`: a ladder's rungs with their iterations; a single precision's name.
+fn phase_path(run: &RunReport) -> String {
+    if run.phases.is_empty() {
+        return run.precision.to_string();
+    }
+    let steps: Vec<String> = run
+        .phases
+        .iter()
+        .map(|p| format!("{} {}", p.precision, p.iterations))
+        .collect();
+    steps.join(" > ")
 }
 
 /// `a / b`, undefined (NaN, shown `-` and written null) when `b` is zero: two runs of 0

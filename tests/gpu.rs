@@ -58,6 +58,7 @@ mod gpu_checks {
             front_door_solves,
         ),
         ("bicgstab_restarts_and_shadows_match_cpu", bicgstab_restarts),
+        ("precision_ladders_match_cpu", ladders),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.
@@ -1400,6 +1401,65 @@ mod gpu_checks {
                         same_solve(&label, &g, &c)?;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Precision ladders (`auto`: f64, dd, qd) on matrices where they climb: graded_spd_400 and
+    /// 1138_bus (CG: double's true residual stops following its recurrence residual, or its
+    /// recurrence meets tol while the true residual misses), fs_183_4 and gre_216a (BiCGStab:
+    /// no progress in double; gre_216a goes on to qd), with and without ILU(0). The stagnation
+    /// checks fall where the device ends its batches, so every rung ends at the same iteration
+    /// as on the CPU, with the same bits.
+    fn ladders(_gpu: &CudaBackend) -> Result<(), String> {
+        use precsolve::{BackendChoice, Method, Solver, WorkingPrecision};
+        let auto = WorkingPrecision::Ladder(precsolve::Ladder::AUTO);
+        let cases = [
+            ("graded_spd_400", Method::Cg),
+            ("1138_bus", Method::Cg),
+            ("fs_183_4", Method::Bicgstab),
+            ("gre_216a", Method::Bicgstab),
+        ];
+        for (name, method) in cases {
+            // graded_spd_400 is the bundled sample; the others are shared
+            let bundled = concat!(env!("CARGO_MANIFEST_DIR"), "/matrices").to_string();
+            let path = [matrix_dir(), bundled]
+                .iter()
+                .map(|dir| format!("{dir}/{name}.mtx"))
+                .find(|path| std::path::Path::new(path).exists())
+                .ok_or_else(|| format!("{name}.mtx is neither shared nor bundled here"))?;
+            let a = precsolve::read_matrix_market(&path).map_err(err)?;
+            let b = vec![1.0; a.nrows()];
+            for ilu in [false, true] {
+                let run = |backend| {
+                    let solver = Solver::with_method(method).tol(1e-12).backend(backend);
+                    let mut solver = if ilu { solver.ilu0() } else { solver };
+                    solver.solve_in(auto, &a, &b).map_err(err)
+                };
+                let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
+                let rungs = |s: &precsolve::Solution| {
+                    let steps: Vec<String> = s
+                        .info
+                        .phases
+                        .iter()
+                        .map(|p| format!("{} {} ({})", p.precision, p.iterations, p.stop_reason))
+                        .collect();
+                    steps.join(" > ")
+                };
+                let label = format!("auto {name} ilu {ilu}");
+                // every rung's outcome; its seconds are the backend's own
+                let untimed = |s: &precsolve::Solution| {
+                    let phases = s.info.phases.iter().cloned();
+                    phases
+                        .map(|p| precsolve::Phase { seconds: 0.0, ..p })
+                        .collect::<Vec<_>>()
+                };
+                if untimed(&g) != untimed(&c) {
+                    return Err(format!("{label}: GPU {}; CPU {}", rungs(&g), rungs(&c)));
+                }
+                same_solve(&label, &g, &c)?;
+                println!("    {:>32}  {}", "", rungs(&g));
             }
         }
         Ok(())

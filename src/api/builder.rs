@@ -9,7 +9,7 @@ use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on, solve_typed,
 };
-use crate::solver::{Iteration, Monitor, NoMonitor, Params, ResidualNorm, SolveInfo};
+use crate::solver::{Escalation, Iteration, Monitor, NoMonitor, Params, ResidualNorm, SolveInfo};
 use crate::sparse::CsrMatrix;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -147,6 +147,33 @@ impl<'a, P: Precision> Solver<'a, P> {
     /// [`SolveInfo::restarts`] counts them.
     pub fn max_restarts(mut self, restarts: usize) -> Self {
         self.params.max_restarts = restarts;
+        self
+    }
+
+    /// When a precision ladder's rung gives way to the next ([`Escalation`]'s rules), for
+    /// [`solve_in`](Solver::solve_in) with [`WorkingPrecision::Ladder`] (`"auto"`:
+    /// f64, then dd, then qd).
+    ///
+    /// ```
+    /// use precsolve::{Escalation, Solver, WorkingPrecision};
+    ///
+    /// let a = precsolve::read_matrix_market("matrices/graded_spd_400.mtx")?;
+    /// let b = vec![1.0; a.nrows()];
+    /// let auto: WorkingPrecision = "auto".parse().map_err(precsolve::Error::Config)?;
+    /// let out = Solver::cg()
+    ///     .tol(1e-12)
+    ///     .escalation(Escalation { window: 50, ..Escalation::default() })
+    ///     .solve_in(auto, &a, &b)?;
+    /// for phase in &out.info.phases {
+    ///     println!("{}: {} iterations, {}", phase.precision, phase.iterations, phase.stop_reason);
+    /// }
+    /// // double's recurrence met 1e-12 while its true residual did not: dd finished the solve
+    /// assert_eq!(out.info.phases.len(), 2);
+    /// assert!(out.info.true_residual <= 1e-12);
+    /// # Ok::<(), precsolve::Error>(())
+    /// ```
+    pub fn escalation(mut self, rules: Escalation) -> Self {
+        self.params.escalation = rules;
         self
     }
 
@@ -289,6 +316,7 @@ impl<'a, P: Precision> Solver<'a, P> {
         if self.params.max_iter == 0 {
             return Err(Error::Config("max_iter must be at least 1".into()));
         }
+        self.params.escalation.check().map_err(Error::Config)?;
         // A clone of the matrix shares its arrays: no copy.
         let problem = Problem::new(
             Arc::new(a.clone()),

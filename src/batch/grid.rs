@@ -3,9 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::precond::ilu0::IluShift;
-use crate::solver::ResidualNorm;
 use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{Method, WorkingPrecision};
+use crate::solver::{Escalation, ResidualNorm};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -73,6 +73,8 @@ pub struct RunLimits {
     pub ilu_shift: IluShift,
     /// BiCGStab's shadow residual and restarts after breakdowns (`--shadow`, `--max-restarts`).
     pub bicgstab: BicgstabChoice,
+    /// When a precision ladder's rung gives way (`--escalate-*`), for the ladder runs.
+    pub escalation: Escalation,
 }
 
 /// BiCGStab's `--shadow` and `--max-restarts` of a run. In keys only where they are not the
@@ -145,11 +147,28 @@ pub struct RunKey {
     pub ilu_shift: IluShift,
     #[serde(default, flatten, skip_serializing_if = "BicgstabChoice::is_default")]
     pub bicgstab: BicgstabChoice,
+    /// A ladder run's escalation rules, where they are not the defaults (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
 }
 
 impl RunKey {
     pub fn id(&self) -> String {
-        format!("{}|{}", self.condition().id(), self.matrix_precision())
+        let mut id = format!("{}|{}", self.condition().id(), self.matrix_precision());
+        if let Some(e) = &self.escalation {
+            id.push_str(&format!(
+                "|escalation-{}-{:e}-{:e}-{}",
+                e.window, e.progress, e.gap, e.rung_max_iter
+            ));
+        }
+        id
+    }
+
+    /// The escalation rules for `precision` under `limits`: `Some` only for a ladder with rules
+    /// other than the defaults, so other keys stay as they were.
+    pub fn escalation_of(precision: WorkingPrecision, limits: &RunLimits) -> Option<Escalation> {
+        (precision.ladder().is_some() && limits.escalation != Escalation::default())
+            .then_some(limits.escalation)
     }
 
     fn matrix_precision(&self) -> String {

@@ -408,6 +408,7 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                             PrecondChoice::None => IluShift::Auto,
                         },
                         bicgstab: limits.bicgstab,
+                        escalation: RunKey::escalation_of(precision, limits),
                     });
                 }
             }
@@ -458,6 +459,7 @@ fn run_one(
         time_limit: spec.limits.time_limit,
         shadow: key.bicgstab.shadow,
         max_restarts: key.bicgstab.max_restarts,
+        escalation: key.escalation.unwrap_or_default(),
         ..Params::default()
     };
     let shape = MatrixShape::of(a);
@@ -504,6 +506,7 @@ fn run_one(
         ilu_shift: info.ilu_shift,
         ilu_remedy: info.ilu_remedy.clone(),
         restarts: info.restarts,
+        phases: info.phases.iter().map(store::PhaseRecord::of).collect(),
     };
     Some(RunRecord {
         v: FORMAT_VERSION,

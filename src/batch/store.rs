@@ -36,6 +36,9 @@ pub enum RunStatus {
     NonFinite,
     Indefinite,
     TimeLimit,
+    /// A precision ladder's rung stopped making progress where no iterations were left for
+    /// the next.
+    Stagnated,
     /// The matrix could not be read or is not a system the solvers take (not square...).
     LoadError,
     /// The solver returned an error (a backend failure), not an outcome.
@@ -55,6 +58,7 @@ impl RunStatus {
             StopReason::NonFinite { .. } => RunStatus::NonFinite,
             StopReason::Indefinite => RunStatus::Indefinite,
             StopReason::TimeLimit => RunStatus::TimeLimit,
+            StopReason::Stagnated { .. } => RunStatus::Stagnated,
             StopReason::Cancelled => return None,
         })
     }
@@ -75,6 +79,7 @@ impl RunStatus {
             RunStatus::NonFinite => "non-finite",
             RunStatus::Indefinite => "indefinite",
             RunStatus::TimeLimit => "time-limit",
+            RunStatus::Stagnated => "stagnated",
             RunStatus::LoadError => "load-error",
             RunStatus::SolveError => "solve-error",
             RunStatus::PrecondFailed => "precond-failed",
@@ -141,6 +146,32 @@ pub struct RunResult {
     /// BiCGStab's restarts after breakdowns (0, and absent, in older files).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub restarts: usize,
+    /// A precision ladder's rungs, in the order they ran (absent for one precision).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseRecord>,
+}
+
+/// One rung of a ladder run ([`crate::solver::Phase`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    pub precision: String,
+    pub iterations: usize,
+    pub stop_reason: StopReason,
+    #[serde(with = "nullable_f64")]
+    pub true_residual: f64,
+    pub seconds: f64,
+}
+
+impl PhaseRecord {
+    pub fn of(phase: &crate::solver::Phase) -> Self {
+        PhaseRecord {
+            precision: phase.precision.to_string(),
+            iterations: phase.iterations,
+            stop_reason: phase.stop_reason.clone(),
+            true_residual: phase.true_residual,
+            seconds: phase.seconds,
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -69,6 +69,8 @@ pub struct MatrixRow {
     pub qd: Option<RunRecord>,
     /// The td run, if the study has one: kept, not classified, as qd.
     pub td: Option<RunRecord>,
+    /// The precision-ladder runs (`auto`, `ladder:...`), in the study's order.
+    pub ladders: Vec<RunRecord>,
     pub category: Category,
     /// Solved by both and dd's iterations took less time.
     pub dd_faster: bool,
@@ -85,7 +87,18 @@ impl MatrixRow {
             WorkingPrecision::Qd => self.qd.as_ref(),
             WorkingPrecision::Td => self.td.as_ref(),
             WorkingPrecision::Mp(_) => None,
+            WorkingPrecision::Ladder(_) => self.ladders.iter().find(|r| r.key.precision == p),
         }
+    }
+
+    /// The ladder runs that solved the matrix in a later rung than their first: each with the
+    /// precision it finished in.
+    pub fn solved_after_escalation(&self) -> impl Iterator<Item = (&RunRecord, &str)> {
+        self.ladders.iter().filter(|r| r.solved).filter_map(|r| {
+            let phases = &r.result.as_ref()?.phases;
+            let last = phases.last().filter(|_| phases.len() > 1)?;
+            Some((r, last.precision.as_str()))
+        })
     }
 
     /// ILU(0)'s `sigma` and, where the automatic shift chose it, what it did: from whichever
@@ -175,6 +188,14 @@ impl ConditionSummary {
         self.rows.iter().filter(|r| r.solved_after_restart())
     }
 
+    /// Matrices a ladder solved after escalating, with the precision it finished in.
+    pub fn solved_after_escalation(&self) -> impl Iterator<Item = (&MatrixRow, &str)> {
+        self.rows.iter().filter_map(|r| {
+            let (_, precision) = r.solved_after_escalation().next()?;
+            Some((r, precision))
+        })
+    }
+
     pub fn count(&self, c: Category) -> usize {
         self.in_category(c).count()
     }
@@ -215,6 +236,7 @@ impl Summary {
                     dd: None,
                     qd: None,
                     td: None,
+                    ladders: Vec::new(),
                     category: Category::Incomplete,
                     dd_faster: false,
                     f64_missed_true_residual: false,
@@ -227,6 +249,7 @@ impl Summary {
                 WorkingPrecision::Td => row.td = Some(r.clone()),
                 // In the per-run records only (a study may hold several `mp:<bits>`).
                 WorkingPrecision::Mp(_) => {}
+                WorkingPrecision::Ladder(_) => row.ladders.push(r.clone()),
             }
         }
         let mut conditions: Vec<ConditionSummary> = conditions

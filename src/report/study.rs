@@ -13,7 +13,7 @@ pub use html::html;
 
 /// Count rows of a condition, in the thesis's order (Table 4.2), with the rows that are subsets
 /// indented. Each: label, count, matrices.
-fn count_rows(cs: &ConditionSummary) -> Vec<(&'static str, Vec<&MatrixRow>)> {
+fn count_rows(cs: &ConditionSummary) -> Vec<(String, Vec<&MatrixRow>)> {
     let of = |c| cs.in_category(c).collect::<Vec<_>>();
     let remedied = (cs.condition.precond == crate::precond::PrecondKind::Ilu0).then(|| {
         [
@@ -27,7 +27,7 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(&'static str, Vec<&MatrixRow>)> {
             ),
         ]
     });
-    let mut rows = vec![
+    let rows = vec![
         ("solved by both f64 and dd", of(Category::SolvedByBoth)),
         ("  of which dd is faster", cs.dd_faster().collect()),
         ("solved by dd only", of(Category::DdOnly)),
@@ -43,10 +43,40 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(&'static str, Vec<&MatrixRow>)> {
             of(Category::Incomplete),
         ),
     ];
-    rows.extend(remedied.into_iter().flatten());
+    let mut rows: Vec<(String, Vec<&MatrixRow>)> = rows
+        .into_iter()
+        .map(|(label, m)| (label.to_string(), m))
+        .collect();
+    rows.extend(
+        remedied
+            .into_iter()
+            .flatten()
+            .map(|(label, m)| (label.to_string(), m)),
+    );
     let restarted: Vec<&MatrixRow> = cs.solved_after_restart().collect();
     if !restarted.is_empty() {
-        rows.push(("solved after a BiCGStab restart", restarted));
+        rows.push(("solved after a BiCGStab restart".into(), restarted));
+    }
+    let escalated: Vec<(&MatrixRow, &str)> = cs.solved_after_escalation().collect();
+    if !escalated.is_empty() {
+        rows.push((
+            "solved after precision escalation".into(),
+            escalated.iter().map(|(r, _)| *r).collect(),
+        ));
+        let mut finished: Vec<&str> = escalated.iter().map(|(_, p)| *p).collect();
+        finished.dedup();
+        finished.sort();
+        finished.dedup();
+        for p in finished {
+            rows.push((
+                format!("  of which finished in {p}"),
+                escalated
+                    .iter()
+                    .filter(|(_, q)| *q == p)
+                    .map(|(r, _)| *r)
+                    .collect(),
+            ));
+        }
     }
     rows
 }

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::Preconditioning;
 use crate::sparse::{CsrMatrix, Symmetry};
+pub use super::ladder::Ladder;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -54,6 +55,10 @@ pub enum WorkingPrecision {
     /// MPFR with this many bits (`mp:<bits>`, `crate::precision::mp`): CPU only, and only in a
     /// build with the `mpfr` feature ([`WorkingPrecision::unavailable`] says why not).
     Mp(u32),
+    /// Precision escalation (`auto`, `ladder:f64,dd,qd`): the solve starts in the ladder's
+    /// first precision and continues from its iterate in the next one when it stops making
+    /// progress ([`Escalation`](super::Escalation)).
+    Ladder(Ladder),
 }
 
 impl WorkingPrecision {
@@ -73,19 +78,41 @@ impl WorkingPrecision {
             WorkingPrecision::Qd => Qd::NAME,
             WorkingPrecision::Td => Td::NAME,
             WorkingPrecision::Mp(bits) => mp_name(bits),
+            WorkingPrecision::Ladder(ladder) => interned(ladder.name()),
+        }
+    }
+
+    /// The ladder, for `auto` and `ladder:...`.
+    pub fn ladder(self) -> Option<Ladder> {
+        match self {
+            WorkingPrecision::Ladder(ladder) => Some(ladder),
+            _ => None,
+        }
+    }
+
+    /// The precisions a solve in this one may run: itself, or a ladder's rungs.
+    pub fn rungs(self) -> Vec<WorkingPrecision> {
+        match self {
+            WorkingPrecision::Ladder(ladder) => ladder.rungs().collect(),
+            p => vec![p],
         }
     }
 
     /// Whether the CUDA backend has kernels for this precision: f64, dd, td and qd do; `mp`
     /// never will (MPFR runs on the CPU).
     pub fn runs_on_gpu(self) -> bool {
-        !matches!(self, WorkingPrecision::Mp(_))
+        match self {
+            WorkingPrecision::Mp(_) => false,
+            WorkingPrecision::Ladder(ladder) => ladder.rungs().all(Self::runs_on_gpu),
+            _ => true,
+        }
     }
 
     /// Why this build cannot run the precision at all (`mp` without the `mpfr` feature), or
     /// `None`. Checked when a precision list is parsed and again before any solve.
     pub fn unavailable(self) -> Option<String> {
         match self {
+            WorkingPrecision::Ladder(ladder) => ladder.rungs().find_map(Self::unavailable),
             WorkingPrecision::Mp(_) if !cfg!(feature = "mpfr") => Some(format!(
                 "{} needs MPFR, and this binary was built without the `mpfr` feature: rebuild \
                  with `cargo build --release --features mpfr` (building GMP/MPFR needs m4 and a \
@@ -97,22 +124,33 @@ impl WorkingPrecision {
     }
 }
 
-/// `mp:<bits>` as a `&'static str`, like the other names: each distinct precision's name is
-/// allocated once and kept for the life of the process (a few bytes per distinct `bits`).
+/// `mp:<bits>` as a `&'static str`, like the other names.
 fn mp_name(bits: u32) -> &'static str {
-    use std::collections::BTreeMap;
+    interned(crate::precision::mp::name(bits))
+}
+
+/// A name as a `&'static str`: each distinct name (`mp:<bits>`, a ladder's) is allocated once
+/// and kept for the life of the process (a few bytes each).
+fn interned(name: String) -> &'static str {
+    use std::collections::BTreeSet;
     use std::sync::{Mutex, PoisonError};
-    static NAMES: Mutex<BTreeMap<u32, &'static str>> = Mutex::new(BTreeMap::new());
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
-    names
-        .entry(bits)
-        .or_insert_with(|| Box::leak(crate::precision::mp::name(bits).into_boxed_str()))
+    match names.get(name.as_str()) {
+        Some(&kept) => kept,
+        None => {
+            let kept: &'static str = Box::leak(name.into_boxed_str());
+            names.insert(kept);
+            kept
+        }
+    }
 }
 
 /// The error for a CPU-only precision on the CUDA backend.
 pub fn cpu_only_error(p: WorkingPrecision) -> Error {
     let why = match p {
         WorkingPrecision::Mp(_) => "runs on the CPU only (MPFR)",
+        WorkingPrecision::Ladder(_) => "has a rung without CUDA kernels (mp:<bits> runs on the CPU only)",
         _ => "has no CUDA kernels",
     };
     Error::Unavailable(format!("{} {why}: use --backend cpu", p.name()))
@@ -133,13 +171,16 @@ impl std::str::FromStr for WorkingPrecision {
         if let Some(bits) = crate::precision::mp::parse_bits(s)? {
             return Ok(WorkingPrecision::Mp(bits));
         }
+        if let Some(ladder) = Ladder::parse(s)? {
+            return Ok(WorkingPrecision::Ladder(ladder));
+        }
         WorkingPrecision::ALL
             .into_iter()
             .find(|p| p.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
                 let known: Vec<_> = WorkingPrecision::ALL.iter().map(|p| p.name()).collect();
                 format!(
-                    "unknown precision `{s}` (known: {}, mp:<bits>, both)",
+                    "unknown precision `{s}` (known: {}, mp:<bits>, auto, ladder:<p>,<p>..., both)",
                     known.join(", ")
                 )
             })
@@ -161,8 +202,9 @@ impl From<WorkingPrecision> for String {
 
 /// The `--precision` choice: the precisions to run, side by side in this order, ratios against
 /// the first. Written `f64,dd` or `f64,td,dd,qd,mp:256` (any list of f64, td, dd, qd,
-/// `mp:<bits>` without repeats), or `both` for `f64,dd`. A precision this build cannot run (`mp`
-/// without the `mpfr` feature) is refused here, before anything is loaded.
+/// `mp:<bits>`, `auto` without repeats), or `both` for `f64,dd`. A `ladder:` takes the rest of
+/// the list as its rungs: `f64,dd,ladder:f64,dd,qd` is three columns. A precision this build
+/// cannot run (`mp` without the `mpfr` feature) is refused here, before anything is loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(try_from = "String", into = "String"))]
@@ -186,8 +228,16 @@ impl std::str::FromStr for PrecisionChoice {
             return Ok(PrecisionChoice::both());
         }
         let mut list: Vec<WorkingPrecision> = Vec::new();
-        for part in s.split(',') {
-            let p: WorkingPrecision = part.parse()?;
+        let mut parts = s.split(',');
+        while let Some(part) = parts.next() {
+            let p: WorkingPrecision = match part.trim().get(..7) {
+                // a ladder's rungs are the rest of the list
+                Some(head) if head.eq_ignore_ascii_case("ladder:") => {
+                    let rest: Vec<&str> = std::iter::once(part).chain(parts.by_ref()).collect();
+                    rest.join(",").parse()?
+                }
+                _ => part.parse()?,
+            };
             if list.contains(&p) {
                 return Err(format!("precision `{}` is listed twice in `{s}`", p.name()));
             }
@@ -314,9 +364,11 @@ impl BackendChoice {
             return Ok((ResolvedBackend::Cpu, Some(why)));
         }
         let method = method.resolve(a);
+        // a ladder costs what its rungs cost
         let workloads: Vec<Workload> = precisions
             .iter()
-            .map(|&precision| Workload {
+            .flat_map(|p| p.rungs())
+            .map(|precision| Workload {
                 rows: a.nrows(),
                 nnz: a.nnz(),
                 precision,

@@ -42,6 +42,8 @@ impl Workload {
             WorkingPrecision::Dd => 16.0,
             WorkingPrecision::Qd => 32.0,
             WorkingPrecision::Mp(bits) => 32.0 + f64::from(bits) / 8.0,
+            // expanded into their rungs before the model sees them (`resolve_for_problem`)
+            WorkingPrecision::Ladder(_) => 32.0,
         }
     }
 
@@ -80,7 +82,7 @@ impl Workload {
         match self.precision {
             WorkingPrecision::F64 => 1.0,
             WorkingPrecision::Dd | WorkingPrecision::Td => 4.0,
-            WorkingPrecision::Qd => 16.0,
+            WorkingPrecision::Qd | WorkingPrecision::Ladder(_) => 16.0,
             WorkingPrecision::Mp(_) => 64.0,
         }
     }
@@ -132,7 +134,9 @@ impl CostModel {
         let per_thread = match w.precision {
             WorkingPrecision::F64 => self.cpu_thread_rate[0],
             WorkingPrecision::Dd | WorkingPrecision::Td => self.cpu_thread_rate[1],
-            WorkingPrecision::Qd | WorkingPrecision::Mp(_) => self.cpu_thread_rate[2],
+            WorkingPrecision::Qd | WorkingPrecision::Mp(_) | WorkingPrecision::Ladder(_) => {
+                self.cpu_thread_rate[2]
+            }
         };
         let threads = self.cpu_threads as f64;
         let all = (per_thread * threads).min(self.cpu_ceiling);

@@ -120,6 +120,9 @@ pub fn solve_on(
         WorkingPrecision::Mp(_) => Err(crate::error::Error::Config(
             recipe.precision.unavailable().unwrap_or_default(),
         )),
+        WorkingPrecision::Ladder(ladder) => super::escalation::solve_ladder(
+            lane, problem, backend, recipe, ladder, params, monitor,
+        ),
     }
 }
 

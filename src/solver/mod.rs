@@ -5,12 +5,17 @@ pub mod cg;
 mod choices;
 pub mod cost;
 pub mod dispatch;
+pub mod escalation;
+mod ladder;
 mod monitor;
 mod params;
 mod problem;
 
 pub use bicgstab::{BicgstabKernels, BicgstabSteps, bicgstab};
 pub use cg::{CgKernels, CgSteps, cg};
+pub use choices::{BackendChoice, Ladder, ResolvedBackend, WorkingPrecision};
+pub use escalation::{Escalation, Phase};
 pub use monitor::{Iteration, Monitor, NoMonitor};
+pub use problem::{Problem, Solution, SolutionVector};
 pub(crate) use params::named_choices;
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

@@ -2,6 +2,7 @@
 //! periodic true residuals, time limits and the user's [`Monitor`].
 
 use super::cg::Threshold;
+use super::escalation::StallWatch;
 use super::params::{HistoryPoint, Params, SolveInfo, SolveTimes, StopReason};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -82,6 +83,8 @@ pub(crate) struct Tracker<'a, B: Backend> {
     true_residual: TrueResidual<B>,
     /// The monitor asked to stop (in a batch, taking effect at its last iteration).
     cancelled: bool,
+    /// A ladder rung's stagnation rules (`Params::watch_stagnation`).
+    stall: Option<StallWatch>,
 }
 
 impl<'a, B: Backend> Tracker<'a, B> {
@@ -115,7 +118,18 @@ impl<'a, B: Backend> Tracker<'a, B> {
             time_to_target: None,
             true_residual,
             cancelled: false,
+            stall: params
+                .watch_stagnation
+                .then(|| StallWatch::new(params.escalation, n)),
         })
+    }
+
+    /// A precision ladder's rung also judges the recurrence residual's stagnation (for
+    /// methods whose recurrence residual stops falling when rounding takes over).
+    pub fn recurrence_may_stagnate(&mut self) {
+        if let Some(stall) = &mut self.stall {
+            stall.watch_recurrence();
+        }
     }
 
     pub fn b_norm(&self) -> f64 {
@@ -126,9 +140,10 @@ impl<'a, B: Backend> Tracker<'a, B> {
     /// Returns a stop reason when there is nothing to iterate on.
     pub fn setup_done(&mut self, r0_norm: f64) -> Option<StopReason> {
         self.setup = self.start.elapsed();
-        self.denominator = match self.params.criterion {
-            super::ResidualNorm::Initial => r0_norm,
-            super::ResidualNorm::Rhs => self.b_norm(),
+        self.denominator = match (self.params.denominator, self.params.criterion) {
+            (Some(given), _) => given,
+            (None, super::ResidualNorm::Initial) => r0_norm,
+            (None, super::ResidualNorm::Rhs) => self.b_norm(),
         };
         if !r0_norm.is_finite() {
             return Some(StopReason::NonFinite {
@@ -139,6 +154,9 @@ impl<'a, B: Backend> Tracker<'a, B> {
             return Some(StopReason::ConvergedZeroResidual);
         }
         self.record_point(0, false, r0_norm / self.denominator, None);
+        if let Some(stall) = &mut self.stall {
+            stall.observe(r0_norm / self.denominator);
+        }
         None
     }
 
@@ -166,10 +184,12 @@ impl<'a, B: Backend> Tracker<'a, B> {
     }
 
     /// Whether [`check_in_batch`](Tracker::check_in_batch) at iteration `k` reads `x` (a
-    /// periodic true residual): a solver that defers its `x` update brings `x` up to date first.
+    /// periodic true residual, a stagnation check): a solver that defers its `x` update brings
+    /// `x` up to date first.
     pub fn wants_x(&self, k: usize) -> bool {
         let every = self.params.true_residual_every;
         every > 0 && k.is_multiple_of(every)
+            || self.stall.as_ref().is_some_and(|stall| stall.checks_at(k))
     }
 
     /// After iteration `k` with recurrence residual norm `norm`: the stopping test, history,
@@ -229,6 +249,17 @@ impl<'a, B: Backend> Tracker<'a, B> {
         self.record_point(k, half_step, relative, true_residual);
         if self.threshold().reached(norm) {
             return Ok(Some(StopReason::ConvergedRtol));
+        }
+        let b_norm = self.b_norm();
+        if let Some(stall) = &mut self.stall {
+            stall.observe(relative);
+            // Checks fall where batches end (`next_batch`), so a device has stopped there too.
+            if let Some(true_residual) = true_residual.filter(|_| !half_step && may_cancel)
+                && stall.checks_at(k)
+                && let Some(what) = stall.check(k, norm, true_residual * b_norm)
+            {
+                return Ok(Some(StopReason::Stagnated { what }));
+            }
         }
         let at = Iteration {
             iteration: k,
@@ -317,6 +348,8 @@ impl<'a, B: Backend> Tracker<'a, B> {
             restarts: 0,
             ilu_shift: None,
             ilu_remedy: None,
+            denominator: self.denominator,
+            phases: Vec::new(),
         })
     }
 }
@@ -330,10 +363,14 @@ pub(crate) fn finite_or<P: Precision>(value: &P, what: &str) -> Option<StopReaso
 /// where the tracker reads `x` (a periodic true residual), `k` iterations done.
 pub(crate) fn next_batch(proposed: usize, k: usize, params: &Params) -> usize {
     let batch = proposed.clamp(1, params.max_iter - k);
-    match params.true_residual_every {
-        0 => batch,
-        every => batch.min(every - k % every),
-    }
+    let stall_window = match params.watch_stagnation {
+        true => params.escalation.window,
+        false => 0,
+    };
+    [params.true_residual_every, stall_window]
+        .into_iter()
+        .filter(|&every| every > 0)
+        .fold(batch, |batch, every| batch.min(every - k % every))
 }
 
 /// `rho` (CG's `<r, z>`, BiCGStab's `<r~, r>`) that ends the solve before the direction update.

@@ -2,6 +2,7 @@
 
 use crate::precond::ilu0::IluRemedy;
 use super::bicgstab::Shadow;
+use super::escalation::{Escalation, Phase};
 use std::time::Duration;
 
 /// Gives a unit-only enum its written names: `ALL` (every value, in order), `name()` (the name
@@ -76,6 +77,14 @@ pub struct Params {
     /// breakdown of `rho` or `<r~, v>` (default 5); the breakdown after the last one ends the
     /// solve as [`StopReason::Breakdown`].
     pub max_restarts: usize,
+    /// When a precision ladder's rung gives way to the next (`WorkingPrecision::Ladder`).
+    pub escalation: Escalation,
+    /// Apply `escalation`'s stagnation rules, ending with [`StopReason::Stagnated`] (set by
+    /// the ladder on every rung but the last).
+    pub watch_stagnation: bool,
+    /// The stopping test's denominator, when a solve continues another (a ladder's later
+    /// rungs keep the first's `||r0||`); `None` takes it from `criterion`.
+    pub denominator: Option<f64>,
 }
 
 impl Default for Params {
@@ -90,6 +99,9 @@ impl Default for Params {
             time_limit: None,
             shadow: Shadow::R0,
             max_restarts: 5,
+            escalation: Escalation::default(),
+            watch_stagnation: false,
+            denominator: None,
         }
     }
 }
@@ -118,6 +130,12 @@ pub enum StopReason {
     },
     /// CG found `<p, A p> <= 0`: the matrix is not positive definite.
     Indefinite,
+    /// A precision ladder's rung stopped making progress ([`Escalation`]'s rules): the next
+    /// rung takes over. Only a rung other than the last ends so.
+    Stagnated {
+        /// What the rules saw.
+        what: String,
+    },
     /// The time limit was reached first.
     TimeLimit,
     /// The callback (or a progress monitor) asked to stop.
@@ -143,6 +161,7 @@ impl std::fmt::Display for StopReason {
             StopReason::Breakdown { what } => write!(f, "breakdown ({what})"),
             StopReason::NonFinite { what } => write!(f, "non-finite {what}"),
             StopReason::Indefinite => f.write_str("indefinite matrix"),
+            StopReason::Stagnated { what } => write!(f, "stagnated ({what})"),
             StopReason::TimeLimit => f.write_str("time limit"),
             StopReason::Cancelled => f.write_str("cancelled"),
         }
@@ -219,6 +238,11 @@ pub struct SolveInfo {
     pub ilu_shift: Option<f64>,
     /// Where `A` itself had no ILU(0) and the automatic shift found one: why, and which.
     pub ilu_remedy: Option<IluRemedy>,
+    /// The denominator of the relative recurrence residual: `||r0||` or `||b||` by the
+    /// criterion (for a ladder, the first rung's).
+    pub denominator: f64,
+    /// A precision ladder's rungs, in the order they ran (empty for a solve in one precision).
+    pub phases: Vec<Phase>,
 }
 
 impl SolveInfo {

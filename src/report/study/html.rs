@@ -53,7 +53,7 @@ pub fn html(summary: &Summary) -> String {
         for (label, rows) in count_rows(cs) {
             let label = match label.strip_prefix("  ") {
                 Some(sub) => format!("&nbsp;&nbsp;&nbsp;&nbsp;{}", escape(sub)),
-                None => escape(label),
+                None => escape(&label),
             };
             let names: Vec<String> = rows.iter().map(|r| link(r)).collect();
             t.rows

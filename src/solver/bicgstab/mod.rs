@@ -36,6 +36,8 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
 ) -> Result<SolveInfo> {
     const METHOD: &str = "bicgstab";
     let mut tracker = Tracker::start(backend, a, b, params, monitor)?;
+    // BiCGStab's recurrence residual stagnates where rounding takes over (CG's goes on falling)
+    tracker.recurrence_may_stagnate();
     let n = backend.len(b);
     let identity = precond.is_identity();
     let wide = |backend: &B| -> Result<Option<B::Vector<f64>>> {
