@@ -9,9 +9,9 @@ use clap::{Command, ValueEnum};
 use precsolve::config::{self, RawConfig};
 use precsolve::precond::PrecondKind;
 use precsolve::precond::ilu0::IluShift;
-use precsolve::solver::ResidualNorm;
 use precsolve::solver::bicgstab::Shadow;
 use precsolve::solver::dispatch::{BackendChoice, Method};
+use precsolve::solver::{Orthogonalization, ResidualNorm};
 
 /// A library enum the command line offers by name (the library's types derive no clap traits).
 pub trait Choice: Copy + Send + Sync + 'static {
@@ -31,7 +31,14 @@ macro_rules! choices {
         }
     )*};
 }
-choices!(Method, BackendChoice, ResidualNorm, PrecondKind, Shadow);
+choices!(
+    Method,
+    BackendChoice,
+    ResidualNorm,
+    PrecondKind,
+    Shadow,
+    Orthogonalization
+);
 
 /// The parser of an option whose values are `T`'s names (listed by `--help`).
 pub fn choice<T: Choice>() -> impl TypedValueParser<Value = T> {
@@ -148,6 +155,30 @@ impl EscalationArgs {
     }
 }
 
+/// GMRES's restart length and orthogonalisation; each flag overrides solver.toml.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct GmresArgs {
+    /// GMRES: iterations between restarts (the basis size m, at least 1).
+    #[arg(long, value_name = "M", allow_negative_numbers = true, value_parser = positive_count_arg)]
+    pub gmres_restart: Option<usize>,
+    /// GMRES: orthogonalisation of each new basis vector: mgs (modified Gram-Schmidt) or cgs2
+    /// (classical Gram-Schmidt, twice).
+    #[arg(long, value_parser = choice::<Orthogonalization>())]
+    pub gmres_orthogonalization: Option<Orthogonalization>,
+}
+
+impl GmresArgs {
+    /// The flags given, over `raw`'s `[solve]`.
+    pub fn apply(&self, raw: &mut RawConfig) {
+        if let Some(v) = self.gmres_restart {
+            raw.solve.gmres_restart = v;
+        }
+        if let Some(v) = self.gmres_orthogonalization {
+            raw.solve.gmres_orthogonalization = v;
+        }
+    }
+}
+
 /// The name a value enum is written with on the command line.
 fn value_name<T: ValueEnum>(value: T) -> String {
     value
@@ -170,6 +201,11 @@ pub fn with_defaults_in_help(cmd: Command, raw: &RawConfig) -> Command {
         ("ilu_shift", s.ilu_shift.to_string()),
         ("shadow", s.shadow.name().to_string()),
         ("max_restarts", s.max_restarts.to_string()),
+        ("gmres_restart", s.gmres_restart.to_string()),
+        (
+            "gmres_orthogonalization",
+            s.gmres_orthogonalization.name().to_string(),
+        ),
         ("escalate_window", raw.escalation.window.to_string()),
         ("escalate_progress", raw.escalation.progress.to_string()),
         ("escalate_gap", raw.escalation.gap.to_string()),

@@ -5,8 +5,8 @@ use crate::cli_args::{choice, count_arg, ilu_shift_arg, max_iter_arg, threads_ar
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use precsolve::batch::{
-    self, BicgstabChoice, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord, StudyObserver,
-    StudySpec,
+    self, BicgstabChoice, GmresChoice, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord,
+    StudyObserver, StudySpec,
 };
 use precsolve::config::RawConfig;
 use precsolve::precond::ilu0::IluShift;
@@ -57,6 +57,8 @@ pub struct BatchArgs {
     /// breakdown of rho or <r~, v>; 0 stops at the first breakdown.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     max_restarts: Option<usize>,
+    #[command(flatten)]
+    gmres: crate::cli_args::GmresArgs,
     #[command(flatten)]
     escalation: crate::cli_args::EscalationArgs,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
@@ -149,6 +151,10 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
                 shadow: args.shadow.unwrap_or(config.params.shadow),
                 max_restarts: args.max_restarts.unwrap_or(config.params.max_restarts),
             },
+            gmres: GmresChoice {
+                restart: config.params.gmres_restart,
+                orthogonalization: config.params.gmres_orthogonalization,
+            },
             escalation: config.params.escalation,
         },
         backend: args.backend.unwrap_or(config.backend),
@@ -167,6 +173,7 @@ pub fn run_batch(
     if let Some(threads) = args.threads {
         raw.solve.threads = threads;
     }
+    args.gmres.apply(&mut raw);
     args.escalation.apply(&mut raw);
     let config = raw.validate()?;
     let spec = spec(&config, &args, limits);

@@ -6,7 +6,7 @@ use crate::precond::PrecondKind;
 use crate::precond::ilu0::IluShift;
 use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{BackendChoice, Method, PrecisionChoice};
-use crate::solver::{Escalation, Params, ResidualNorm};
+use crate::solver::{Escalation, Orthogonalization, Params, ResidualNorm};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -41,6 +41,8 @@ pub struct RawSolve {
     pub ilu_shift: IluShift,
     pub shadow: Shadow,
     pub max_restarts: usize,
+    pub gmres_restart: usize,
+    pub gmres_orthogonalization: Orthogonalization,
 }
 
 impl Default for RawSolve {
@@ -59,6 +61,8 @@ impl Default for RawSolve {
             ilu_shift: IluShift::Auto,
             shadow: params.shadow,
             max_restarts: params.max_restarts,
+            gmres_restart: params.gmres_restart,
+            gmres_orthogonalization: params.gmres_orthogonalization,
         }
     }
 }
@@ -104,6 +108,9 @@ impl RawConfig {
         check("max_iter", check_max_iter(s.max_iter).map(drop))?;
         check("threads", check_threads(s.threads).map(drop))?;
         check("escalation", self.escalation.check())?;
+        if s.gmres_restart == 0 {
+            return Err(Error::Config("gmres_restart: must be at least 1".into()));
+        }
         if s.ilu_shift.fixed().is_some() && s.precond != PrecondKind::Ilu0 {
             return Err(Error::Config(
                 "ilu_shift is set but the preconditioner is not ilu0".into(),
@@ -119,6 +126,8 @@ impl RawConfig {
                 time_limit: None,
                 shadow: s.shadow,
                 max_restarts: s.max_restarts,
+                gmres_restart: s.gmres_restart,
+                gmres_orthogonalization: s.gmres_orthogonalization,
                 escalation: self.escalation,
                 ..Params::default()
             },

@@ -65,8 +65,8 @@
 //!   precision (thesis section 4.3.2), past a zero pivot or a missing diagonal entry with a
 //!   growing diagonal shift ([`SolveInfo::ilu_remedy`]); [`Solver::ilu0_shifted`] fixes the shift.
 //! - [`Solver::preconditioner`] takes a [`Preconditioner`] of your own, applied in double.
-//! - [`Solver::cg`] for symmetric positive definite matrices, [`Solver::bicgstab`] for general
-//!   ones, [`Solver::auto`] for CG where the matrix was declared symmetric
+//! - [`Solver::cg`] for symmetric positive definite matrices, [`Solver::bicgstab`] and
+//!   [`Solver::gmres`] (restarted, right-preconditioned) for general ones, [`Solver::auto`] for CG where the matrix was declared symmetric
 //!   ([`CsrMatrix::with_symmetry`]).
 //! - [`Solver::backend`]: [`BackendChoice::Auto`] (default) runs where it estimates the solve
 //!   faster: on the GPU where one is usable (the `cuda` feature, default; the CUDA libraries
@@ -145,7 +145,7 @@ pub use precision::{Dd, Precision, Qd, Td};
 pub use precond::ilu0::IluRemedy;
 pub use solver::bicgstab::Shadow;
 pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};
-pub use solver::{Escalation, Ladder, Phase};
+pub use solver::{Escalation, Ladder, Orthogonalization, Phase};
 pub use solver::{HistoryPoint, Iteration, ResidualNorm, SolveInfo, SolveTimes, StopReason};
 pub use sparse::{CsrError, CsrMatrix, MmError, MmErrorKind, Symmetry, load_matrix};
 pub use sparse::{poisson2d, poisson3d};

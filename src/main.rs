@@ -158,6 +158,8 @@ struct SolveArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     max_restarts: Option<usize>,
     #[command(flatten)]
+    gmres: cli_args::GmresArgs,
+    #[command(flatten)]
     escalation: cli_args::EscalationArgs,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones),
     /// kept in double: values with more digits than a double holds are rounded, with a warning.
@@ -413,6 +415,7 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     if let Some(v) = args.max_restarts {
         s.max_restarts = v;
     }
+    args.gmres.apply(raw);
     args.escalation.apply(raw);
     if let Some(v) = args.format {
         raw.output.format = v;

@@ -59,6 +59,7 @@ mod gpu_checks {
         ),
         ("bicgstab_restarts_and_shadows_match_cpu", bicgstab_restarts),
         ("precision_ladders_match_cpu", ladders),
+        ("gmres_matches_cpu", gmres_solves),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.
@@ -1460,6 +1461,35 @@ mod gpu_checks {
                 }
                 same_solve(&label, &g, &c)?;
                 println!("    {:>32}  {}", "", rungs(&g));
+            }
+        }
+        Ok(())
+    }
+
+    /// GMRES(30), written once from the backends' primitives: in every precision, with and
+    /// without ILU(0), with both orthogonalisations, the GPU's solves equal the CPU's.
+    fn gmres_solves(_gpu: &CudaBackend) -> Result<(), String> {
+        use precsolve::{BackendChoice, Orthogonalization, Solver, WorkingPrecision};
+        for name in ["cage8", "fs_183_4", "sherman5"] {
+            let path = format!("{}/{name}.mtx", matrix_dir());
+            let a = precsolve::read_matrix_market(&path).map_err(err)?;
+            let b = vec![1.0; a.nrows()];
+            for how in [Orthogonalization::Mgs, Orthogonalization::Cgs2] {
+                for ilu in [false, true] {
+                    for p in WorkingPrecision::ALL {
+                        let run = |backend| {
+                            let solver = Solver::gmres()
+                                .orthogonalization(how)
+                                .max_iter(600)
+                                .backend(backend);
+                            let mut solver = if ilu { solver.ilu0() } else { solver };
+                            solver.solve_in(p, &a, &b).map_err(err)
+                        };
+                        let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
+                        let label = format!("gmres {name} {} ilu {ilu} {}", how.name(), p.name());
+                        same_solve(&label, &g, &c)?;
+                    }
+                }
             }
         }
         Ok(())

@@ -9,7 +9,9 @@ use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on, solve_typed,
 };
-use crate::solver::{Escalation, Iteration, Monitor, NoMonitor, Params, ResidualNorm, SolveInfo};
+use crate::solver::{
+    Escalation, Iteration, Monitor, NoMonitor, Orthogonalization, Params, ResidualNorm, SolveInfo,
+};
 use crate::sparse::CsrMatrix;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -53,6 +55,12 @@ enum PrecondChoice {
 }
 
 impl<'a> Solver<'a, f64> {
+    /// Restarted GMRES(m) with right preconditioning (general square matrices; `m` by
+    /// [`gmres_restart`](Solver::gmres_restart)).
+    pub fn gmres() -> Self {
+        Self::with_method(Method::Gmres)
+    }
+
     /// Conjugate gradients (for symmetric positive definite matrices).
     pub fn cg() -> Self {
         Self::with_method(Method::Cg)
@@ -174,6 +182,19 @@ impl<'a, P: Precision> Solver<'a, P> {
     /// ```
     pub fn escalation(mut self, rules: Escalation) -> Self {
         self.params.escalation = rules;
+        self
+    }
+
+    /// GMRES: iterations between restarts, the basis size `m` (default 30, PETSc's).
+    pub fn gmres_restart(mut self, m: usize) -> Self {
+        self.params.gmres_restart = m;
+        self
+    }
+
+    /// GMRES: how each new basis vector is orthogonalised: [`Orthogonalization::Mgs`]
+    /// (default) or [`Orthogonalization::Cgs2`].
+    pub fn orthogonalization(mut self, how: Orthogonalization) -> Self {
+        self.params.gmres_orthogonalization = how;
         self
     }
 
@@ -317,6 +338,9 @@ impl<'a, P: Precision> Solver<'a, P> {
             return Err(Error::Config("max_iter must be at least 1".into()));
         }
         self.params.escalation.check().map_err(Error::Config)?;
+        if self.params.gmres_restart == 0 {
+            return Err(Error::Config("gmres_restart must be at least 1".into()));
+        }
         // A clone of the matrix shares its arrays: no copy.
         let problem = Problem::new(
             Arc::new(a.clone()),

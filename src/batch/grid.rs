@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::precond::ilu0::IluShift;
 use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{Method, WorkingPrecision};
-use crate::solver::{Escalation, ResidualNorm};
+use crate::solver::{Escalation, Orthogonalization, ResidualNorm};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -73,8 +73,27 @@ pub struct RunLimits {
     pub ilu_shift: IluShift,
     /// BiCGStab's shadow residual and restarts after breakdowns (`--shadow`, `--max-restarts`).
     pub bicgstab: BicgstabChoice,
+    /// GMRES's restart length and orthogonalisation, for the GMRES runs.
+    pub gmres: GmresChoice,
     /// When a precision ladder's rung gives way (`--escalate-*`), for the ladder runs.
     pub escalation: Escalation,
+}
+
+/// GMRES's `--gmres-restart` and `--gmres-orthogonalization` of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GmresChoice {
+    pub restart: usize,
+    pub orthogonalization: Orthogonalization,
+}
+
+impl Default for GmresChoice {
+    fn default() -> Self {
+        let params = crate::solver::Params::default();
+        GmresChoice {
+            restart: params.gmres_restart,
+            orthogonalization: params.gmres_orthogonalization,
+        }
+    }
 }
 
 /// BiCGStab's `--shadow` and `--max-restarts` of a run. In keys only where they are not the
@@ -147,6 +166,9 @@ pub struct RunKey {
     pub ilu_shift: IluShift,
     #[serde(default, flatten, skip_serializing_if = "BicgstabChoice::is_default")]
     pub bicgstab: BicgstabChoice,
+    /// A GMRES run's restart and orthogonalisation, where they are not the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gmres: Option<GmresChoice>,
     /// A ladder run's escalation rules, where they are not the defaults (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
@@ -155,6 +177,13 @@ pub struct RunKey {
 impl RunKey {
     pub fn id(&self) -> String {
         let mut id = format!("{}|{}", self.condition().id(), self.matrix_precision());
+        if let Some(g) = &self.gmres {
+            id.push_str(&format!(
+                "|gmres-{}-{}",
+                g.restart,
+                g.orthogonalization.name()
+            ));
+        }
         if let Some(e) = &self.escalation {
             id.push_str(&format!(
                 "|escalation-{}-{:e}-{:e}-{}",
@@ -162,6 +191,12 @@ impl RunKey {
             ));
         }
         id
+    }
+
+    /// The GMRES settings of a `method` run under `limits`: `Some` only for GMRES with settings
+    /// other than the defaults.
+    pub fn gmres_of(method: Method, limits: &RunLimits) -> Option<GmresChoice> {
+        (method == Method::Gmres && limits.gmres != GmresChoice::default()).then_some(limits.gmres)
     }
 
     /// The escalation rules for `precision` under `limits`: `Some` only for a ladder with rules

@@ -16,8 +16,8 @@ mod store;
 mod summary;
 
 pub use grid::{
-    BicgstabChoice, Condition, Grid, PrecondChoice, RunKey, RunLimits, auto_true_residual_every,
-    method_name, parse_duration,
+    BicgstabChoice, Condition, GmresChoice, Grid, PrecondChoice, RunKey, RunLimits,
+    auto_true_residual_every, method_name, parse_duration,
 };
 pub use inputs::{MatrixInput, expand_inputs, matrix_name};
 pub use lock::{LOCK_FILE, StudyLock};
@@ -408,6 +408,7 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                             PrecondChoice::None => IluShift::Auto,
                         },
                         bicgstab: limits.bicgstab,
+                        gmres: RunKey::gmres_of(method, limits),
                         escalation: RunKey::escalation_of(precision, limits),
                     });
                 }
@@ -459,6 +460,8 @@ fn run_one(
         time_limit: spec.limits.time_limit,
         shadow: key.bicgstab.shadow,
         max_restarts: key.bicgstab.max_restarts,
+        gmres_restart: key.gmres.unwrap_or_default().restart,
+        gmres_orthogonalization: key.gmres.unwrap_or_default().orthogonalization,
         escalation: key.escalation.unwrap_or_default(),
         ..Params::default()
     };

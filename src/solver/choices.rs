@@ -18,12 +18,15 @@ pub enum Method {
     Cg,
     /// BiCGStab (general square matrices).
     Bicgstab,
+    /// Restarted GMRES(m) (general square matrices; `m` by `gmres_restart`).
+    Gmres,
 }
 
 super::params::named_choices!(Method, "method", {
     Auto => "auto",
     Cg => "cg",
     Bicgstab => "bicgstab",
+    Gmres => "gmres",
 });
 
 impl Method {

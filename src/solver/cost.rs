@@ -54,6 +54,8 @@ impl Workload {
         let (matrix, vectors, applications) = match self.method {
             Method::Cg => (12.0 * nnz, 8.0 * n + 10.0 * s * n, 1.0),
             Method::Bicgstab | Method::Auto => (24.0 * nnz, 16.0 * n + 21.0 * s * n, 2.0),
+            // half a cycle of 30 on average: 15 dots and axpys, the norm and the scaling
+            Method::Gmres => (12.0 * nnz, 8.0 * n + (5.0 * 15.0 + 5.0) * s * n, 1.0),
         };
         let ilu = match self.ilu_levels {
             Some(_) => applications * (12.0 * nnz + 16.0 * n),
@@ -73,6 +75,7 @@ impl Workload {
         match self.method {
             Method::Cg => (1.0, 3.0),
             Method::Bicgstab | Method::Auto => (2.0, 5.0),
+            Method::Gmres => (1.0, 32.0),
         }
     }
 
@@ -107,6 +110,9 @@ pub struct CostModel {
     /// application costs what `backend::ilu_application_seconds` says of the cheaper place.
     pub gpu_floor_resident: [[f64; 2]; 2],
     pub gpu_floor_synchronous: [f64; 2],
+    /// GMRES(30)'s iteration on the GPU: its steps are the primitives, and each of its dots
+    /// (about 17 an iteration) comes back to the host (benches/results/gmres.md).
+    pub gpu_floor_gmres: f64,
     pub gpu_row_entry: f64,
     pub gpu_rate: f64,
 }
@@ -124,6 +130,7 @@ impl CostModel {
             cpu_threads: cpu_threads.max(1),
             gpu_floor_resident: [[12e-6, 22e-6], [28e-6, 40e-6]],
             gpu_floor_synchronous: [50e-6, 90e-6],
+            gpu_floor_gmres: 460e-6,
             gpu_row_entry: 0.08e-6,
             gpu_rate: 2.5e12,
         }
@@ -164,10 +171,12 @@ impl CostModel {
         let (method, applications) = match w.method {
             Method::Cg => (0, 1.0),
             Method::Bicgstab | Method::Auto => (1, 2.0),
+            Method::Gmres => (0, 1.0),
         };
-        let floor = match w.precision {
-            WorkingPrecision::F64 => self.gpu_floor_resident[method][0],
-            WorkingPrecision::Dd => self.gpu_floor_resident[method][1],
+        let floor = match (w.method, w.precision) {
+            (Method::Gmres, _) => self.gpu_floor_gmres,
+            (_, WorkingPrecision::F64) => self.gpu_floor_resident[method][0],
+            (_, WorkingPrecision::Dd) => self.gpu_floor_resident[method][1],
             _ => self.gpu_floor_synchronous[method],
         };
         // a CG iteration has one SpMV and one ILU(0) application, BiCGStab's two of each
@@ -241,6 +250,23 @@ mod tests {
             max_row: per_row,
             ilu_levels: None,
         }
+    }
+
+    /// GMRES waits on the host for each of its dots: its GPU iteration costs at least that
+    /// floor, so the matrix size where the GPU wins is far larger than CG's.
+    #[test]
+    fn gmres_moves_to_the_gpu_only_where_the_cpu_pass_outweighs_its_dots() {
+        let model = CostModel::measured(16);
+        let crossover = |method| {
+            (1..=1000)
+                .map(|k| k * 1_000)
+                .find(|&rows| model.prefers_gpu(&[work(rows, 7, WorkingPrecision::F64, method)]).0)
+        };
+        let gmres = work(1_000, 7, WorkingPrecision::Dd, Method::Gmres);
+        assert!(model.gpu_iteration(&gmres) >= model.gpu_floor_gmres);
+        let (cg, gmres) = (crossover(Method::Cg), crossover(Method::Gmres));
+        assert!(cg.is_some() && gmres.is_some(), "{cg:?} {gmres:?}");
+        assert!(gmres > cg, "GMRES from {gmres:?} rows, CG from {cg:?}");
     }
 
     #[test]

@@ -257,5 +257,6 @@ fn iterate<B: CgSteps + BicgstabSteps, P: Precision, M: Preconditioner<B>>(
     match method {
         Method::Cg => cg(backend, a, b, x, precond, params, monitor),
         Method::Bicgstab | Method::Auto => bicgstab(backend, a, b, x, precond, params, monitor),
+        Method::Gmres => super::gmres(backend, a, b, x, precond, params, monitor),
     }
 }

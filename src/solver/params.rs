@@ -3,6 +3,7 @@
 use crate::precond::ilu0::IluRemedy;
 use super::bicgstab::Shadow;
 use super::escalation::{Escalation, Phase};
+use super::gmres::Orthogonalization;
 use std::time::Duration;
 
 /// Gives a unit-only enum its written names: `ALL` (every value, in order), `name()` (the name
@@ -77,6 +78,10 @@ pub struct Params {
     /// breakdown of `rho` or `<r~, v>` (default 5); the breakdown after the last one ends the
     /// solve as [`StopReason::Breakdown`].
     pub max_restarts: usize,
+    /// GMRES: iterations between restarts (the basis size `m`; default 30, PETSc's).
+    pub gmres_restart: usize,
+    /// GMRES: how each new basis vector is orthogonalised (default modified Gram-Schmidt).
+    pub gmres_orthogonalization: Orthogonalization,
     /// When a precision ladder's rung gives way to the next (`WorkingPrecision::Ladder`).
     pub escalation: Escalation,
     /// Apply `escalation`'s stagnation rules, ending with [`StopReason::Stagnated`] (set by
@@ -99,6 +104,8 @@ impl Default for Params {
             time_limit: None,
             shadow: Shadow::R0,
             max_restarts: 5,
+            gmres_restart: 30,
+            gmres_orthogonalization: Orthogonalization::Mgs,
             escalation: Escalation::default(),
             watch_stagnation: false,
             denominator: None,
@@ -207,7 +214,7 @@ pub struct HistoryPoint {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 /// What a solve did: the report the command line prints, one per precision.
 pub struct SolveInfo {
-    /// `cg` or `bicgstab`.
+    /// `cg`, `bicgstab` or `gmres`.
     pub method: &'static str,
     /// The working precision's name (`f64`, `dd`, `mp:256`...).
     pub precision: &'static str,
