@@ -3,6 +3,7 @@
 
 pub mod plot;
 pub mod study;
+pub mod study_plots;
 
 use crate::error::{Error, Result};
 use crate::precond::ilu0::IluRemedy;

@@ -471,10 +471,16 @@ fn a_grown_grid_adds_only_its_new_runs() {
         std::fs::read_to_string(tmp.path().join("s/summary.md")).unwrap(),
         md
     );
-    let plots = std::fs::read_dir(tmp.path().join("s/plots"))
+    let plots: Vec<String> = std::fs::read_dir(tmp.path().join("s/plots"))
         .unwrap()
-        .count();
-    assert_eq!(plots, 2 * 4, "one plot per matrix and condition");
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let kind = |prefix: &str| plots.iter().filter(|f| f.starts_with(prefix)).count();
+    // a convergence plot per matrix and condition, a residual scatter per condition, and a
+    // performance profile per tolerance (its two methods together)
+    assert_eq!(kind("profile__"), 2, "{plots:?}");
+    assert_eq!(kind("residuals__"), 4, "{plots:?}");
+    assert_eq!(plots.len(), 2 * 4 + 4 + 2, "{plots:?}");
     let runs_csv = std::fs::read_to_string(tmp.path().join("s/runs.csv")).unwrap();
     assert_eq!(runs_csv.lines().count(), 1 + 16);
 }
@@ -1017,4 +1023,82 @@ fn a_stopped_study_in_flight_records_each_finished_run_once_and_resumes() {
         "every run recorded exactly once across the two"
     );
     assert!(stop.finished.iter().all(|k| !rest.finished.contains(k)));
+}
+
+/// The study page's two summary pictures: a performance profile of the time to the target
+/// true residual across precisions and methods, and each later precision's true residual
+/// against the first's per matrix; their data checked against the records.
+#[test]
+fn study_page_has_a_performance_profile_and_a_residual_scatter() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "batch",
+        "poisson2d:8",
+        "poisson2d:12",
+        "poisson3d:4",
+        "--method",
+        "bicgstab,gmres",
+        "--precision",
+        "f64,dd,auto",
+        "--tol",
+        "1e-10",
+        "--out",
+        "s",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let summary = precsolve::batch::render_study(&tmp.path().join("s")).unwrap();
+    let [profile] = &summary.profiles[..] else {
+        panic!("one profile: {:?}", summary.profiles.len())
+    };
+    assert_eq!(profile.matrices, 3);
+    let labels: Vec<&str> = profile.solvers.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels.len(), 6, "{labels:?}");
+    assert!(labels.contains(&"auto gmres") && labels.contains(&"f64 bicgstab"));
+    // every matrix has a fastest solver (all of them solve these), and each solver's curve
+    // ends at the fraction it solved
+    for m in 0..3 {
+        assert!(profile.solvers.iter().any(|s| s.ratios[m] == 1.0));
+    }
+    let recs = records(&tmp.path().join("s"));
+    for solver in &profile.solvers {
+        let (p, method) = solver.label.split_once(' ').unwrap();
+        let solved = recs
+            .iter()
+            .filter(|r| r["key"]["precision"] == p && r["key"]["method"] == method)
+            .filter(|r| !r["result"]["time_to_target"].is_null())
+            .count();
+        assert_eq!(
+            solver.rho(profile.max_ratio()),
+            solved as f64 / 3.0,
+            "{}",
+            solver.label
+        );
+        assert!(solver.ratios.iter().all(|&r| r >= 1.0));
+    }
+    for cs in &summary.conditions {
+        let scatter = cs.residuals.as_ref().expect("three precisions");
+        assert_eq!(scatter.against, "f64");
+        let later: Vec<&str> = scatter.series.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(later, ["dd", "auto"]);
+        assert!(scatter.series.iter().all(|(_, points)| points.len() == 3));
+    }
+    let html = std::fs::read_to_string(tmp.path().join("s/index.html")).unwrap();
+    let profile_svg = "plots/profile__tol1e-10_none_auto_30000it.svg";
+    assert!(html.contains(profile_svg) && html.contains("Performance profiles"));
+    let svg = std::fs::read_to_string(tmp.path().join("s").join(profile_svg)).unwrap();
+    for label in labels {
+        assert!(svg.contains(label), "{label} not in the profile's legend");
+    }
+    let scatter_svg = "plots/residuals__tol1e-10_none_gmres_30000it.svg";
+    assert!(html.contains(scatter_svg));
+    let svg = std::fs::read_to_string(tmp.path().join("s").join(scatter_svg)).unwrap();
+    assert!(svg.contains("dd against f64") && svg.contains("auto against f64"));
+    assert_eq!(
+        svg.matches("<circle").count(),
+        2 * 3 + 2,
+        "two series' points and legend"
+    );
 }

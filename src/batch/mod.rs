@@ -11,6 +11,7 @@
 mod grid;
 mod inputs;
 mod lock;
+pub mod profile;
 mod schedule;
 mod store;
 mod summary;
@@ -565,14 +566,26 @@ pub const PLOTS_DIR: &str = "plots";
 /// is written whole under a temporary name and renamed, so an interrupted render leaves the
 /// previous version, never half a file.
 pub fn render_study(dir: &Path) -> Result<Summary> {
-    use crate::report::{plot, study};
+    use crate::report::{plot, study, study_plots};
     let summary = Summary::new(latest_by_key(read_records(dir)?));
     let plots = dir.join(PLOTS_DIR);
     std::fs::create_dir_all(&plots).map_err(|source| Error::Io {
         path: plots.clone(),
         source,
     })?;
+    for profile in &summary.profiles {
+        if let Some(svg) = study_plots::profile_svg(profile) {
+            write_atomic(&dir.join(study::profile_file(profile)), svg.as_bytes())?;
+        }
+    }
     for cs in &summary.conditions {
+        if let Some(scatter) = &cs.residuals {
+            let title = format!("true residual per matrix: {}", cs.condition.label());
+            if let Some(svg) = study_plots::residual_scatter_svg(scatter, cs.condition.tol, &title)
+            {
+                write_atomic(&dir.join(study::scatter_file(cs)), svg.as_bytes())?;
+            }
+        }
         for row in &cs.rows {
             let Some(svg) = plot::convergence_svg(cs, row) else {
                 continue;

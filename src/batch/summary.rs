@@ -147,6 +147,8 @@ pub struct ConditionSummary {
     pub precisions: Vec<PrecisionStats>,
     /// How many matrices every precision solved (where the medians of `precisions` are taken).
     pub solved_by_all: usize,
+    /// Each later precision's true residual against the first's, per matrix.
+    pub residuals: Option<super::profile::ResidualScatter>,
 }
 
 /// One precision's runs under one condition.
@@ -207,6 +209,8 @@ pub struct Summary {
     pub conditions: Vec<ConditionSummary>,
     /// Every run's latest record, in recording order (for the per-run CSV).
     pub runs: Vec<RunRecord>,
+    /// The performance profiles: one per group of conditions that differ only in the method.
+    pub profiles: Vec<super::profile::Profile>,
 }
 
 impl Summary {
@@ -270,6 +274,7 @@ impl Summary {
                     rows,
                     precisions,
                     solved_by_all,
+                    residuals: super::profile::residual_scatter(&here),
                 }
             })
             .collect();
@@ -281,6 +286,7 @@ impl Summary {
         });
         Summary {
             conditions,
+            profiles: super::profile::profiles(&records),
             runs: records,
         }
     }

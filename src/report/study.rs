@@ -103,6 +103,18 @@ fn category_label(row: &MatrixRow) -> String {
     if row.f64_missed_true_residual {
         s.push_str("; f64 true res. missed");
     }
+    if row.solved_after_restart() {
+        s.push_str("; solved after a BiCGStab restart");
+    }
+    if row.ilu_remedied() {
+        s.push_str("; ILU(0) shifted");
+    }
+    for (ladder, finished) in row.solved_after_escalation() {
+        s.push_str(&format!(
+            "; {} solved in {finished}",
+            ladder.key.precision.name()
+        ));
+    }
     s
 }
 
@@ -736,6 +748,16 @@ pub fn plot_file(cs: &ConditionSummary, row: &MatrixRow) -> String {
         })
         .collect();
     format!("{PLOTS_DIR}/{safe}__{}.svg", cs.condition.slug())
+}
+
+/// The performance profile's file: `plots/profile__<condition without the method>.svg`.
+pub fn profile_file(profile: &crate::batch::profile::Profile) -> String {
+    format!("{PLOTS_DIR}/profile__{}.svg", profile.condition.slug())
+}
+
+/// A condition's true-residual scatter: `plots/residuals__<condition>.svg`.
+pub fn scatter_file(cs: &ConditionSummary) -> String {
+    format!("{PLOTS_DIR}/residuals__{}.svg", cs.condition.slug())
 }
 
 pub fn has_plot(row: &MatrixRow) -> bool {

@@ -2,7 +2,7 @@
 
 use super::{
     DEFINITIONS, Table, category_label, comparison_table, count_rows, detail_sections, escape,
-    has_plot, plot_file, precision_table,
+    has_plot, plot_file, precision_table, profile_file, scatter_file,
 };
 use crate::batch::{MatrixRow, Summary};
 use std::fmt::Write as _;
@@ -15,6 +15,12 @@ table.counts td:nth-child(3){max-width:70em}\
 .plots{display:flex;flex-wrap:wrap;gap:10px}\
 figure{margin:0;border:1px solid #ddd;padding:4px}\
 figure img{width:560px;height:auto}figcaption{font-size:12px}";
+
+/// What a performance profile shows, above the profiles.
+const PROFILE_NOTE: &str = "Each curve is a precision and method of the study: at tau, the \
+fraction of the matrices on which its time to the target true residual was within a factor tau \
+of the fastest's (Dolan and More, 2002). Its height at tau = 1 is where it was the fastest; its \
+height at the right edge is the fraction it solved.";
 
 /// `index.html`: the summary tables, then every plot, each linking to its SVG.
 pub fn html(summary: &Summary) -> String {
@@ -29,6 +35,23 @@ pub fn html(summary: &Summary) -> String {
     );
     if summary.conditions.is_empty() {
         out.push_str("<p>No runs recorded.</p>\n");
+    }
+    if !summary.profiles.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h2>Performance profiles</h2>\n<p>{}</p>\n<div class=\"plots\">",
+            escape(PROFILE_NOTE)
+        );
+        for profile in &summary.profiles {
+            let file = escape(&profile_file(profile));
+            let _ = writeln!(
+                out,
+                "<figure><a href=\"{file}\"><img src=\"{file}\" alt=\"performance profile\"></a>\
+<figcaption>{}</figcaption></figure>",
+                escape(&profile.condition.label().replace(", method auto", ""))
+            );
+        }
+        out.push_str("</div>\n");
     }
     for (ci, cs) in summary.conditions.iter().enumerate() {
         let _ = writeln!(
@@ -76,6 +99,15 @@ pub fn html(summary: &Summary) -> String {
             cells.push(escape(&category_label(row)));
         }
         out.push_str(&all.html("runs"));
+        if cs.residuals.is_some() {
+            let file = escape(&scatter_file(cs));
+            let _ = writeln!(
+                out,
+                "<h3>True residual per matrix</h3>\n<div class=\"plots\"><figure><a href=\"{file}\">\
+<img src=\"{file}\" alt=\"true residuals\"></a><figcaption>each later precision against the \
+first; below the diagonal, closer to the solution</figcaption></figure></div>"
+            );
+        }
         let _ = writeln!(out, "<h3>Convergence</h3>\n<div class=\"plots\">");
         for row in cs.rows.iter().filter(|r| has_plot(r)) {
             let file = escape(&plot_file(cs, row));
