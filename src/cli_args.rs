@@ -155,9 +155,13 @@ impl EscalationArgs {
     }
 }
 
-/// GMRES's restart length and orthogonalisation; each flag overrides solver.toml.
+/// GMRES's restart length and orthogonalisation, BiCGStab(l)'s `l`; each flag overrides
+/// solver.toml.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct GmresArgs {
+    /// BiCGStab(l): BiCG steps per minimal-residual step (at least 1).
+    #[arg(long, value_name = "L", allow_negative_numbers = true, value_parser = positive_count_arg)]
+    pub bicgstab_l: Option<usize>,
     /// GMRES: iterations between restarts (the basis size m, at least 1).
     #[arg(long, value_name = "M", allow_negative_numbers = true, value_parser = positive_count_arg)]
     pub gmres_restart: Option<usize>,
@@ -172,6 +176,9 @@ impl GmresArgs {
     pub fn apply(&self, raw: &mut RawConfig) {
         if let Some(v) = self.gmres_restart {
             raw.solve.gmres_restart = v;
+        }
+        if let Some(v) = self.bicgstab_l {
+            raw.solve.bicgstab_l = v;
         }
         if let Some(v) = self.gmres_orthogonalization {
             raw.solve.gmres_orthogonalization = v;
@@ -201,6 +208,7 @@ pub fn with_defaults_in_help(cmd: Command, raw: &RawConfig) -> Command {
         ("ilu_shift", s.ilu_shift.to_string()),
         ("shadow", s.shadow.name().to_string()),
         ("max_restarts", s.max_restarts.to_string()),
+        ("bicgstab_l", s.bicgstab_l.to_string()),
         ("gmres_restart", s.gmres_restart.to_string()),
         (
             "gmres_orthogonalization",

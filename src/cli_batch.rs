@@ -154,6 +154,7 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
             gmres: GmresChoice {
                 restart: config.params.gmres_restart,
                 orthogonalization: config.params.gmres_orthogonalization,
+                l: config.params.bicgstab_l,
             },
             escalation: config.params.escalation,
         },

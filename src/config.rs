@@ -41,6 +41,7 @@ pub struct RawSolve {
     pub ilu_shift: IluShift,
     pub shadow: Shadow,
     pub max_restarts: usize,
+    pub bicgstab_l: usize,
     pub gmres_restart: usize,
     pub gmres_orthogonalization: Orthogonalization,
 }
@@ -61,6 +62,7 @@ impl Default for RawSolve {
             ilu_shift: IluShift::Auto,
             shadow: params.shadow,
             max_restarts: params.max_restarts,
+            bicgstab_l: params.bicgstab_l,
             gmres_restart: params.gmres_restart,
             gmres_orthogonalization: params.gmres_orthogonalization,
         }
@@ -111,6 +113,9 @@ impl RawConfig {
         if s.gmres_restart == 0 {
             return Err(Error::Config("gmres_restart: must be at least 1".into()));
         }
+        if s.bicgstab_l == 0 {
+            return Err(Error::Config("bicgstab_l: must be at least 1".into()));
+        }
         if s.ilu_shift.fixed().is_some() && s.precond != PrecondKind::Ilu0 {
             return Err(Error::Config(
                 "ilu_shift is set but the preconditioner is not ilu0".into(),
@@ -126,6 +131,7 @@ impl RawConfig {
                 time_limit: None,
                 shadow: s.shadow,
                 max_restarts: s.max_restarts,
+                bicgstab_l: s.bicgstab_l,
                 gmres_restart: s.gmres_restart,
                 gmres_orthogonalization: s.gmres_orthogonalization,
                 escalation: self.escalation,

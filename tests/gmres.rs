@@ -207,7 +207,7 @@ fn ilu0_on_the_right_rescues_a_stagnating_gmres() {
 }
 
 /// fs_183_4 at tol 1e-8 in double: BiCGStab (r~ = r0, 5 restarts) does not solve it in 10,000
-/// iterations; GMRES(30) does in 354 (benches/results/gmres.md).
+/// iterations; GMRES(30) does in 354 (benches/results/methods.md).
 #[cfg_attr(
     not(shared_matrices),
     ignore = "needs ../shared/matrices (the team's SuiteSparse files)"

@@ -185,6 +185,12 @@ impl<'a, P: Precision> Solver<'a, P> {
         self
     }
 
+    /// BiCGStab(l)'s `l`: BiCG steps per minimal-residual step (default 2).
+    pub fn bicgstab_l(mut self, l: usize) -> Self {
+        self.params.bicgstab_l = l;
+        self
+    }
+
     /// GMRES: iterations between restarts, the basis size `m` (default 30, PETSc's).
     pub fn gmres_restart(mut self, m: usize) -> Self {
         self.params.gmres_restart = m;
@@ -338,8 +344,10 @@ impl<'a, P: Precision> Solver<'a, P> {
             return Err(Error::Config("max_iter must be at least 1".into()));
         }
         self.params.escalation.check().map_err(Error::Config)?;
-        if self.params.gmres_restart == 0 {
-            return Err(Error::Config("gmres_restart must be at least 1".into()));
+        if self.params.gmres_restart == 0 || self.params.bicgstab_l == 0 {
+            return Err(Error::Config(
+                "gmres_restart and bicgstab_l must be at least 1".into(),
+            ));
         }
         // A clone of the matrix shares its arrays: no copy.
         let problem = Problem::new(

@@ -79,11 +79,18 @@ pub struct RunLimits {
     pub escalation: Escalation,
 }
 
-/// GMRES's `--gmres-restart` and `--gmres-orthogonalization` of a run.
+/// GMRES's `--gmres-restart` and `--gmres-orthogonalization`, and BiCGStab(l)'s `--bicgstab-l`,
+/// of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GmresChoice {
     pub restart: usize,
     pub orthogonalization: Orthogonalization,
+    #[serde(default = "default_l")]
+    pub l: usize,
+}
+
+fn default_l() -> usize {
+    crate::solver::Params::default().bicgstab_l
 }
 
 impl Default for GmresChoice {
@@ -92,6 +99,7 @@ impl Default for GmresChoice {
         GmresChoice {
             restart: params.gmres_restart,
             orthogonalization: params.gmres_orthogonalization,
+            l: params.bicgstab_l,
         }
     }
 }
@@ -179,9 +187,10 @@ impl RunKey {
         let mut id = format!("{}|{}", self.condition().id(), self.matrix_precision());
         if let Some(g) = &self.gmres {
             id.push_str(&format!(
-                "|gmres-{}-{}",
+                "|gmres-{}-{}-l{}",
                 g.restart,
-                g.orthogonalization.name()
+                g.orthogonalization.name(),
+                g.l
             ));
         }
         if let Some(e) = &self.escalation {
@@ -193,10 +202,12 @@ impl RunKey {
         id
     }
 
-    /// The GMRES settings of a `method` run under `limits`: `Some` only for GMRES with settings
-    /// other than the defaults.
+    /// The GMRES and BiCGStab(l) settings of a `method` run under `limits`: `Some` only for
+    /// those methods with settings other than the defaults.
     pub fn gmres_of(method: Method, limits: &RunLimits) -> Option<GmresChoice> {
-        (method == Method::Gmres && limits.gmres != GmresChoice::default()).then_some(limits.gmres)
+        (matches!(method, Method::Gmres | Method::BicgstabL)
+            && limits.gmres != GmresChoice::default())
+        .then_some(limits.gmres)
     }
 
     /// The escalation rules for `precision` under `limits`: `Some` only for a ladder with rules

@@ -463,6 +463,7 @@ fn run_one(
         max_restarts: key.bicgstab.max_restarts,
         gmres_restart: key.gmres.unwrap_or_default().restart,
         gmres_orthogonalization: key.gmres.unwrap_or_default().orthogonalization,
+        bicgstab_l: key.gmres.unwrap_or_default().l,
         escalation: key.escalation.unwrap_or_default(),
         ..Params::default()
     };

@@ -20,6 +20,9 @@ pub enum Method {
     Bicgstab,
     /// Restarted GMRES(m) (general square matrices; `m` by `gmres_restart`).
     Gmres,
+    /// BiCGStab(l) (general square matrices, eigenvalues far off the real axis; `l` by
+    /// `bicgstab_l`).
+    BicgstabL,
 }
 
 super::params::named_choices!(Method, "method", {
@@ -27,6 +30,7 @@ super::params::named_choices!(Method, "method", {
     Cg => "cg",
     Bicgstab => "bicgstab",
     Gmres => "gmres",
+    BicgstabL => "bicgstab-l",
 });
 
 impl Method {

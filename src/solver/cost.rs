@@ -54,6 +54,9 @@ impl Workload {
         let (matrix, vectors, applications) = match self.method {
             Method::Cg => (12.0 * nnz, 8.0 * n + 10.0 * s * n, 1.0),
             Method::Bicgstab | Method::Auto => (24.0 * nnz, 16.0 * n + 21.0 * s * n, 2.0),
+            // per BiCG step of a cycle of l = 2: two SpMVs, the BiCG part's updates and dots,
+            // and its share of the minimal-residual part
+            Method::BicgstabL => (24.0 * nnz, 16.0 * n + 30.0 * s * n, 2.0),
             // half a cycle of 30 on average: 15 dots and axpys, the norm and the scaling
             Method::Gmres => (12.0 * nnz, 8.0 * n + (5.0 * 15.0 + 5.0) * s * n, 1.0),
         };
@@ -75,6 +78,7 @@ impl Workload {
         match self.method {
             Method::Cg => (1.0, 3.0),
             Method::Bicgstab | Method::Auto => (2.0, 5.0),
+            Method::BicgstabL => (2.0, 9.0),
             Method::Gmres => (1.0, 32.0),
         }
     }
@@ -111,7 +115,7 @@ pub struct CostModel {
     pub gpu_floor_resident: [[f64; 2]; 2],
     pub gpu_floor_synchronous: [f64; 2],
     /// GMRES(30)'s iteration on the GPU: its steps are the primitives, and each of its dots
-    /// (about 17 an iteration) comes back to the host (benches/results/gmres.md).
+    /// (about 17 an iteration) comes back to the host (benches/results/methods.md).
     pub gpu_floor_gmres: f64,
     pub gpu_row_entry: f64,
     pub gpu_rate: f64,
@@ -170,11 +174,12 @@ impl CostModel {
     pub fn gpu_iteration(&self, w: &Workload) -> f64 {
         let (method, applications) = match w.method {
             Method::Cg => (0, 1.0),
-            Method::Bicgstab | Method::Auto => (1, 2.0),
+            Method::Bicgstab | Method::Auto | Method::BicgstabL => (1, 2.0),
             Method::Gmres => (0, 1.0),
         };
         let floor = match (w.method, w.precision) {
-            (Method::Gmres, _) => self.gpu_floor_gmres,
+            // not measured: its dots come back to the host too, about 7 an iteration at l = 2
+            (Method::Gmres | Method::BicgstabL, _) => self.gpu_floor_gmres,
             (_, WorkingPrecision::F64) => self.gpu_floor_resident[method][0],
             (_, WorkingPrecision::Dd) => self.gpu_floor_resident[method][1],
             _ => self.gpu_floor_synchronous[method],

@@ -258,5 +258,6 @@ fn iterate<B: CgSteps + BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         Method::Cg => cg(backend, a, b, x, precond, params, monitor),
         Method::Bicgstab | Method::Auto => bicgstab(backend, a, b, x, precond, params, monitor),
         Method::Gmres => super::gmres(backend, a, b, x, precond, params, monitor),
+        Method::BicgstabL => super::bicgstab_l(backend, a, b, x, precond, params, monitor),
     }
 }

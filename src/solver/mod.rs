@@ -1,6 +1,7 @@
 //! Krylov solvers, each loop written once and generic over backend and precision.
 
 pub mod bicgstab;
+pub mod bicgstab_l;
 pub mod cg;
 mod choices;
 pub mod cost;
@@ -13,6 +14,7 @@ mod params;
 mod problem;
 
 pub use bicgstab::{BicgstabKernels, BicgstabSteps, bicgstab};
+pub use bicgstab_l::bicgstab_l;
 pub use cg::{CgKernels, CgSteps, cg};
 pub use choices::{BackendChoice, Ladder, ResolvedBackend, WorkingPrecision};
 pub use escalation::{Escalation, Phase};

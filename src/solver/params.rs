@@ -78,6 +78,8 @@ pub struct Params {
     /// breakdown of `rho` or `<r~, v>` (default 5); the breakdown after the last one ends the
     /// solve as [`StopReason::Breakdown`].
     pub max_restarts: usize,
+    /// BiCGStab(l)'s `l`: BiCG steps per minimal-residual step (default 2).
+    pub bicgstab_l: usize,
     /// GMRES: iterations between restarts (the basis size `m`; default 30, PETSc's).
     pub gmres_restart: usize,
     /// GMRES: how each new basis vector is orthogonalised (default modified Gram-Schmidt).
@@ -104,6 +106,7 @@ impl Default for Params {
             time_limit: None,
             shadow: Shadow::R0,
             max_restarts: 5,
+            bicgstab_l: 2,
             gmres_restart: 30,
             gmres_orthogonalization: Orthogonalization::Mgs,
             escalation: Escalation::default(),
@@ -214,7 +217,7 @@ pub struct HistoryPoint {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 /// What a solve did: the report the command line prints, one per precision.
 pub struct SolveInfo {
-    /// `cg`, `bicgstab` or `gmres`.
+    /// `cg`, `bicgstab`, `bicgstab-l` or `gmres`.
     pub method: &'static str,
     /// The working precision's name (`f64`, `dd`, `mp:256`...).
     pub precision: &'static str,
