@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Feeds benches/results/gmres.md: BiCGStab and GMRES(30) (modified Gram-Schmidt, then classical
-# Gram-Schmidt twice) on every matrix of a folder, f64 and dd, on the CPU; prints the tables.
-#   bash benches/cpu/gmres.sh [DIR] [TOL] [STUDY_DIR]   (about 6 minutes on 2 cores)
+# Feeds benches/results/methods.md: BiCGStab, BiCGStab(2) and GMRES(30) (modified Gram-Schmidt,
+# then classical Gram-Schmidt twice) on every matrix of a folder, f64 and dd, on the CPU; prints
+# the tables.
+#   bash benches/cpu/methods.sh [DIR] [TOL] [STUDY_DIR]   (about 9 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-../shared/matrices}
 tol=${2:-1e-8}
-out=${3:-target/gmres-study}
+out=${3:-target/methods-study}
 cargo build -q --release
 common=(--precision f64,dd --tol "$tol" --max-iter 10000 --time-limit 60s --backend cpu -q)
-./target/release/solver batch "$dir" --method bicgstab,gmres --out "$out/mgs" "${common[@]}" > /dev/null
+./target/release/solver batch "$dir" --method bicgstab,gmres,bicgstab-l --out "$out/mgs" "${common[@]}" > /dev/null
 ./target/release/solver batch "$dir" --method gmres --gmres-orthogonalization cgs2 \
     --out "$out/cgs2" "${common[@]}" > /dev/null
 python3 - "$out" <<'PY'
@@ -20,7 +21,7 @@ for study, label in (("mgs", None), ("cgs2", "gmres-cgs2")):
         r = json.loads(line)
         method = label or ("gmres-mgs" if r["key"]["method"] == "gmres" else r["key"]["method"])
         runs.setdefault((method, r["key"]["precision"]), {})[r["name"]] = r
-methods = ("bicgstab", "gmres-mgs", "gmres-cgs2")
+methods = ("bicgstab", "bicgstab-l", "gmres-mgs", "gmres-cgs2")
 solved = lambda m, p, name: runs[(m, p)].get(name, {}).get("solved", False)
 names = sorted({n for d in runs.values() for n in d}, key=str.lower)
 print("| method | f64 solved | dd solved |")
@@ -29,6 +30,11 @@ for m in methods:
     print(f"| {m} | {sum(solved(m, 'f64', n) for n in names)} of {len(names)} "
           f"| {sum(solved(m, 'dd', n) for n in names)} of {len(names)} |")
 print()
+for p in ("f64", "dd"):
+    only = [n for n in names if solved("bicgstab-l", p, n) and not solved("bicgstab", p, n)]
+    rev = [n for n in names if solved("bicgstab", p, n) and not solved("bicgstab-l", p, n)]
+    print(f"- {p}: BiCGStab(2) solves {len(only)} that BiCGStab does not: {', '.join(only) or '-'}; "
+          f"BiCGStab solves {len(rev)} that BiCGStab(2) does not: {', '.join(rev) or '-'}")
 for p in ("f64", "dd"):
     only = [n for n in names if solved("gmres-mgs", p, n) and not solved("bicgstab", p, n)]
     rev = [n for n in names if solved("bicgstab", p, n) and not solved("gmres-mgs", p, n)]
