@@ -8,9 +8,8 @@ mod common;
 mod exact;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use exact::{dd_to_rational, f64_to_rational};
-use num_rational::BigRational;
-use num_traits::{Signed, ToPrimitive, Zero};
+use exact::{dd_to_rational, exact_solution};
+use num_traits::{Signed, ToPrimitive};
 use precsolve::precision::exact_values::ExactValues;
 use precsolve::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on,
@@ -37,32 +36,6 @@ fn small_system() -> CsrMatrix {
         row_ptr.push(cols.len());
     }
     CsrMatrix::from_slices(n, n, &row_ptr, &cols, &vals).unwrap()
-}
-
-/// The exact solution of `a x = b` by Gaussian elimination over the rationals.
-fn exact_solution(a: &CsrMatrix, b: &[f64]) -> Vec<BigRational> {
-    let n = a.nrows();
-    let mut m = vec![vec![BigRational::zero(); n + 1]; n];
-    for (i, row) in m.iter_mut().enumerate() {
-        for k in a.row_ptr()[i]..a.row_ptr()[i + 1] {
-            row[a.col_idx()[k] as usize] = f64_to_rational(a.values()[k]);
-        }
-        row[n] = f64_to_rational(b[i]);
-    }
-    for c in 0..n {
-        let p = (c..n).find(|&r| !m[r][c].is_zero()).expect("nonsingular");
-        m.swap(c, p);
-        let pivot = m[c].clone();
-        for (r, row) in m.iter_mut().enumerate() {
-            if r != c && !row[c].is_zero() {
-                let f = &row[c] / &pivot[c];
-                for (entry, p) in row.iter_mut().zip(&pivot).skip(c) {
-                    *entry -= &f * p;
-                }
-            }
-        }
-    }
-    (0..n).map(|i| &m[i][n] / &m[i][i]).collect()
 }
 
 /// GMRES with a basis as large as the system ends, in exact arithmetic, within n iterations at

@@ -263,3 +263,30 @@ impl Decimal {
 pub fn decimal_to_rational(s: &str) -> BigRational {
     Decimal::parse(s).to_rational()
 }
+
+/// The exact solution of `a x = b` (`a` square and nonsingular) by Gauss-Jordan elimination
+/// over the rationals: the oracle for the Krylov solvers' extended-precision solutions.
+pub fn exact_solution(a: &precsolve::CsrMatrix, b: &[f64]) -> Vec<BigRational> {
+    let n = a.nrows();
+    let mut m = vec![vec![BigRational::zero(); n + 1]; n];
+    for (i, row) in m.iter_mut().enumerate() {
+        for k in a.row_ptr()[i]..a.row_ptr()[i + 1] {
+            row[a.col_idx()[k] as usize] = f64_to_rational(a.values()[k]);
+        }
+        row[n] = f64_to_rational(b[i]);
+    }
+    for c in 0..n {
+        let p = (c..n).find(|&r| !m[r][c].is_zero()).expect("nonsingular");
+        m.swap(c, p);
+        let pivot = m[c].clone();
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != c && !row[c].is_zero() {
+                let f = &row[c] / &pivot[c];
+                for (entry, p) in row.iter_mut().zip(&pivot).skip(c) {
+                    *entry -= &f * p;
+                }
+            }
+        }
+    }
+    (0..n).map(|i| &m[i][n] / &m[i][i]).collect()
+}
