@@ -8,8 +8,7 @@ mod common;
 mod exact;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use exact::{dd_to_rational, exact_solution};
-use num_traits::{Signed, ToPrimitive};
+use exact::{csr_from_fn, exact_solution, worst_relative_error};
 use precsolve::precision::exact_values::ExactValues;
 use precsolve::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on,
@@ -20,22 +19,12 @@ use std::sync::Arc;
 
 /// A 12 x 12 nonsymmetric matrix, diagonally dominant, every entry a small binary fraction.
 fn small_system() -> CsrMatrix {
-    let n = 12;
-    let (mut row_ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
-    for i in 0..n {
-        for j in 0..n {
-            let v = match (i, j) {
-                _ if i == j => 8.0 + i as f64 * 0.25,
-                _ if (i * 7 + j * 3) % 5 == 0 => -1.0 - (j as f64) * 0.125,
-                _ if j == i + 1 => 0.5,
-                _ => continue,
-            };
-            cols.push(j);
-            vals.push(v);
-        }
-        row_ptr.push(cols.len());
-    }
-    CsrMatrix::from_slices(n, n, &row_ptr, &cols, &vals).unwrap()
+    csr_from_fn(12, |i, j| match (i, j) {
+        _ if i == j => Some(8.0 + i as f64 * 0.25),
+        _ if (i * 7 + j * 3) % 5 == 0 => Some(-1.0 - (j as f64) * 0.125),
+        _ if j == i + 1 => Some(0.5),
+        _ => None,
+    })
 }
 
 /// GMRES with a basis as large as the system ends, in exact arithmetic, within n iterations at
@@ -62,14 +51,7 @@ fn a_full_basis_reaches_the_exact_solution_in_dd() {
         let SolutionVector::Dd(x) = &s.x else {
             panic!("a dd solve gave {:?}", s.x)
         };
-        let worst = x
-            .iter()
-            .zip(&exact)
-            .map(|(xi, ei)| {
-                let err = (dd_to_rational(*xi) - ei).abs() / ei.abs();
-                err.to_f64().unwrap()
-            })
-            .fold(0.0, f64::max);
+        let worst = worst_relative_error(x, &exact);
         assert!(worst < 1e-27, "{how:?}: relative error {worst:e}");
     }
 }

@@ -290,3 +290,31 @@ pub fn exact_solution(a: &precsolve::CsrMatrix, b: &[f64]) -> Vec<BigRational> {
     }
     (0..n).map(|i| &m[i][n] / &m[i][i]).collect()
 }
+
+/// The `n x n` matrix whose entry `(i, j)` is `entry(i, j)` where that is `Some`.
+pub fn csr_from_fn(n: usize, entry: impl Fn(usize, usize) -> Option<f64>) -> precsolve::CsrMatrix {
+    let (mut row_ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+    for i in 0..n {
+        for j in 0..n {
+            if let Some(v) = entry(i, j) {
+                cols.push(j);
+                vals.push(v);
+            }
+        }
+        row_ptr.push(cols.len());
+    }
+    precsolve::CsrMatrix::from_slices(n, n, &row_ptr, &cols, &vals).unwrap()
+}
+
+/// The largest relative error of a dd vector against exact values.
+pub fn worst_relative_error(x: &[Dd], exact: &[BigRational]) -> f64 {
+    use num_traits::ToPrimitive;
+    x.iter()
+        .zip(exact)
+        .map(|(xi, ei)| {
+            ((dd_to_rational(*xi) - ei).abs() / ei.abs())
+                .to_f64()
+                .unwrap()
+        })
+        .fold(0.0, f64::max)
+}
