@@ -108,3 +108,43 @@ fn degree_two_steps_solve_what_bicgstab_does_not() {
     assert_eq!(two.iterations, 492);
     assert!(two.converged() && two.true_residual <= 1e-8);
 }
+
+/// gre_216a breaks down in the second BiCG step of its first cycle with `r~ = r0`. As BiCGStab, BiCGStab(l) restarts
+/// from the iterate with a fresh shadow residual: double converges after 2 restarts, dd after
+/// 1; with no restarts allowed the breakdown is the outcome.
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
+#[test]
+fn a_breakdown_restarts_from_the_iterate() {
+    let a = precsolve::load_matrix(&shared_matrix(&shared_matrices(), "gre_216a")).unwrap();
+    let b = vec![1.0; a.nrows()];
+    let solve = |p: WorkingPrecision, restarts: usize| {
+        Solver::with_method(Method::BicgstabL)
+            .max_restarts(restarts)
+            .backend(BackendChoice::Cpu)
+            .solve_in(p, &a, &b)
+            .unwrap()
+            .info
+    };
+    let none = solve(WorkingPrecision::F64, 0);
+    assert_eq!(none.stop_reason.to_string(), "breakdown (rho = 0)");
+    // in the cycle's second BiCG step: one step made
+    assert_eq!((none.iterations, none.restarts), (1, 0));
+    for (p, iterations, restarts) in [
+        (WorkingPrecision::F64, 1336, 2),
+        (WorkingPrecision::Dd, 235, 1),
+    ] {
+        let info = solve(p, 5);
+        assert_eq!(
+            (info.iterations, info.restarts),
+            (iterations, restarts),
+            "{p:?}"
+        );
+        assert!(
+            info.stop_reason.converged() && info.true_residual <= 1e-8,
+            "{p:?}"
+        );
+    }
+}

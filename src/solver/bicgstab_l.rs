@@ -22,8 +22,11 @@ use crate::precision::Precision;
 use crate::precond::Preconditioner;
 
 /// Solve `A x = b` for general square `A` by BiCGStab(`params.bicgstab_l`), starting from the
-/// `x` given. The shadow residual is `r0`. A zero `rho`, `<u_{j+1}, r~>` or `sigma_j` ends the
-/// solve as [`StopReason::Breakdown`].
+/// `x` given, with the shadow residual `params.shadow`. A zero `rho`, `<u_{j+1}, r~>`,
+/// `sigma_j` or `omega` restarts the solve from the current iterate with a fresh shadow
+/// residual, as BiCGStab does, up to `params.max_restarts` times; the breakdown after that
+/// ends it as [`StopReason::Breakdown`]. The iterations count the BiCG steps made, those of a
+/// cycle a breakdown interrupted included.
 pub fn bicgstab_l<B: Backend, P: Precision, M: Preconditioner<B>>(
     backend: &B,
     a: &B::Matrix,
@@ -49,104 +52,146 @@ pub fn bicgstab_l<B: Backend, P: Precision, M: Preconditioner<B>>(
         false => Some((backend.zeros::<P>(n)?, backend.zeros::<f64>(n)?)),
     };
 
+    let mut restarts = 0;
+    // Ends the solve (the report counts the restarts).
+    macro_rules! finish {
+        ($k:expr, $stop:expr, $norm:expr) => {
+            tracker.finish(METHOD, $k, $stop, $norm, x).map(|mut info| {
+                info.restarts = restarts;
+                info
+            })
+        };
+    }
     backend.residual(a, b, x, &mut r[0])?;
-    backend.copy(&r[0], &mut r_tilde)?;
+    params.shadow.fill(backend, 0, &r[0], b, &mut r_tilde)?;
     let mut r_norm = backend.nrm2(&r[0])?;
     if let Some(stop) = tracker.setup_done(r_norm.to_f64()) {
-        return tracker.finish(METHOD, 0, stop, r_norm.to_f64(), x);
+        return finish!(0, stop, r_norm.to_f64());
     }
     let (mut rho0, mut alpha, mut omega) = (P::one(), P::zero(), P::one());
-    let breakdown = |what: &str| StopReason::Breakdown { what: what.into() };
     let mut k = 0;
     while k + l <= params.max_iter {
-        rho0 = omega.mul(&rho0).neg();
-        // the BiCG part: l steps
-        for j in 0..l {
-            let rho1 = backend.dot(&r[j], &r_tilde)?;
-            if rho1 == P::zero() || rho0 == P::zero() {
-                return tracker.finish(METHOD, k, breakdown("rho = 0"), r_norm.to_f64(), x);
+        // A breakdown: what broke down and the BiCG steps the cycle had made.
+        let broke: Option<(&str, usize)> = 'cycle: {
+            rho0 = omega.mul(&rho0).neg();
+            // the BiCG part: l steps
+            for j in 0..l {
+                let rho1 = backend.dot(&r[j], &r_tilde)?;
+                if rho1 == P::zero() || rho0 == P::zero() {
+                    break 'cycle Some(("rho = 0", j));
+                }
+                let beta = alpha.mul(&rho1).div(&rho0);
+                rho0 = rho1;
+                for i in 0..=j {
+                    backend.xpay(&r[i], &beta.neg(), &mut u[i])?;
+                }
+                let (head, tail) = u.split_at_mut(j + 1);
+                apply_operator(backend, a, precond, &head[j], &mut tail[0], &mut preconditioned)?;
+                let gamma = backend.dot(&u[j + 1], &r_tilde)?;
+                if gamma == P::zero() {
+                    break 'cycle Some(("<u, r~> = 0", j));
+                }
+                alpha = rho0.div(&gamma);
+                for i in 0..=j {
+                    backend.axpy(&alpha.neg(), &u[i + 1], &mut r[i])?;
+                }
+                let (head, tail) = r.split_at_mut(j + 1);
+                apply_operator(backend, a, precond, &head[j], &mut tail[0], &mut preconditioned)?;
+                update_x(backend, &alpha, &u[0], x, &mut preconditioned)?;
             }
-            let beta = alpha.mul(&rho1).div(&rho0);
-            rho0 = rho1;
-            for i in 0..=j {
-                backend.xpay(&r[i], &beta.neg(), &mut u[i])?;
+            // the minimal-residual part: modified Gram-Schmidt on r_1..r_l
+            let mut tau = vec![vec![P::zero(); l + 1]; l + 1];
+            let mut sigma = vec![P::zero(); l + 1];
+            let mut gamma_1 = vec![P::zero(); l + 1];
+            for j in 1..=l {
+                let (head, tail) = r.split_at_mut(j);
+                let r_j = &mut tail[0];
+                for i in 1..j {
+                    tau[i][j] = backend.dot(r_j, &head[i])?.div(&sigma[i]);
+                    backend.axpy(&tau[i][j].neg(), &head[i], r_j)?;
+                }
+                sigma[j] = backend.dot(r_j, r_j)?;
+                if sigma[j] == P::zero() {
+                    break 'cycle Some(("sigma = 0", l));
+                }
+                gamma_1[j] = backend.dot(&head[0], r_j)?.div(&sigma[j]);
             }
-            let (head, tail) = u.split_at_mut(j + 1);
-            apply_operator(backend, a, precond, &head[j], &mut tail[0], &mut preconditioned)?;
-            let gamma = backend.dot(&u[j + 1], &r_tilde)?;
-            if gamma == P::zero() {
-                return tracker.finish(METHOD, k, breakdown("<u, r~> = 0"), r_norm.to_f64(), x);
+            let mut gamma = vec![P::zero(); l + 1];
+            gamma[l] = gamma_1[l].clone();
+            omega = gamma[l].clone();
+            for j in (1..l).rev() {
+                let mut g = gamma_1[j].clone();
+                for i in j + 1..=l {
+                    g = g.sub(&tau[j][i].mul(&gamma[i]));
+                }
+                gamma[j] = g;
             }
-            alpha = rho0.div(&gamma);
-            for i in 0..=j {
-                backend.axpy(&alpha.neg(), &u[i + 1], &mut r[i])?;
+            let mut gamma_2 = vec![P::zero(); l + 1];
+            for j in 1..l {
+                let mut g = gamma[j + 1].clone();
+                for i in j + 1..l {
+                    g = g.add(&tau[j][i].mul(&gamma[i + 1]));
+                }
+                gamma_2[j] = g;
             }
-            let (head, tail) = r.split_at_mut(j + 1);
-            apply_operator(backend, a, precond, &head[j], &mut tail[0], &mut preconditioned)?;
-            update_x(backend, &alpha, &u[0], x, &mut preconditioned)?;
+            // x += gamma_1 r_0; r_0 -= gamma'_l r_l; u_0 -= gamma_l u_l; then j = 1..l-1
+            update_x(backend, &gamma[1], &r[0], x, &mut preconditioned)?;
+            let (r0, rest) = r.split_at_mut(1);
+            backend.axpy(&gamma_1[l].neg(), &rest[l - 1], &mut r0[0])?;
+            let (u0, urest) = u.split_at_mut(1);
+            backend.axpy(&gamma[l].neg(), &urest[l - 1], &mut u0[0])?;
+            for j in 1..l {
+                backend.axpy(&gamma[j].neg(), &urest[j - 1], &mut u0[0])?;
+                update_x(backend, &gamma_2[j], &rest[j - 1], x, &mut preconditioned)?;
+                backend.axpy(&gamma_1[j].neg(), &rest[j - 1], &mut r0[0])?;
+            }
+            settle(backend, precond, x, &zero, &mut preconditioned)?;
+            k += l;
+            r_norm = backend.nrm2(&r[0])?;
+            if let Some(stop) = tracker.check_in_batch(k, &r_norm, Some(&*x), true)? {
+                return finish!(k, stop, r_norm.to_f64());
+            }
+            (omega == P::zero()).then_some(("omega = 0", 0))
+        };
+        let Some((what, steps)) = broke else {
+            continue;
+        };
+        // x, with the steps the cycle made, is the iterate whose residual r_0 tracked: go on
+        // from it with a fresh shadow residual, as BiCGStab does, while restarts are left
+        settle(backend, precond, x, &zero, &mut preconditioned)?;
+        k += steps;
+        if restarts == params.max_restarts {
+            let stop = StopReason::Breakdown { what: what.into() };
+            return finish!(k, stop, r_norm.to_f64());
         }
-        // the minimal-residual part: modified Gram-Schmidt on r_1..r_l
-        let mut tau = vec![vec![P::zero(); l + 1]; l + 1];
-        let mut sigma = vec![P::zero(); l + 1];
-        let mut gamma_1 = vec![P::zero(); l + 1];
-        for j in 1..=l {
-            let (head, tail) = r.split_at_mut(j);
-            let r_j = &mut tail[0];
-            for i in 1..j {
-                tau[i][j] = backend.dot(r_j, &head[i])?.div(&sigma[i]);
-                backend.axpy(&tau[i][j].neg(), &head[i], r_j)?;
-            }
-            sigma[j] = backend.dot(r_j, r_j)?;
-            if sigma[j] == P::zero() {
-                return tracker.finish(METHOD, k, breakdown("sigma = 0"), r_norm.to_f64(), x);
-            }
-            gamma_1[j] = backend.dot(&head[0], r_j)?.div(&sigma[j]);
-        }
-        let mut gamma = vec![P::zero(); l + 1];
-        gamma[l] = gamma_1[l].clone();
-        omega = gamma[l].clone();
-        for j in (1..l).rev() {
-            let mut g = gamma_1[j].clone();
-            for i in j + 1..=l {
-                g = g.sub(&tau[j][i].mul(&gamma[i]));
-            }
-            gamma[j] = g;
-        }
-        let mut gamma_2 = vec![P::zero(); l + 1];
-        for j in 1..l {
-            let mut g = gamma[j + 1].clone();
-            for i in j + 1..l {
-                g = g.add(&tau[j][i].mul(&gamma[i + 1]));
-            }
-            gamma_2[j] = g;
-        }
-        // x += gamma_1 r_0; r_0 -= gamma'_l r_l; u_0 -= gamma_l u_l; then j = 1..l-1
-        update_x(backend, &gamma[1], &r[0], x, &mut preconditioned)?;
-        let (r0, rest) = r.split_at_mut(1);
-        backend.axpy(&gamma_1[l].neg(), &rest[l - 1], &mut r0[0])?;
-        let (u0, urest) = u.split_at_mut(1);
-        backend.axpy(&gamma[l].neg(), &urest[l - 1], &mut u0[0])?;
-        for j in 1..l {
-            backend.axpy(&gamma[j].neg(), &urest[j - 1], &mut u0[0])?;
-            update_x(backend, &gamma_2[j], &rest[j - 1], x, &mut preconditioned)?;
-            backend.axpy(&gamma_1[j].neg(), &rest[j - 1], &mut r0[0])?;
-        }
-        if let Some((y, z)) = &mut preconditioned {
-            // x <- x + M^{-1} y, and y <- 0 for the next cycle
-            precond.apply_double(backend, y, z)?;
-            backend.axpy_wide(&P::one(), z, x)?;
-            backend.copy(&zero, y)?;
-        }
-        k += l;
+        restarts += 1;
+        log::info!("bicgstab-l: {what} after iteration {k}: restart {restarts} from x");
+        backend.residual(a, b, x, &mut r[0])?;
+        params
+            .shadow
+            .fill(backend, restarts as u64, &r[0], b, &mut r_tilde)?;
+        backend.copy(&zero, &mut u[0])?;
+        (rho0, alpha, omega) = (P::one(), P::zero(), P::one());
         r_norm = backend.nrm2(&r[0])?;
-        if let Some(stop) = tracker.check_in_batch(k, &r_norm, Some(&*x), true)? {
-            return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
-        }
-        if omega == P::zero() {
-            return tracker.finish(METHOD, k, breakdown("omega = 0"), r_norm.to_f64(), x);
-        }
     }
-    tracker.finish(METHOD, k, StopReason::MaxIterations, r_norm.to_f64(), x)
+    finish!(k, StopReason::MaxIterations, r_norm.to_f64())
+}
+
+/// With a preconditioner, `x <- x + M^{-1} y` and `y <- 0`: the cycle's update of `x` (or the
+/// part of it made before a breakdown).
+fn settle<B: Backend, P: Precision, M: Preconditioner<B>>(
+    backend: &B,
+    precond: &M,
+    x: &mut B::Vector<P>,
+    zero: &B::Vector<P>,
+    preconditioned: &mut Preconditioned<B, P>,
+) -> Result<()> {
+    if let Some((y, z)) = preconditioned {
+        precond.apply_double(backend, y, z)?;
+        backend.axpy_wide(&P::one(), z, x)?;
+        backend.copy(zero, y)?;
+    }
+    Ok(())
 }
 
 /// With a preconditioner: the cycle's update of `x` before `M^{-1}` (`y`), and a double vector
