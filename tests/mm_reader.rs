@@ -631,6 +631,15 @@ fn reading_stays_within_the_memory_budget() {
     read_matrix_market_with(&big, &ReadLimits::unlimited()).expect("no limit");
 }
 
+/// Found by `tests/fuzz.rs` (seed 1795691839): a symmetric header declaring more than 2^63
+/// entries overflowed the cost check's doubling; it is refused as too large.
+#[test]
+fn a_declared_entry_count_past_half_the_integers_is_refused_not_overflowed() {
+    let text = b"%%MatrixMarket matrix coordinate real symmetric\n3 3 9999999999999999999\n4\n";
+    let e = parse_matrix_market(&text[..]).expect_err("absurd header");
+    assert_eq!(e.kind, TooLarge, "{e}");
+}
+
 #[test]
 fn a_stream_is_cut_at_what_its_declared_entries_can_take() {
     // One declared entry, then an endless comment: stopped at 256 bytes + 16 MiB past the header.

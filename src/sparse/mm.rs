@@ -287,12 +287,13 @@ fn check_cost(
 ) -> Result<(), MmError> {
     let entries = hdr.entries;
     let most = entries.saturating_mul(2).saturating_add(SPARE_ROWS);
+    // a header may declare any count: saturate rather than overflow
     let stored = if hdr.symmetry == Symmetry::General {
         entries as u64
     } else {
-        2 * entries as u64
+        (entries as u64).saturating_mul(2)
     };
-    let rows = hdr.nrows as u64 + 1;
+    let rows = (hdr.nrows as u64).saturating_add(1);
     let need = (file_bytes as u64)
         .saturating_add(stored.saturating_mul(44))
         .saturating_add(rows.saturating_mul(24));
@@ -306,7 +307,7 @@ fn check_cost(
             MmErrorKind::TooLarge,
             hdr.size_line,
             format!(
-                "{shape} would need {} for its rows alone, which its entries cannot justify:                  refused (at most 2 x entries + {SPARE_ROWS} rows and columns)",
+                "{shape} would need {} for its rows alone, which its entries cannot justify: refused (at most 2 x entries + {SPARE_ROWS} rows and columns)",
                 mm_source::format_bytes(rows.saturating_mul(24)),
             ),
         ));
