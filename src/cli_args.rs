@@ -158,7 +158,7 @@ impl EscalationArgs {
 /// GMRES's restart length and orthogonalisation, BiCGStab(l)'s `l`; each flag overrides
 /// solver.toml.
 #[derive(clap::Args, Clone, Debug, Default)]
-pub struct GmresArgs {
+pub struct MethodArgs {
     /// BiCGStab(l): BiCG steps per minimal-residual step (at least 1).
     #[arg(long, value_name = "L", allow_negative_numbers = true, value_parser = positive_count_arg)]
     pub bicgstab_l: Option<usize>,
@@ -171,7 +171,7 @@ pub struct GmresArgs {
     pub gmres_orthogonalization: Option<Orthogonalization>,
 }
 
-impl GmresArgs {
+impl MethodArgs {
     /// The flags given, over `raw`'s `[solve]`.
     pub fn apply(&self, raw: &mut RawConfig) {
         if let Some(v) = self.gmres_restart {

@@ -5,7 +5,7 @@ use crate::cli_args::{choice, count_arg, ilu_shift_arg, max_iter_arg, threads_ar
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use precsolve::batch::{
-    self, BicgstabChoice, GmresChoice, Grid, Plan, PrecondChoice, RunKey, RunLimits, RunRecord,
+    self, BicgstabChoice, Grid, MethodOptions, Plan, PrecondChoice, RunKey, RunLimits, RunRecord,
     StudyObserver, StudySpec,
 };
 use precsolve::config::RawConfig;
@@ -58,7 +58,7 @@ pub struct BatchArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     max_restarts: Option<usize>,
     #[command(flatten)]
-    gmres: crate::cli_args::GmresArgs,
+    method_options: crate::cli_args::MethodArgs,
     #[command(flatten)]
     escalation: crate::cli_args::EscalationArgs,
     /// Methods, comma separated: auto (CG if stored symmetric, else BiCGStab), cg, bicgstab.
@@ -151,7 +151,7 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
                 shadow: args.shadow.unwrap_or(config.params.shadow),
                 max_restarts: args.max_restarts.unwrap_or(config.params.max_restarts),
             },
-            gmres: GmresChoice {
+            method_options: MethodOptions {
                 restart: config.params.gmres_restart,
                 orthogonalization: config.params.gmres_orthogonalization,
                 l: config.params.bicgstab_l,
@@ -174,7 +174,7 @@ pub fn run_batch(
     if let Some(threads) = args.threads {
         raw.solve.threads = threads;
     }
-    args.gmres.apply(&mut raw);
+    args.method_options.apply(&mut raw);
     args.escalation.apply(&mut raw);
     let config = raw.validate()?;
     let spec = spec(&config, &args, limits);

@@ -158,7 +158,7 @@ struct SolveArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     max_restarts: Option<usize>,
     #[command(flatten)]
-    gmres: cli_args::GmresArgs,
+    method_options: cli_args::MethodArgs,
     #[command(flatten)]
     escalation: cli_args::EscalationArgs,
     /// Right-hand side as a Matrix Market n x 1 array or coordinate file (default: all ones),
@@ -415,7 +415,7 @@ fn apply_overrides(raw: &mut RawConfig, args: &SolveArgs) {
     if let Some(v) = args.max_restarts {
         s.max_restarts = v;
     }
-    args.gmres.apply(raw);
+    args.method_options.apply(raw);
     args.escalation.apply(raw);
     if let Some(v) = args.format {
         raw.output.format = v;

@@ -981,7 +981,7 @@ fn a_stopped_study_in_flight_records_each_finished_run_once_and_resumes() {
             true_residual_every: 0,
             ilu_shift: Default::default(),
             bicgstab: Default::default(),
-            gmres: Default::default(),
+            method_options: Default::default(),
             escalation: Default::default(),
         },
         backend: BackendChoice::Cpu,

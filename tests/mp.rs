@@ -42,7 +42,7 @@ fn mp_names_parse_and_round_trip_through_serde() {
         criterion: ResidualNorm::Initial,
         ilu_shift: Default::default(),
         bicgstab: Default::default(),
-        gmres: None,
+        method_options: None,
         escalation: None,
     };
     let json = serde_json::to_value(&key).unwrap();

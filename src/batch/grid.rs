@@ -73,8 +73,8 @@ pub struct RunLimits {
     pub ilu_shift: IluShift,
     /// BiCGStab's shadow residual and restarts after breakdowns (`--shadow`, `--max-restarts`).
     pub bicgstab: BicgstabChoice,
-    /// GMRES's restart length and orthogonalisation, for the GMRES runs.
-    pub gmres: GmresChoice,
+    /// GMRES's restart length and orthogonalisation and BiCGStab(l)'s `l`, for their runs.
+    pub method_options: MethodOptions,
     /// When a precision ladder's rung gives way (`--escalate-*`), for the ladder runs.
     pub escalation: Escalation,
 }
@@ -82,7 +82,7 @@ pub struct RunLimits {
 /// GMRES's `--gmres-restart` and `--gmres-orthogonalization`, and BiCGStab(l)'s `--bicgstab-l`,
 /// of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GmresChoice {
+pub struct MethodOptions {
     pub restart: usize,
     pub orthogonalization: Orthogonalization,
     #[serde(default = "default_l")]
@@ -93,10 +93,10 @@ fn default_l() -> usize {
     crate::solver::Params::default().bicgstab_l
 }
 
-impl Default for GmresChoice {
+impl Default for MethodOptions {
     fn default() -> Self {
         let params = crate::solver::Params::default();
-        GmresChoice {
+        MethodOptions {
             restart: params.gmres_restart,
             orthogonalization: params.gmres_orthogonalization,
             l: params.bicgstab_l,
@@ -174,9 +174,9 @@ pub struct RunKey {
     pub ilu_shift: IluShift,
     #[serde(default, flatten, skip_serializing_if = "BicgstabChoice::is_default")]
     pub bicgstab: BicgstabChoice,
-    /// A GMRES run's restart and orthogonalisation, where they are not the defaults.
+    /// A GMRES or BiCGStab(l) run's options, where they are not the defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gmres: Option<GmresChoice>,
+    pub method_options: Option<MethodOptions>,
     /// A ladder run's escalation rules, where they are not the defaults (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
@@ -185,9 +185,9 @@ pub struct RunKey {
 impl RunKey {
     pub fn id(&self) -> String {
         let mut id = format!("{}|{}", self.condition().id(), self.matrix_precision());
-        if let Some(g) = &self.gmres {
+        if let Some(g) = &self.method_options {
             id.push_str(&format!(
-                "|gmres-{}-{}-l{}",
+                "|gmres-{}-{}-bicgstab-l{}",
                 g.restart,
                 g.orthogonalization.name(),
                 g.l
@@ -204,10 +204,10 @@ impl RunKey {
 
     /// The GMRES and BiCGStab(l) settings of a `method` run under `limits`: `Some` only for
     /// those methods with settings other than the defaults.
-    pub fn gmres_of(method: Method, limits: &RunLimits) -> Option<GmresChoice> {
+    pub fn method_options_of(method: Method, limits: &RunLimits) -> Option<MethodOptions> {
         (matches!(method, Method::Gmres | Method::BicgstabL)
-            && limits.gmres != GmresChoice::default())
-        .then_some(limits.gmres)
+            && limits.method_options != MethodOptions::default())
+        .then_some(limits.method_options)
     }
 
     /// The escalation rules for `precision` under `limits`: `Some` only for a ladder with rules

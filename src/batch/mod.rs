@@ -17,7 +17,7 @@ mod store;
 mod summary;
 
 pub use grid::{
-    BicgstabChoice, Condition, GmresChoice, Grid, PrecondChoice, RunKey, RunLimits,
+    BicgstabChoice, Condition, Grid, MethodOptions, PrecondChoice, RunKey, RunLimits,
     auto_true_residual_every, method_name, parse_duration,
 };
 pub use inputs::{MatrixInput, expand_inputs, matrix_name};
@@ -409,7 +409,7 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                             PrecondChoice::None => IluShift::Auto,
                         },
                         bicgstab: limits.bicgstab,
-                        gmres: RunKey::gmres_of(method, limits),
+                        method_options: RunKey::method_options_of(method, limits),
                         escalation: RunKey::escalation_of(precision, limits),
                     });
                 }
@@ -450,6 +450,7 @@ fn run_one(
         0 => auto_true_residual_every(a.nrows()),
         k => k,
     };
+    let options = key.method_options.unwrap_or_default();
     // Fields Params gains later keep their defaults.
     #[allow(clippy::needless_update)]
     let params = Params {
@@ -461,9 +462,9 @@ fn run_one(
         time_limit: spec.limits.time_limit,
         shadow: key.bicgstab.shadow,
         max_restarts: key.bicgstab.max_restarts,
-        gmres_restart: key.gmres.unwrap_or_default().restart,
-        gmres_orthogonalization: key.gmres.unwrap_or_default().orthogonalization,
-        bicgstab_l: key.gmres.unwrap_or_default().l,
+        gmres_restart: options.restart,
+        gmres_orthogonalization: options.orthogonalization,
+        bicgstab_l: options.l,
         escalation: key.escalation.unwrap_or_default(),
         ..Params::default()
     };
