@@ -11,7 +11,8 @@ use common::matrices::{shared_matrices, shared_matrix};
 use exact::{csr_from_fn, exact_solution, worst_relative_error};
 use precsolve::precision::exact_values::ExactValues;
 use precsolve::solver::dispatch::{
-    BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on,
+    BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, exact_initial_guess,
+    solve_on,
 };
 use precsolve::solver::{NoMonitor, Orthogonalization, Params, ResidualNorm};
 use precsolve::{CsrMatrix, SolutionVector, Solver, StopReason};
@@ -97,13 +98,7 @@ fn a_restart_is_a_new_solve_from_the_iterate() {
         };
         let whole = run(&a, &b, None, p, &params(30));
         let first = run(&a, &b, None, p, &params(10));
-        let x0 = match &first.x {
-            SolutionVector::F64(x) => ExactValues::from_f64(x.clone()),
-            SolutionVector::Dd(x) => {
-                ExactValues::from_expansions(x.iter().map(|d| [d.hi, d.lo, 0.0, 0.0]).collect())
-            }
-            other => panic!("{other:?}"),
-        };
+        let x0 = exact_initial_guess(&first.x).unwrap();
         let rest = run(&a, &b, Some(x0), p, &params(20));
         assert_eq!(whole.info.stop_reason, StopReason::MaxIterations);
         assert_eq!(rest.info.iterations + 10, whole.info.iterations, "{p:?}");

@@ -5,11 +5,39 @@ use crate::batch::{ConditionSummary, MatrixRow};
 use crate::solver::dispatch::WorkingPrecision;
 use plotters::prelude::*;
 
-const SIZE: (u32, u32) = (720, 440);
-const F64_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
-const DD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+/// Every plot's size (the study page lays them out side by side).
+pub(super) const SIZE: (u32, u32) = (720, 440);
 /// Residuals below this are drawn at it (a true residual can be exactly zero).
-const FLOOR: f64 = 1e-40;
+pub(super) const FLOOR: f64 = 1e-40;
+
+/// The `i`-th series colour: f64 first, dd second, as in every plot of a study.
+pub(super) fn color(i: usize) -> RGBColor {
+    const PALETTE: [RGBColor; 8] = [
+        RGBColor(0x1f, 0x77, 0xb4),
+        RGBColor(0xd6, 0x27, 0x28),
+        RGBColor(0x2c, 0xa0, 0x2c),
+        RGBColor(0xff, 0x7f, 0x0e),
+        RGBColor(0x94, 0x67, 0xbd),
+        RGBColor(0x8c, 0x56, 0x4b),
+        RGBColor(0xe3, 0x77, 0xc2),
+        RGBColor(0x17, 0xbe, 0xcf),
+    ];
+    PALETTE[i % PALETTE.len()]
+}
+
+/// The whole decades around the finite ones of `values` (each drawn at least at [`FLOOR`]):
+/// a log axis's bounds, at least one decade apart.
+pub(super) fn decades(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .into_iter()
+        .map(|v| v.max(FLOOR))
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    let lo = 10f64.powf(lo.log10().floor());
+    (lo, 10f64.powf(hi.log10().ceil()).max(lo * 10.0))
+}
 
 /// The plot of one matrix under one condition, or `None` when no run has a history (the matrix
 /// failed to load). A drawing error is logged and gives `None`: a missing plot must not stop
@@ -50,8 +78,8 @@ fn draw(
 ) -> Result<Option<String>, Box<dyn std::error::Error>> {
     let mut curves = Vec::new();
     for (p, color) in [
-        (WorkingPrecision::F64, F64_COLOR),
-        (WorkingPrecision::Dd, DD_COLOR),
+        (WorkingPrecision::F64, color(0)),
+        (WorkingPrecision::Dd, color(1)),
     ] {
         let Some(h) = row.run(p).and_then(|r| r.history.as_ref()) else {
             continue;
@@ -74,17 +102,8 @@ fn draw(
         return Ok(None);
     }
     let tol = cs.condition.tol;
-    let values = curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.1.max(FLOOR)))
-        .filter(|v| v.is_finite());
-    let (lo, hi) = values
-        .chain([tol])
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        });
-    let y_lo = 10f64.powf(lo.log10().floor());
-    let y_hi = 10f64.powf(hi.log10().ceil()).max(y_lo * 10.0);
+    let values = curves.iter().flat_map(|c| c.points.iter().map(|p| p.1));
+    let (y_lo, y_hi) = decades(values.chain([tol]));
     let x_hi = curves
         .iter()
         .flat_map(|c| c.points.iter().map(|p| p.0))

@@ -27,7 +27,7 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(String, Vec<&MatrixRow>)> {
             ),
         ]
     });
-    let rows = vec![
+    let thesis = [
         ("solved by both f64 and dd", of(Category::SolvedByBoth)),
         ("  of which dd is faster", cs.dd_faster().collect()),
         ("solved by dd only", of(Category::DdOnly)),
@@ -43,16 +43,11 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(String, Vec<&MatrixRow>)> {
             of(Category::Incomplete),
         ),
     ];
-    let mut rows: Vec<(String, Vec<&MatrixRow>)> = rows
+    let mut rows: Vec<(String, Vec<&MatrixRow>)> = thesis
         .into_iter()
+        .chain(remedied.into_iter().flatten())
         .map(|(label, m)| (label.to_string(), m))
         .collect();
-    rows.extend(
-        remedied
-            .into_iter()
-            .flatten()
-            .map(|(label, m)| (label.to_string(), m)),
-    );
     let restarted: Vec<&MatrixRow> = cs.solved_after_restart().collect();
     if !restarted.is_empty() {
         rows.push(("solved after a BiCGStab restart".into(), restarted));
@@ -64,7 +59,6 @@ fn count_rows(cs: &ConditionSummary) -> Vec<(String, Vec<&MatrixRow>)> {
             escalated.iter().map(|(r, _)| *r).collect(),
         ));
         let mut finished: Vec<&str> = escalated.iter().map(|(_, p)| *p).collect();
-        finished.dedup();
         finished.sort();
         finished.dedup();
         for p in finished {

@@ -2,26 +2,9 @@
 //! true residual across the precisions and methods, and the true residual each precision
 //! attained per matrix against the first precision's. Data from `batch::profile`.
 
+use super::plot::{FLOOR, SIZE, color, decades};
 use crate::batch::profile::{Profile, ResidualScatter};
 use plotters::prelude::*;
-
-const SIZE: (u32, u32) = (720, 440);
-/// Residuals below this are drawn at it (a true residual can be exactly zero).
-const FLOOR: f64 = 1e-40;
-
-fn color(i: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 8] = [
-        RGBColor(0x1f, 0x77, 0xb4),
-        RGBColor(0xd6, 0x27, 0x28),
-        RGBColor(0x2c, 0xa0, 0x2c),
-        RGBColor(0xff, 0x7f, 0x0e),
-        RGBColor(0x94, 0x67, 0xbd),
-        RGBColor(0x8c, 0x56, 0x4b),
-        RGBColor(0xe3, 0x77, 0xc2),
-        RGBColor(0x17, 0xbe, 0xcf),
-    ];
-    PALETTE[i % PALETTE.len()]
-}
 
 /// The profile as an SVG: for each solver, the fraction of the matrices on which its time to
 /// the target true residual was within a factor `tau` of the best solver's, `tau` on a log
@@ -108,15 +91,8 @@ fn draw_scatter(
     let values = scatter
         .series
         .iter()
-        .flat_map(|(_, points)| points.iter().flat_map(|&(x, y)| [x, y]))
-        .map(|v| v.max(FLOOR))
-        .filter(|v| v.is_finite())
-        .chain([tol]);
-    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    });
-    let lo = 10f64.powf(lo.log10().floor());
-    let hi = 10f64.powf(hi.log10().ceil()).max(lo * 10.0);
+        .flat_map(|(_, points)| points.iter().flat_map(|&(x, y)| [x, y]));
+    let (lo, hi) = decades(values.chain([tol]));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 pub use super::choices::*;
 use super::problem::solution_vector;
-pub use super::problem::{Problem, Solution, SolutionVector};
+pub use super::problem::{Problem, Solution, SolutionVector, exact_initial_guess};
 
 /// What one solve runs: the method (resolved from `Auto` by the matrix), the working precision
 /// and the preconditioner, prepared once per matrix and shared by every solve of it.

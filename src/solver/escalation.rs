@@ -8,12 +8,11 @@
 //! (where the loop ends its device batch and computes the true residual) and at a rung's end.
 //! So a ladder's phases, like any solve, are the same bits on the CPU and the GPU.
 
-use super::dispatch::{Lane, Recipe, solve_on};
+use super::dispatch::{Lane, Recipe, exact_initial_guess, solve_on};
 use super::monitor::{Iteration, Monitor};
 use super::params::{HistoryPoint, Params, SolveInfo, StopReason};
 use super::{BackendChoice, Ladder, ResolvedBackend, Solution, SolutionVector};
 use crate::error::Result;
-use crate::precision::exact_values::ExactValues;
 use crate::precond::Preconditioning;
 use std::time::Instant;
 
@@ -264,7 +263,8 @@ pub(crate) fn solve_ladder(
         if !go_on {
             break;
         }
-        current.x0 = Some(exact(&x));
+        // exact: the next rung is more precise, and mp:<bits> is only ever the last
+        current.x0 = Some(exact_initial_guess(&x).expect("mp:<bits> is a ladder's last rung"));
     }
     Ok(Solution {
         info: combine(ladder, infos, recipe.precond),
@@ -285,21 +285,6 @@ fn gives_way(info: &SolveInfo, tol: f64, b_norm: f64) -> bool {
         StopReason::ConvergedZeroResidual | StopReason::TimeLimit | StopReason::Cancelled => {
             false
         }
-    }
-}
-
-/// A rung's solution as the next rung's initial guess: every value exactly (the next rung is
-/// more precise; `mp:<bits>` is only ever the last).
-fn exact(x: &SolutionVector) -> ExactValues {
-    use crate::precision::Precision;
-    let words = |v: &crate::precision::Dd| [v.hi, v.lo, 0.0, 0.0];
-    match x {
-        SolutionVector::F64(v) => ExactValues::from_f64(v.clone()),
-        SolutionVector::Td(v) => ExactValues::from_expansions(v.iter().map(|t| words(&t.to_dd())).collect()),
-        SolutionVector::Dd(v) => ExactValues::from_expansions(v.iter().map(words).collect()),
-        SolutionVector::Qd(v) => ExactValues::from_expansions(v.iter().map(|q| q.x).collect()),
-        #[cfg(feature = "mpfr")]
-        SolutionVector::Mp(_) => unreachable!("mp:<bits> is only ever a ladder's last rung"),
     }
 }
 

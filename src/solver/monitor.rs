@@ -360,7 +360,8 @@ pub(crate) fn finite_or<P: Precision>(value: &P, what: &str) -> Option<StopReaso
 }
 
 /// Iterations to run before the next read: the steps' batch `proposed`, ended at `max_iter` and
-/// where the tracker reads `x` (a periodic true residual), `k` iterations done.
+/// where the tracker reads `x` (a periodic true residual, a ladder rung's stagnation check),
+/// `k` iterations done.
 pub(crate) fn next_batch(proposed: usize, k: usize, params: &Params) -> usize {
     let batch = proposed.clamp(1, params.max_iter - k);
     let stall_window = match params.watch_stagnation {

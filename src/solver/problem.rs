@@ -139,6 +139,21 @@ impl SolutionVector {
     }
 }
 
+/// A solution as an initial guess: every value exactly, for a solve in the same or a more
+/// precise fixed-size precision (a precision ladder's next rung); `None` for `mp:<bits>`,
+/// whose values four doubles need not hold.
+pub fn exact_initial_guess(x: &SolutionVector) -> Option<ExactValues> {
+    let words = |v: &[Dd]| v.iter().map(|d| Qd::from_dd(*d).x).collect();
+    Some(match x {
+        SolutionVector::F64(v) => ExactValues::from_f64(v.clone()),
+        SolutionVector::Td(_) => ExactValues::from_expansions(words(&x.to_dd())),
+        SolutionVector::Dd(v) => ExactValues::from_expansions(words(v)),
+        SolutionVector::Qd(v) => ExactValues::from_expansions(v.iter().map(|q| q.x).collect()),
+        #[cfg(feature = "mpfr")]
+        SolutionVector::Mp(_) => return None,
+    })
+}
+
 /// A precision type's vector as a [`SolutionVector`] (by [`Precision::NAME`]).
 pub(crate) fn solution_vector<P: Precision>(mut x: Vec<P>) -> SolutionVector {
     use std::any::Any;
