@@ -184,6 +184,11 @@ pub trait Precision: sealed::Sealed + Clone + Debug + Send + Sync + PartialEq + 
     /// own `_eps`, 2^-209, 8 times the nominal 2^-212): test tolerances and stagnation checks are
     /// written as multiples of it.
     const EPSILON: f64;
+    /// The unit roundoff of the values made now: [`EPSILON`](Precision::EPSILON), or for `Mp`
+    /// 2^-bits of the live precision scope (which a constant cannot hold).
+    fn unit_roundoff() -> f64 {
+        Self::EPSILON
+    }
     /// Bytes one element occupies in a vector (memory-traffic accounting).
     const BYTES: usize;
     /// How a vector of this precision is laid out in host memory (the CPU backend's vectors):

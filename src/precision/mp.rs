@@ -201,6 +201,9 @@ mod with_mpfr {
         const EPSILON: f64 = f64::EPSILON / 2.0;
         /// At 53..=106 bits (64 bytes); more at higher precisions, see [`Mp::bytes`].
         const BYTES: usize = 64;
+        fn unit_roundoff() -> f64 {
+            Mp::epsilon().unwrap_or(Self::EPSILON)
+        }
         crate::precision::acc_is_self!();
 
         #[inline]

@@ -47,7 +47,9 @@ impl<F: FnMut(&Iteration) -> bool> Monitor for F {
     }
 }
 
-/// Double-double scratch for `||b - A x|| / ||b||`, allocated once per solve.
+/// Scratch for `||b - A x|| / ||b||`, computed in double-double (allocated once per solve), or
+/// in the working precision itself where that is more precise (qd, mp beyond 106 bits): a
+/// residual of `x` rounded to dd would stop near dd's level however far qd had gone.
 struct TrueResidual<B: Backend> {
     x_dd: B::Vector<Dd>,
     r_dd: B::Vector<Dd>,
@@ -62,6 +64,11 @@ impl<B: Backend> TrueResidual<B> {
         b: &B::Vector<f64>,
         x: &B::Vector<P>,
     ) -> Result<f64> {
+        if P::unit_roundoff() < Dd::EPSILON {
+            let mut r = backend.zeros::<P>(backend.len(x))?;
+            backend.residual(a, b, x, &mut r)?;
+            return Ok(backend.nrm2(&r)?.to_f64() / self.b_norm);
+        }
         backend.convert(x, &mut self.x_dd)?;
         backend.residual(a, b, &self.x_dd, &mut self.r_dd)?;
         Ok(backend.nrm2(&self.r_dd)?.to_f64() / self.b_norm)
