@@ -137,7 +137,7 @@ pub mod report;
 
 mod error;
 
-pub use api::{Control, Preconditioner, Solved, Solver, read_matrix_market};
+pub use api::{Control, LinearOperator, Preconditioner, Solved, Solver, read_matrix_market};
 pub use error::{Error, Result};
 #[cfg(feature = "mpfr")]
 pub use precision::Mp;

@@ -1,14 +1,17 @@
 //! [`Solver`]: the library's front door. A builder of one solve's choices; `solve` runs it.
 
 use super::hooks::{Control, Preconditioner};
+use super::operator::LinearOperator;
 use crate::error::{Error, Result};
 use crate::precision::Precision;
+use crate::precision::exact_values::ExactValues;
 use crate::precond::ilu0::IluShift;
 use crate::precond::{PrecondKind, Preconditioning};
 use crate::solver::bicgstab::Shadow;
 use crate::solver::dispatch::{
     BackendChoice, Lane, Method, Problem, Recipe, Solution, WorkingPrecision, solve_on, solve_typed,
 };
+use crate::solver::matrix_free::{OperatorProblem, no_ilu0, solve_operator, solve_operator_typed};
 use crate::solver::{
     Escalation, Iteration, Monitor, NoMonitor, Orthogonalization, Params, ResidualNorm, SolveInfo,
 };
@@ -271,20 +274,12 @@ impl<'a, P: Precision> Solver<'a, P> {
     /// matrix for CG) are outcomes in [`SolveInfo::stop_reason`], not errors; errors are bad
     /// input (shapes, non-finite entries, a zero ILU(0) pivot) and backend failures.
     pub fn solve(&mut self, a: &CsrMatrix, b: &[f64]) -> Result<Solved<P>> {
-        let precision: WorkingPrecision = P::NAME.parse().map_err(|_| {
-            Error::Config(format!(
-                "{} needs its bits: use Solver::solve_in with \"mp:<bits>\"",
-                P::NAME
-            ))
+        let precision = Self::fixed_precision()?;
+        self.check()?;
+        let problem = self.problem(a, b)?;
+        let (info, x) = self.run(Some(&problem.a), precision, |backend, recipe, params, m| {
+            solve_typed::<P>(&Lane::default(), &problem, backend, recipe, params, m)
         })?;
-        let (info, x) = self.run(
-            a,
-            b,
-            precision,
-            |lane, problem, backend, recipe, params, m| {
-                solve_typed::<P>(lane, problem, backend, recipe, params, m)
-            },
-        )?;
         Ok(Solved { info, x })
     }
 
@@ -309,31 +304,55 @@ impl<'a, P: Precision> Solver<'a, P> {
         a: &CsrMatrix,
         b: &[f64],
     ) -> Result<Solution> {
-        self.run(
-            a,
-            b,
-            precision,
-            |lane, problem, backend, recipe, params, m| {
-                solve_on(lane, problem, backend, recipe, params, m).map(|s| (s.info, s.x))
-            },
-        )
+        self.check()?;
+        let problem = self.problem(a, b)?;
+        self.run(Some(&problem.a), precision, |backend, recipe, params, m| {
+            solve_on(&Lane::default(), &problem, backend, recipe, params, m).map(|s| (s.info, s.x))
+        })
         .map(|(info, x)| Solution { info, x })
     }
 
-    fn run<X>(
+    /// Solve `A x = b` in `P` with `A` applied by the caller ([`LinearOperator`]: matrix-free),
+    /// on the CPU backend, by any method, with no preconditioner or one of the caller's own
+    /// (ILU(0) needs the matrix's entries, and is an error here).
+    pub fn solve_operator<Op: LinearOperator>(&mut self, op: &Op, b: &[f64]) -> Result<Solved<P>> {
+        let precision = Self::fixed_precision()?;
+        self.check()?;
+        let problem = self.operator_problem(op, b)?;
+        let (info, x) = self.run(None, precision, |backend, recipe, params, m| {
+            solve_operator_typed::<Op, P>(&problem, backend, recipe, params, m)
+        })?;
+        Ok(Solved { info, x })
+    }
+
+    /// [`solve_operator`](Solver::solve_operator) in a precision chosen at run time, a ladder
+    /// (`"auto"`) included.
+    pub fn solve_operator_in<Op: LinearOperator>(
         &mut self,
-        a: &CsrMatrix,
-        b: &[f64],
         precision: WorkingPrecision,
-        go: impl FnOnce(
-            &Lane,
-            &Problem,
-            BackendChoice,
-            Recipe<'_>,
-            &Params,
-            &mut dyn Monitor,
-        ) -> Result<(SolveInfo, X)>,
-    ) -> Result<(SolveInfo, X)> {
+        op: &Op,
+        b: &[f64],
+    ) -> Result<Solution> {
+        self.check()?;
+        let problem = self.operator_problem(op, b)?;
+        self.run(None, precision, |backend, recipe, params, m| {
+            solve_operator(&problem, backend, recipe, params, m).map(|s| (s.info, s.x))
+        })
+        .map(|(info, x)| Solution { info, x })
+    }
+
+    /// `P` as a working precision (mp needs its bits, so it comes through the `_in` solves).
+    fn fixed_precision() -> Result<WorkingPrecision> {
+        P::NAME.parse().map_err(|_| {
+            Error::Config(format!(
+                "{} needs its bits: use Solver::solve_in with \"mp:<bits>\"",
+                P::NAME
+            ))
+        })
+    }
+
+    /// The settings, checked.
+    fn check(&self) -> Result<()> {
         if !(self.params.tol > 0.0 && self.params.tol < 1.0) {
             return Err(Error::Config(format!(
                 "tol must be in (0, 1), not {}",
@@ -349,45 +368,51 @@ impl<'a, P: Precision> Solver<'a, P> {
                 "gmres_restart and bicgstab_l must be at least 1".into(),
             ));
         }
+        Ok(())
+    }
+
+    fn problem(&self, a: &CsrMatrix, b: &[f64]) -> Result<Problem> {
         // A clone of the matrix shares its arrays: no copy.
-        let problem = Problem::new(
-            Arc::new(a.clone()),
-            Some(b.to_vec()),
-            self.x0.map(<[f64]>::to_vec),
-        )?;
-        let precond = match &self.precond {
-            PrecondChoice::None => Preconditioning::None,
-            PrecondChoice::Ilu0 { shift } => {
-                Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, *shift)?
+        let x0 = self.x0.map(<[f64]>::to_vec);
+        Problem::new(Arc::new(a.clone()), Some(b.to_vec()), x0)
+    }
+
+    fn operator_problem<'o, Op: LinearOperator>(
+        &self,
+        op: &'o Op,
+        b: &[f64],
+    ) -> Result<OperatorProblem<'o, Op>> {
+        let x0 = self.x0.map(|x0| ExactValues::from_f64(x0.to_vec()));
+        OperatorProblem::new(op, Some(b.to_vec()), x0)
+    }
+
+    /// Run `go` with the preconditioner prepared (ILU(0) from `entries`, which a matrix-free
+    /// solve does not have) and the callback as the monitor.
+    fn run<X>(
+        &mut self,
+        entries: Option<&CsrMatrix>,
+        precision: WorkingPrecision,
+        go: impl FnOnce(BackendChoice, Recipe<'_>, &Params, &mut dyn Monitor) -> Result<(SolveInfo, X)>,
+    ) -> Result<(SolveInfo, X)> {
+        let precond = match (&self.precond, entries) {
+            (PrecondChoice::None, _) => Preconditioning::None,
+            (PrecondChoice::Ilu0 { shift }, Some(a)) => {
+                Preconditioning::prepare(PrecondKind::Ilu0, a, *shift)?
             }
-            PrecondChoice::User(user) => Preconditioning::User(Arc::clone(user)),
+            (PrecondChoice::Ilu0 { .. }, None) => return Err(no_ilu0()),
+            (PrecondChoice::User(user), _) => Preconditioning::User(Arc::clone(user)),
         };
         let recipe = Recipe {
             method: self.method,
             precision,
             precond: &precond,
         };
-        let lane = Lane::default();
         match &mut self.callback {
             Some(f) => {
                 let mut monitor = |at: &Iteration| f(at) == Control::Continue;
-                go(
-                    &lane,
-                    &problem,
-                    self.backend,
-                    recipe,
-                    &self.params,
-                    &mut monitor,
-                )
+                go(self.backend, recipe, &self.params, &mut monitor)
             }
-            None => go(
-                &lane,
-                &problem,
-                self.backend,
-                recipe,
-                &self.params,
-                &mut NoMonitor,
-            ),
+            None => go(self.backend, recipe, &self.params, &mut NoMonitor),
         }
     }
 }

@@ -3,9 +3,11 @@
 
 mod builder;
 mod hooks;
+mod operator;
 
 pub use builder::{Solved, Solver};
 pub use hooks::{Control, Preconditioner};
+pub use operator::LinearOperator;
 
 use crate::error::{Error, Result};
 use crate::sparse::CsrMatrix;

@@ -5,6 +5,7 @@
 //! the same bits whatever the thread count (and, for the CUDA twin, whatever the launch shape).
 
 pub mod cpu;
+pub mod operator;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 

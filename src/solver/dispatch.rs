@@ -2,14 +2,15 @@
 
 use super::{BicgstabSteps, CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
+use crate::backend::Backend;
 use crate::error::Result;
-use crate::precision::{Dd, Precision, Qd, Td};
+use crate::precision::exact_values::ExactValues;
+use crate::precision::Precision;
 use crate::precond::{Identity, Ilu0, InDouble, Preconditioner, Preconditioning};
 use crate::sparse::CsrMatrix;
 use std::time::Instant;
 
 pub use super::choices::*;
-use super::problem::solution_vector;
 pub use super::problem::{Problem, Solution, SolutionVector, exact_initial_guess};
 
 /// What one solve runs: the method (resolved from `Auto` by the matrix), the working precision
@@ -20,6 +21,47 @@ pub struct Recipe<'a> {
     pub precision: WorkingPrecision,
     pub precond: &'a Preconditioning,
 }
+
+/// Runs `$typed` with the type `$p` of `$precision` (a fixed-size precision, or `mp:<bits>`
+/// inside its precision scope), its `x` handed back as a [`SolutionVector`]; a ladder runs
+/// `$ladder` with `$l` bound to it. `$backend` is checked for the precision before an mp scope
+/// is entered.
+macro_rules! by_precision {
+    ($precision:expr, $backend:expr, $p:ident => $typed:expr, $l:ident => $ladder:expr) => {{
+        // One precision's solve, its `x` handed back as a `SolutionVector`.
+        macro_rules! typed {
+            ($t:ty) => {{
+                type $p = $t;
+                $typed.map(|(info, x)| $crate::solver::Solution {
+                    info,
+                    x: $crate::solver::problem::solution_vector(x),
+                })
+            }};
+        }
+        match $precision {
+            $crate::solver::WorkingPrecision::F64 => typed!(f64),
+            $crate::solver::WorkingPrecision::Dd => typed!($crate::precision::Dd),
+            $crate::solver::WorkingPrecision::Qd => typed!($crate::precision::Qd),
+            $crate::solver::WorkingPrecision::Td => typed!($crate::precision::Td),
+            #[cfg(feature = "mpfr")]
+            $crate::solver::WorkingPrecision::Mp(bits) => {
+                // Checked before the scope below is entered: a refused solve must not hold it.
+                $backend.resolve_for(&[$precision])?;
+                // Every `Mp` of this solve is created at `bits` bits, and no other mp solve in
+                // the process runs until this one is done (`precision::mp`, "The precision
+                // setting").
+                let _scope = crate::precision::mp::MpScope::enter(bits);
+                typed!(crate::precision::Mp)
+            }
+            #[cfg(not(feature = "mpfr"))]
+            $crate::solver::WorkingPrecision::Mp(_) => Err(crate::error::Error::Config(
+                $precision.unavailable().unwrap_or_default(),
+            )),
+            $crate::solver::WorkingPrecision::Ladder($l) => $ladder,
+        }
+    }};
+}
+pub(crate) use by_precision;
 
 /// Solve `problem` with `method` (resolved if `Auto`) in one working precision. The backend is
 /// resolved for that precision ([`BackendChoice::resolve_for`]): a precision without CUDA
@@ -91,39 +133,11 @@ pub fn solve_on(
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
-    // One precision's solve, its `x` handed back as a `SolutionVector`.
-    macro_rules! typed {
-        ($p:ty) => {
-            solve_typed::<$p>(lane, problem, backend, recipe, params, monitor).map(|(info, x)| {
-                Solution {
-                    info,
-                    x: solution_vector(x),
-                }
-            })
-        };
-    }
-    match recipe.precision {
-        WorkingPrecision::F64 => typed!(f64),
-        WorkingPrecision::Dd => typed!(Dd),
-        WorkingPrecision::Qd => typed!(Qd),
-        WorkingPrecision::Td => typed!(Td),
-        #[cfg(feature = "mpfr")]
-        WorkingPrecision::Mp(bits) => {
-            // Checked before the scope below is entered: a refused solve must not hold it.
-            backend.resolve_for(&[recipe.precision])?;
-            // Every `Mp` of this solve is created at `bits` bits, and no other mp solve in the
-            // process runs until this one is done (`precision::mp`, "The precision setting").
-            let _scope = crate::precision::mp::MpScope::enter(bits);
-            typed!(crate::precision::Mp)
-        }
-        #[cfg(not(feature = "mpfr"))]
-        WorkingPrecision::Mp(_) => Err(crate::error::Error::Config(
-            recipe.precision.unavailable().unwrap_or_default(),
-        )),
-        WorkingPrecision::Ladder(ladder) => super::escalation::solve_ladder(
+    by_precision!(recipe.precision, backend,
+        P => solve_typed::<P>(lane, problem, backend, recipe, params, monitor),
+        ladder => super::escalation::solve_ladder(
             lane, problem, backend, recipe, ladder, params, monitor,
-        ),
-    }
+        ))
 }
 
 /// [`solve_on`] in the precision `P` (which must be `recipe.precision`'s type), handing back
@@ -152,15 +166,28 @@ pub(crate) fn solve_typed<P: Precision>(
     #[cfg(not(feature = "cuda"))]
     let _ = lane;
     match resolved {
-        ResolvedBackend::Cpu => run::<_, P>(&CpuBackend::new(), problem, recipe, params, monitor),
+        ResolvedBackend::Cpu => {
+            let backend = CpuBackend::new();
+            let a = |b: &CpuBackend| b.matrix(&problem.a);
+            run::<_, P>(&backend, a, &problem.b, problem.x0.as_ref(), recipe, params, monitor)
+        }
         #[cfg(feature = "cuda")]
-        ResolvedBackend::Cuda => run::<_, P>(lane.cuda()?, problem, recipe, params, monitor),
+        ResolvedBackend::Cuda => {
+            let backend = lane.cuda()?;
+            let a = |b: &crate::backend::cuda::CudaBackend| b.matrix(&problem.a);
+            run::<_, P>(backend, a, &problem.b, problem.x0.as_ref(), recipe, params, monitor)
+        }
     }
 }
 
-fn run<B: CgSteps + BicgstabSteps, P: Precision>(
+/// One solve on `backend` in `P`: the matrix made available by `matrix`, `b` and `x0` uploaded
+/// (all timed as setup), then the method's loop with the recipe's preconditioner.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     backend: &B,
-    problem: &Problem,
+    matrix: impl FnOnce(&B) -> Result<B::Matrix>,
+    b: &[f64],
+    x0: Option<&ExactValues>,
     recipe: Recipe<'_>,
     params: &Params,
     monitor: &mut dyn Monitor,
@@ -170,12 +197,12 @@ fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     // (benches/results/h200.md, "Kernels compiled before a solve's clock").
     backend.prepare::<P>()?;
     let start = Instant::now();
-    let a = backend.matrix(&problem.a)?;
-    let b = backend.vector_from_f64::<f64>(&problem.b)?;
-    let mut x = match &problem.x0 {
+    let a = matrix(backend)?;
+    let mut x = match x0 {
         Some(x0) => backend.upload::<P>(&x0.values::<P>())?,
-        None => backend.zeros::<P>(problem.b.len())?,
+        None => backend.zeros::<P>(b.len())?,
     };
+    let b = backend.vector_from_f64::<f64>(b)?;
     backend.synchronize()?;
     let upload = start.elapsed().as_secs_f64();
     let mut info = match recipe.precond {

@@ -13,6 +13,7 @@ use super::monitor::{Iteration, Monitor};
 use super::params::{HistoryPoint, Params, SolveInfo, StopReason};
 use super::{BackendChoice, Ladder, ResolvedBackend, Solution, SolutionVector};
 use crate::error::Result;
+use crate::precision::exact_values::ExactValues;
 use crate::precond::Preconditioning;
 use std::time::Instant;
 
@@ -217,12 +218,35 @@ pub(crate) fn solve_ladder(
         #[cfg(feature = "cuda")]
         ResolvedBackend::Cuda => BackendChoice::Cuda,
     };
-    let b_norm = problem.b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let recipe = Recipe { method, ..recipe };
+    climb(ladder, &problem.b, recipe, params, monitor, |step, x0, p, m| {
+        let current = super::Problem {
+            x0: x0.or_else(|| problem.x0.clone()),
+            ..problem.clone()
+        };
+        solve_on(lane, &current, backend, step, p, m)
+    })
+}
+
+/// The rungs of `ladder` one after another, each solved by `rung(recipe, x0, params, monitor)`
+/// (`x0`: the previous rung's solution, `None` for the first rung, which starts from the
+/// system's own initial guess), for a system with right-hand side `b`; `recipe.method` is
+/// resolved. Whatever the system (a CSR matrix, a caller's operator), the ladder is this.
+pub(crate) fn climb(
+    ladder: Ladder,
+    b: &[f64],
+    recipe: Recipe<'_>,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+    mut rung: impl FnMut(Recipe<'_>, Option<ExactValues>, &Params, &mut dyn Monitor) -> Result<Solution>,
+) -> Result<Solution> {
+    let rungs: Vec<_> = ladder.rungs().collect();
+    let b_norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
     let start = Instant::now();
-    let mut current = problem.clone();
+    let mut x0 = None;
     let mut infos: Vec<SolveInfo> = Vec::new();
     let mut x = SolutionVector::F64(Vec::new());
-    for (i, &rung) in rungs.iter().enumerate() {
+    for (i, &precision) in rungs.iter().enumerate() {
         let last_rung = i + 1 == rungs.len();
         let used: usize = infos.iter().map(|info| info.iterations).sum();
         let remaining = params.max_iter - used;
@@ -243,15 +267,14 @@ pub(crate) fn solve_ladder(
             })
         };
         let step = Recipe {
-            method,
-            precision: rung,
-            precond: recipe.precond,
+            precision,
+            ..recipe
         };
-        let solution = solve_on(lane, &current, backend, step, &rung_params, &mut numbered)?;
+        let solution = rung(step, x0.take(), &rung_params, &mut numbered)?;
         log::info!(
             "{}: {} ended after {} iterations: {}",
             ladder.name(),
-            rung.name(),
+            precision.name(),
             solution.info.iterations,
             solution.info.stop_reason
         );
@@ -264,7 +287,7 @@ pub(crate) fn solve_ladder(
             break;
         }
         // exact: the next rung is more precise, and mp:<bits> is only ever the last
-        current.x0 = Some(exact_initial_guess(&x).expect("mp:<bits> is a ladder's last rung"));
+        x0 = Some(exact_initial_guess(&x).expect("mp:<bits> is a ladder's last rung"));
     }
     Ok(Solution {
         info: combine(ladder, infos, recipe.precond),

@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod escalation;
 pub mod gmres;
 mod ladder;
+pub mod matrix_free;
 mod monitor;
 mod params;
 mod problem;
@@ -22,4 +23,11 @@ pub use gmres::{Orthogonalization, gmres};
 pub use monitor::{Iteration, Monitor, NoMonitor};
 pub use problem::{Problem, Solution, SolutionVector};
 pub(crate) use params::named_choices;
+
+/// A backend whose CG and BiCGStab iterations are the portable steps ([`cg::HostCg`],
+/// [`bicgstab::HostBicgstab`]), one iteration at a time with the scalars on the host, built
+/// from its fused kernels: the CPU backend, and the backend of a caller's operator.
+pub trait HostSteps: CgKernels + BicgstabKernels {}
+
+impl HostSteps for crate::backend::cpu::CpuBackend {}
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

@@ -42,7 +42,18 @@ impl Problem {
                 a.ncols()
             )));
         }
-        let n = a.nrows();
+        let (b, x0) = checked_inputs(a.nrows(), b, x0)?;
+        Ok(Problem { a, b, x0 })
+    }
+}
+
+/// The right-hand side (all ones by default) and initial guess of a system of `n` rows, checked
+/// for length and finiteness.
+pub(crate) fn checked_inputs(
+    n: usize,
+    b: Option<Vec<f64>>,
+    x0: Option<ExactValues>,
+) -> Result<(Vec<f64>, Option<ExactValues>)> {
         let shapes = [
             (
                 "right-hand side",
@@ -69,12 +80,7 @@ impl Problem {
                 }
             }
         }
-        Ok(Problem {
-            b: b.unwrap_or_else(|| vec![1.0; n]),
-            a,
-            x0,
-        })
-    }
+    Ok((b.unwrap_or_else(|| vec![1.0; n]), x0))
 }
 
 /// A finished solve of a precision chosen at run time: its report and the solution in the

@@ -4,7 +4,6 @@
 //! changing its vectors at the iteration the loop stops at, by the tests below, whose CUDA
 //! twins are in `kernels/bicgstab.cu`).
 
-use crate::backend::cpu::CpuBackend;
 use crate::backend::{BICGSTAB_BLOCK, Backend, Operand};
 use crate::error::Result;
 use crate::precision::Precision;
@@ -230,9 +229,9 @@ impl<B: super::BicgstabKernels, P: Precision> HostBicgstab<B, P> {
     }
 }
 
-/// The CPU backend runs the portable steps.
-impl BicgstabSteps for CpuBackend {
-    type BicgstabState<P: Precision> = HostBicgstab<CpuBackend, P>;
+/// Backends that run the portable steps (the CPU's, and a caller's operator's).
+impl<B: crate::solver::HostSteps> BicgstabSteps for B {
+    type BicgstabState<P: Precision> = HostBicgstab<B, P>;
 
     fn bicgstab_start<P: Precision>(
         &self,

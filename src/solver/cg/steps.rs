@@ -10,7 +10,6 @@
 //! a time from the backend's primitives, with the scalars on the host: the CPU backend's, and
 //! the CUDA backend's for the precisions without device steps.
 
-use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, cg_step_accepts};
 use crate::error::Result;
 use crate::precision::Precision;
@@ -247,8 +246,8 @@ impl<P: Precision> HostCg<P> {
     }
 }
 
-/// The CPU backend runs the portable steps.
-impl CgSteps for CpuBackend {
+/// Backends that run the portable steps (the CPU's, and a caller's operator's).
+impl<B: crate::solver::HostSteps> CgSteps for B {
     type CgState<P: Precision> = HostCg<P>;
 
     fn cg_start<P: Precision>(
