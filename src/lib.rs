@@ -27,7 +27,8 @@
 //!
 //! A solve that runs but does not converge is not an error: [`SolveInfo::stop_reason`] says
 //! why it stopped (iteration limit, breakdown, an indefinite matrix for CG...), and
-//! [`SolveInfo::true_residual`] is always recomputed from `x` (in double-double), so a
+//! [`SolveInfo::true_residual`] is always recomputed from `x` (in double-double, or in the
+//! working precision where that is more precise: qd, mp), so a
 //! recurrence residual that lies is visible. Errors ([`Error`]) are bad input, a zero ILU(0)
 //! pivot, and backend failures; a file's errors name its line.
 //!
@@ -73,6 +74,15 @@
 //!   are loaded at run time, so a build without them runs on the CPU) and the matrix is large
 //!   enough, else on the CPU's rayon threads.
 //! - [`Solver::on_iteration`] watches every iteration and can stop the solve.
+//!
+//! # Matrices a program applies itself
+//!
+//! A [`LinearOperator`] is `y = A x` written by the program (a stencil, a product, a matrix in
+//! another library's format), generic over the working precision so the products are computed
+//! in it. [`Solver::solve_operator`] and [`Solver::solve_operator_in`] solve with it by every
+//! method, in every precision and ladder, on the CPU, with your own [`Preconditioner`] (ILU(0)
+//! needs the entries); an `apply` that sums rows as the CSR kernel does gives the CSR solve's
+//! bits. `cargo run --example matrix_free` shows one.
 //!
 //! # Matrices a program already holds
 //!

@@ -43,7 +43,7 @@ use std::time::Instant;
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields, default))]
 pub struct Escalation {
     /// Iterations between two checks; each check computes the true residual in double-double
-    /// (one extra SpMV). Default 100.
+    /// (or qd, mp: one extra SpMV). Default 100.
     pub window: usize,
     /// A window makes progress when it brings the best residual down to at most this
     /// fraction of the best before it. Default 0.9.
