@@ -86,10 +86,14 @@
 //!
 //! # Matrices a program already holds
 //!
-//! [`CsrMatrix::from_slices`] validates and copies raw CSR arrays; `TryFrom` takes an owned
-//! `sprs::CsMatI<f64, i32>` without copying (feature `sprs`) and an owned
-//! `nalgebra_sparse::CsrMatrix<f64>` keeping its offsets and values (feature `nalgebra`).
-//! [`poisson2d`] and [`poisson3d`] generate test problems.
+//! [`CsrView`] borrows a program's CSR arrays without copying them: raw slices with any
+//! integer column index ([`CsrView::new`]), an `sprs` view (feature `sprs`, a slice of rows
+//! included), an `nalgebra_sparse::CsrMatrix` (feature `nalgebra`); checked as a matrix is, and
+//! solved through [`Solver::solve_operator`] with the bits of the copied matrix. The GPU and
+//! ILU(0) read the crate's own layout, [`CsrMatrix`] (`i32` column indices):
+//! [`CsrMatrix::from_slices`] validates and copies raw arrays; `TryFrom` takes an owned
+//! `sprs::CsMatI<f64, i32>` without copying and an owned `nalgebra_sparse::CsrMatrix<f64>`
+//! keeping its offsets and values. [`poisson2d`] and [`poisson3d`] generate test problems.
 //!
 //! # Features
 //!
@@ -157,6 +161,7 @@ pub use solver::bicgstab::Shadow;
 pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};
 pub use solver::{Escalation, Ladder, Orthogonalization, Phase};
 pub use solver::{HistoryPoint, Iteration, ResidualNorm, SolveInfo, SolveTimes, StopReason};
+pub use sparse::{ColumnIndex, CsrView};
 pub use sparse::{CsrError, CsrMatrix, MmError, MmErrorKind, Symmetry, load_matrix};
 pub use sparse::{poisson2d, poisson3d};
 

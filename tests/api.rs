@@ -334,3 +334,67 @@ fn nalgebra_matrices_convert() {
         assert_eq!(m.values(), a.values());
     }
 }
+
+/// An sprs view, of a whole matrix or of its first rows, is borrowed (no copy) and solves with
+/// the bits of the copied matrix; a CSC view is refused.
+#[cfg(feature = "sprs")]
+#[test]
+fn sprs_views_solve_without_a_copy() {
+    use precsolve::CsrView;
+    let a = precsolve::poisson2d(8);
+    let owned: sprs::CsMatI<f64, i32, usize> = a.as_sprs().to_owned();
+    let view = CsrView::try_from(owned.view()).unwrap();
+    assert!(
+        std::ptr::eq(view.values(), owned.data()),
+        "borrowed, not copied"
+    );
+    assert!(std::ptr::eq(view.col_idx(), owned.indices()));
+    let b = vec![1.0; a.nrows()];
+    let copied = Solver::bicgstab().precision::<Dd>().solve(&a, &b).unwrap();
+    let borrowed = Solver::bicgstab()
+        .precision::<Dd>()
+        .solve_operator(&view, &b)
+        .unwrap();
+    assert_eq!(borrowed.x, copied.x);
+    assert_eq!(borrowed.iterations, copied.iterations);
+    // rows 8.. of the matrix: offsets that start past 0
+    let rows = CsrView::try_from(owned.slice_outer(8..64)).unwrap();
+    assert_eq!((rows.nrows(), rows.nnz()), (56, a.nnz() - a.row_ptr()[8]));
+    let csc = owned.to_other_storage();
+    assert_eq!(
+        CsrView::try_from(csc.view()).unwrap_err(),
+        precsolve::CsrError::ColumnMajor
+    );
+}
+
+/// An nalgebra-sparse matrix is borrowed with its `usize` column indices and solves with the
+/// bits of the copied matrix.
+#[cfg(feature = "nalgebra")]
+#[test]
+fn nalgebra_matrices_solve_without_a_copy() {
+    let a = precsolve::poisson2d(8);
+    let cols: Vec<usize> = a.col_idx().iter().map(|&c| c as usize).collect();
+    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        cols,
+        a.values().to_vec(),
+    )
+    .unwrap();
+    let view = precsolve::CsrView::try_from(&na)
+        .unwrap()
+        .with_symmetry(precsolve::Symmetry::Symmetric);
+    assert!(
+        std::ptr::eq(view.col_idx(), na.col_indices()),
+        "borrowed, not copied"
+    );
+    let b = vec![1.0; a.nrows()];
+    let copied = Solver::auto().precision::<Dd>().solve(&a, &b).unwrap();
+    let borrowed = Solver::auto()
+        .precision::<Dd>()
+        .solve_operator(&view, &b)
+        .unwrap();
+    assert_eq!(borrowed.info.method, "cg");
+    assert_eq!(borrowed.x, copied.x);
+}

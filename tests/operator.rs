@@ -8,8 +8,8 @@ mod exact;
 
 use exact::{csr_from_fn, exact_solution, worst_relative_error};
 use precsolve::{
-    BackendChoice, Control, CsrMatrix, Dd, Error, LinearOperator, Method, Precision,
-    Preconditioner, Qd, SolutionVector, Solver, StopReason, Td, WorkingPrecision,
+    BackendChoice, Control, CsrError, CsrMatrix, CsrView, Dd, Error, LinearOperator, Method,
+    Precision, Preconditioner, Qd, SolutionVector, Solver, StopReason, Td, WorkingPrecision,
 };
 
 /// The 5-point Laplacian on an `m x m` grid, never stored: each row sums its neighbours in
@@ -301,4 +301,79 @@ fn what_an_operator_cannot_do_is_an_error_that_says_why() {
         .solve_operator_in(WorkingPrecision::Dd, &op, &b)
         .unwrap();
     assert!(matches!(out.x, SolutionVector::Dd(_)) && out.info.stop_reason.converged());
+}
+
+/// A banded matrix of 40 entries a row: the CSR kernels sum its rows in 4 lanes.
+fn dense_rows() -> CsrMatrix {
+    csr_from_fn(300, |i, j| {
+        let d = i.abs_diff(j);
+        match d {
+            0 => Some(60.0 + (i % 7) as f64),
+            1..=20 => Some(-1.0 / (1 + (i + 2 * j) % 5) as f64),
+            _ => None,
+        }
+    })
+}
+
+/// A view of the program's own arrays (any column index type) solves with the bits of the
+/// copied matrix, whatever lanes the kernels sum its rows in.
+#[test]
+fn a_borrowed_view_gives_the_bits_of_the_copied_matrix() {
+    let dense = dense_rows();
+    assert!(dense.nnz() >= 32 * dense.nrows(), "rows summed in 4 lanes");
+    for a in [dense, precsolve::poisson2d(14)] {
+        let cols: Vec<u32> = a.col_idx().iter().map(|&c| c as u32).collect();
+        let view = CsrView::new(a.nrows(), a.ncols(), a.row_ptr(), &cols, a.values()).unwrap();
+        for p in ["f64", "dd", "qd"] {
+            assert_same_solves(|| Solver::bicgstab().tol(1e-12), &a, &view, p);
+            assert_same_solves(|| Solver::gmres().tol(1e-12), &a, &view, p);
+        }
+        let own = CsrView::from(&a);
+        assert_same_solves(|| Solver::cg().tol(1e-12), &a, &own, "dd");
+    }
+}
+
+/// Row offsets that start past 0 (a view of some rows of larger arrays, as sprs slices them):
+/// the entries are those from the first offset on.
+#[test]
+fn a_view_may_start_past_the_first_entry() {
+    let a = precsolve::poisson2d(9);
+    let shifted: Vec<usize> = a.row_ptr().iter().map(|p| p + 1000).collect();
+    let view = CsrView::new(a.nrows(), a.ncols(), &shifted, a.col_idx(), a.values()).unwrap();
+    assert_same_solves(|| Solver::cg().tol(1e-12), &a, &view, "dd");
+    assert_eq!(
+        view.to_csr().unwrap(),
+        a.clone().with_symmetry(precsolve::Symmetry::General)
+    );
+}
+
+#[test]
+fn a_view_is_checked_as_a_matrix_is() {
+    let a = precsolve::poisson2d(3);
+    let (ptr, vals) = (a.row_ptr(), a.values());
+    let cols: Vec<i64> = a.col_idx().iter().map(|&c| c as i64).collect();
+    let check = |cols: &[i64], vals: &[f64]| CsrView::new(9, 9, ptr, cols, vals).map(|_| ());
+    assert_eq!(check(&cols, vals), Ok(()));
+    let mut unsorted = cols.clone();
+    unsorted.swap(0, 1);
+    assert_eq!(
+        check(&unsorted, vals),
+        Err(CsrError::ColumnsNotSorted { row: 0 })
+    );
+    let mut outside = cols.clone();
+    outside[2] = 9;
+    assert!(matches!(
+        check(&outside, vals),
+        Err(CsrError::ColumnOutOfRange { row: 0, col: 9, .. })
+    ));
+    let mut nan = vals.to_vec();
+    nan[4] = f64::NAN;
+    assert!(matches!(
+        check(&cols, &nan),
+        Err(CsrError::NonFinite { .. })
+    ));
+    assert!(matches!(
+        check(&cols[1..], &vals[1..]),
+        Err(CsrError::RowPtrEnd { .. })
+    ));
 }

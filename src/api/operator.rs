@@ -1,6 +1,8 @@
 //! [`LinearOperator`]: a matrix the calling program applies itself (matrix-free).
 
 use crate::precision::Precision;
+use crate::sparse::{ColumnIndex, CsrView, Symmetry};
+use rayon::prelude::*;
 
 /// A square matrix `A` the calling program applies itself, `y = A x`, in the solve's working
 /// precision: a stencil, a matrix held in another library's format, a product of operators.
@@ -75,5 +77,29 @@ pub trait LinearOperator: Send + Sync {
     /// BiCGStab. Default `false`.
     fn symmetric(&self) -> bool {
         false
+    }
+}
+
+/// A borrowed CSR matrix applied row by row in the CSR kernels' order: each row's entries dealt
+/// to the lanes the kernels use for its density (entry `k` to lane `k mod lanes`, each lane
+/// summing from zero with `add_mul_f64`), then the lanes added by the halving tree. Rows are
+/// independent, so they are spread over the thread pool without changing a bit.
+impl<I: ColumnIndex> LinearOperator for CsrView<'_, I> {
+    fn nrows(&self) -> usize {
+        CsrView::nrows(self)
+    }
+
+    fn apply<P: Precision>(&self, x: &[P], y: &mut [P]) {
+        const ROWS_PER_TASK: usize = 2048;
+        let lanes = crate::backend::spmv_lanes_for(self.nnz(), CsrView::nrows(self));
+        y.par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(task, rows)| {
+                crate::backend::cpu::view_rows(self, lanes, x, task * ROWS_PER_TASK, rows)
+            });
+    }
+
+    fn symmetric(&self) -> bool {
+        self.symmetry() == Symmetry::Symmetric
     }
 }

@@ -61,8 +61,14 @@ impl IluSeconds {
 /// The CPU backend sums each row in the same lane order and reduction tree as the GPU kernel,
 /// so both give the same bits.
 pub fn spmv_lanes(a: &CsrMatrix) -> usize {
+    spmv_lanes_for(a.nnz(), a.nrows())
+}
+
+/// [`spmv_lanes`] of a matrix of `nrows` rows and `nnz` entries.
+pub fn spmv_lanes_for(nnz: usize, nrows: usize) -> usize {
     const ENTRIES_PER_LANE: f64 = 8.0;
-    let per_lane = a.nnz_per_row_mean() / ENTRIES_PER_LANE;
+    let mean = if nrows == 0 { 0.0 } else { nnz as f64 / nrows as f64 };
+    let per_lane = mean / ENTRIES_PER_LANE;
     if per_lane < 2.0 {
         1
     } else {

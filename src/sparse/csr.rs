@@ -1,5 +1,6 @@
 //! Compressed sparse row matrix with `f64` values and sorted `i32` column indices.
 
+use super::view::ColumnIndex;
 use std::sync::Arc;
 
 /// Symmetry declared by the source (a Matrix Market header, or a generator). The CSR always holds
@@ -94,6 +95,9 @@ pub enum CsrError {
         /// Its column.
         col: usize,
     },
+    /// The arrays are by columns (CSC), not by rows.
+    #[error("the matrix is stored by columns (CSC); a CSR view needs it by rows")]
+    ColumnMajor,
     /// The arrays cannot be allocated.
     #[error("cannot allocate {bytes} bytes for a matrix with {nrows} rows")]
     Allocation {
@@ -343,11 +347,6 @@ fn check_parts(
     col_idx: &[i32],
     values: &[f64],
 ) -> Result<(), CsrError> {
-    for dim in [nrows, ncols] {
-        if dim > i32::MAX as usize {
-            return Err(CsrError::TooLarge { dim });
-        }
-    }
     if row_ptr.len() != nrows + 1 {
         return Err(CsrError::RowPtrLength {
             got: row_ptr.len(),
@@ -357,21 +356,42 @@ fn check_parts(
     if row_ptr[0] != 0 {
         return Err(CsrError::RowPtrNotMonotone { row: 0 });
     }
+    check_structure(nrows, ncols, row_ptr, col_idx, values)
+}
+
+/// The invariants the kernels rely on, of arrays whose row `r` holds the entries
+/// `row_ptr[r] - row_ptr[0] .. row_ptr[r + 1] - row_ptr[0]` (`row_ptr` has `nrows + 1` entries):
+/// dimensions that fit `i32`, offsets monotone and ending at the entry count, columns in range
+/// and strictly increasing within each row, values finite.
+pub(super) fn check_structure<I: ColumnIndex>(
+    nrows: usize,
+    ncols: usize,
+    row_ptr: &[usize],
+    col_idx: &[I],
+    values: &[f64],
+) -> Result<(), CsrError> {
+    for dim in [nrows, ncols] {
+        if dim > i32::MAX as usize {
+            return Err(CsrError::TooLarge { dim });
+        }
+    }
+    let first = row_ptr[0];
     let nnz = col_idx.len();
-    if values.len() != nnz || row_ptr[nrows] != nnz {
+    let last = row_ptr[nrows].wrapping_sub(first);
+    if values.len() != nnz || row_ptr[nrows] < first || last != nnz {
         return Err(CsrError::RowPtrEnd {
-            last: row_ptr[nrows],
+            last,
             nnz: values.len().max(nnz),
         });
     }
     for row in 0..nrows {
         let (start, end) = (row_ptr[row], row_ptr[row + 1]);
-        if end < start || end > nnz {
+        if start < first || end < start || end - first > nnz {
             return Err(CsrError::RowPtrNotMonotone { row });
         }
         let mut previous: i64 = -1;
-        for k in start..end {
-            let col = col_idx[k] as i64;
+        for k in start - first..end - first {
+            let col = col_idx[k].to_i64();
             if col < 0 || col >= ncols as i64 {
                 return Err(CsrError::ColumnOutOfRange { row, col, ncols });
             }

@@ -4,7 +4,8 @@
 //! The kernels read `i32` column indices and `usize` row pointers, sorted within each row,
 //! every value finite; every constructor checks all of that. An owned matrix whose arrays are
 //! already of those types is taken without copying them (`sprs`' `CsMatI<f64, i32>`); otherwise
-//! the column indices are narrowed into a new array (and borrowed views are copied).
+//! the column indices are narrowed into a new array (and borrowed views are copied: to solve
+//! one without a copy, borrow it as a [`CsrView`](super::CsrView)).
 
 use super::csr::{CsrError, CsrMatrix, Symmetry};
 

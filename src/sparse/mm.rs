@@ -364,7 +364,8 @@ fn csr_error(e: CsrError, hdr: &Header) -> MmError {
         CsrError::RowPtrLength { .. }
         | CsrError::RowPtrNotMonotone { .. }
         | CsrError::RowPtrEnd { .. }
-        | CsrError::ColumnsNotSorted { .. } => MmErrorKind::BadSize,
+        | CsrError::ColumnsNotSorted { .. }
+        | CsrError::ColumnMajor => MmErrorKind::BadSize,
     };
     MmError::new(kind, hdr.size_line, e.to_string())
 }

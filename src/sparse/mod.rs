@@ -9,6 +9,7 @@ mod mm_header;
 mod mm_scan;
 mod mm_source;
 mod sell;
+mod view;
 
 pub use csr::{CsrError, CsrMatrix, Symmetry};
 pub use generate::{GeneratedMatrix, poisson2d, poisson3d};
@@ -18,6 +19,7 @@ pub use mm::{
 };
 pub use mm_source::{ReadLimits, available_memory, format_bytes};
 pub use sell::{PADDING_COL, SellEntries};
+pub use view::{ColumnIndex, CsrView};
 
 use crate::error::{Error, Result};
 use std::path::Path;

@@ -11,7 +11,7 @@ use super::simd_dd;
 use crate::precision::{
     Dd, HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available,
 };
-use crate::sparse::CsrMatrix;
+use crate::sparse::{ColumnIndex, CsrMatrix, CsrView};
 use std::borrow::Cow;
 
 /// Dot products follow the GPU's reduction (kernels/common/reduce.cuh), which is part of the
@@ -228,6 +228,41 @@ fma_kernel! {
             16 => spmv_rows_lanes::<P, X, 16>(a, x, first, out, b),
             32 => spmv_rows_lanes::<P, X, 32>(a, x, first, out, b),
             _ => spmv_rows_any_lanes::<P, X>(a, lanes, x, first, out, b),
+        }
+    }
+}
+
+fma_kernel! {
+    /// Rows `first..first + out.len()` of `A x` for a borrowed matrix ([`CsrView`]), in `P`'s
+    /// own arithmetic, in the lanes and tree of [`spmv_rows`] (the same bits for every `P`
+    /// whose `Acc` is itself; td rounds each step here, once a row there). `lanes` is a power
+    /// of two.
+    fn view_rows<P, I: ColumnIndex>(a: &CsrView<'_, I>, lanes: usize, x: &[P], first: usize, out: &mut [P]) {
+        let x_at = |c: &I| &x[c.to_i64() as usize];
+        if lanes == 1 {
+            for (i, y) in out.iter_mut().enumerate() {
+                let (cols, vals) = a.row(first + i);
+                let entries = cols.iter().zip(vals);
+                *y = entries.fold(P::zero(), |s, (c, v)| s.add_mul_f64(*v, x_at(c)));
+            }
+            return;
+        }
+        let mut sums = vec![P::zero(); lanes];
+        for (i, y) in out.iter_mut().enumerate() {
+            let (cols, vals) = a.row(first + i);
+            sums.iter_mut().for_each(|s| *s = P::zero());
+            for (k, (c, v)) in cols.iter().zip(vals).enumerate() {
+                let lane = &mut sums[k % lanes];
+                *lane = lane.add_mul_f64(*v, x_at(c));
+            }
+            let mut half = lanes / 2;
+            while half > 0 {
+                for l in 0..half {
+                    sums[l] = sums[l].add(&sums[l + half]);
+                }
+                half /= 2;
+            }
+            *y = sums[0].clone();
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS};
+pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, view_rows};
 pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
 
