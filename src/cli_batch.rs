@@ -44,9 +44,11 @@ pub struct BatchArgs {
     /// pivot the --ilu-shift rule does not get past is recorded as precond-failed.
     #[arg(long, value_enum, value_delimiter = ',')]
     precond: Vec<PrecondChoice>,
-    /// ILU(0) diagonal shift for the ilu0 runs: auto (factor A; past a zero pivot or missing
-    /// diagonal, A + s max|a_ij| I with s growing until it factors), none (or 0: no remedy),
-    /// or a fixed S > 0.
+    /// ILU(0) remedy of the ilu0 runs for a zero pivot or a missing diagonal: auto (factor A; past one, permute
+    /// the rows to put a maximum product matching on the diagonal, unless the method is CG,
+    /// then shift by s max|a_ij| I with s growing until it factors; the report says what ran),
+    /// match (always permute), shift (only the growing shift), none (or 0: a zero pivot is an
+    /// error), or a fixed S > 0 (factor A + S max|a_ij| I, inserting missing diagonals).
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<IluShift>,
     /// BiCGStab's shadow residual r~: r0 (the thesis's), rhs, or random (a seeded vector, the

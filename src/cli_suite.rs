@@ -99,14 +99,14 @@ pub fn run(
             }
         };
         let problem = Problem::new(a.clone(), None, None)?;
-        let prepared = match Preconditioning::prepare(precond, &a, IluShift::None) {
+        let method = Method::Auto.resolve(&a);
+        let prepared = match Preconditioning::prepare(precond, &a, IluShift::None, method) {
             Ok(p) => p,
             Err(e) => {
                 log::warn!("{name}: {e}");
                 continue;
             }
         };
-        let method = Method::Auto.resolve(&a);
         for precision in [WorkingPrecision::F64, WorkingPrecision::Dd] {
             let recipe = Recipe {
                 method,

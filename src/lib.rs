@@ -63,8 +63,10 @@
 //! # Preconditioner, method, backend
 //!
 //! - [`Solver::ilu0`] factors ILU(0) on `A`'s pattern and applies it in double in every
-//!   precision (thesis section 4.3.2), past a zero pivot or a missing diagonal entry with a
-//!   growing diagonal shift ([`SolveInfo::ilu_remedy`]); [`Solver::ilu0_shifted`] fixes the shift.
+//!   precision (thesis section 4.3.2), past a zero pivot or a missing diagonal entry by a
+//!   row permutation that puts a maximum product matching on the diagonal (not for CG) and a
+//!   growing diagonal shift ([`SolveInfo::ilu_remedy`]); [`Solver::ilu0_shifted`] fixes the
+//!   shift.
 //! - [`Solver::preconditioner`] takes a [`Preconditioner`] of your own, applied in double.
 //! - [`Solver::cg`] for symmetric positive definite matrices, [`Solver::bicgstab`] and
 //!   [`Solver::gmres`] (restarted, right-preconditioned) for general ones, [`Solver::auto`] for CG where the matrix was declared symmetric

@@ -143,10 +143,11 @@ struct SolveArgs {
     /// Preconditioner, applied in double in both precisions.
     #[arg(long, value_parser = choice::<PrecondKind>())]
     precond: Option<PrecondKind>,
-    /// ILU(0) diagonal shift: auto (factor A; past a zero pivot or a missing diagonal, factor
-    /// A + s max|a_ij| I with s growing until it factors, and report s), none (or 0: a zero
-    /// pivot is an error), or a fixed S > 0 (factor A + S max|a_ij| I, inserting missing
-    /// diagonals).
+    /// ILU(0) remedy for a zero pivot or a missing diagonal: auto (factor A; past one, permute
+    /// the rows to put a maximum product matching on the diagonal, unless the method is CG,
+    /// then shift by s max|a_ij| I with s growing until it factors; the report says what ran),
+    /// match (always permute), shift (only the growing shift), none (or 0: a zero pivot is an
+    /// error), or a fixed S > 0 (factor A + S max|a_ij| I, inserting missing diagonals).
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<IluShift>,
     /// BiCGStab's shadow residual r~: r0 (the thesis's), rhs, or random (a seeded vector, the
@@ -549,8 +550,9 @@ fn run_solve(
     // (qd), is reported before any solve, and auto says its choice for this matrix (after the
     // factorization, whose levels it weighs: ILU(0) is factored once, shared by every solve).
     config.backend.resolve_for(&config.precision.precisions())?;
-    let precond = Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift)
-        .with_context(|| args.matrix.clone())?;
+    let precond =
+        Preconditioning::prepare(config.precond, &problem.a, config.ilu_shift, config.method)
+            .with_context(|| args.matrix.clone())?;
     let precisions = config.precision.precisions();
     let (resolved, why) =
         config

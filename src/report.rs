@@ -294,18 +294,17 @@ fn phase_path(run: &RunReport) -> String {
 
 /// `a / b`, undefined (NaN, shown `-` and written null) when `b` is zero: two runs of 0
 /// iterations have no ratio.
-/// `ILU(0)   shift sigma = ...` where the factors are of `A + sigma I`, saying whether the
-/// automatic shift chose it and why.
+/// `ILU(0)   ...`: the remedy where the automatic one ran (a matching, a shift), or the shift
+/// `sigma` the user gave.
 fn shift_line(run: &RunReport) -> Option<String> {
-    let sigma = run.ilu_shift?;
-    Some(match &run.ilu_remedy {
-        Some(r) => format!(
-            "ILU(0)   shift sigma = {sigma:.3e} (automatic: {}; s = {:e} x max|a_ij| after {} \
-             factorizations)\n",
-            r.cause, r.s, r.attempts
-        ),
-        None => format!("ILU(0)   shift sigma = {sigma:.3e} (given: --ilu-shift)\n"),
-    })
+    match (&run.ilu_remedy, run.ilu_shift) {
+        (Some(r), Some(sigma)) => Some(format!("ILU(0)   remedy: {r}; sigma = {sigma:.3e}\n")),
+        (Some(r), None) => Some(format!("ILU(0)   remedy: {r}\n")),
+        (None, Some(sigma)) => Some(format!(
+            "ILU(0)   shift sigma = {sigma:.3e} (given: --ilu-shift)\n"
+        )),
+        (None, None) => None,
+    }
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

@@ -334,19 +334,26 @@ fn ilu0_solves_report_the_preconditioner_and_its_share() {
 #[test]
 fn ilu0_zero_pivot_and_missing_diagonal_are_remedied_by_default_and_name_file_and_row_without() {
     let dir = tempfile::tempdir().unwrap();
-    for (file, needle) in [
-        ("ilu/zero_pivot.mtx", "zero pivot in row 2"),
-        ("ilu/missing_diagonal.mtx", "row 2 has no diagonal entry"),
+    // (matrix, cause, default remedy: the s and the factorizations after the matching)
+    for (file, needle, s, attempts) in [
+        ("ilu/zero_pivot.mtx", "zero pivot in row 2", 1e-10, 3),
+        (
+            "ilu/missing_diagonal.mtx",
+            "row 2 has no diagonal entry",
+            0.0,
+            2,
+        ),
     ] {
         let path = sample(file);
-        // The default (`--ilu-shift auto`): the shift that got past it is reported, and why.
+        // The default (`--ilu-shift auto`): the matching, then the shift where the permuted
+        // matrix still meets a zero pivot; what ran is reported, and why.
         let out = solver(&["solve", &path, "--precond", "ilu0", "-q"], dir.path());
         let (stdout, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(EXIT_OK), "{stdout}{stderr}");
         assert!(
-            stdout.contains("ILU(0)   shift sigma = ")
-                && stdout.contains(&format!("(automatic: {needle}"))
-                && stdout.contains("s = 1e-10 x max|a_ij| after 2 factorizations"),
+            stdout.contains(&format!("ILU(0)   remedy: {needle}"))
+                && stdout.contains("rows permuted by a matching (2 moved), scaled")
+                && stdout.contains(&format!("({attempts} factorizations)")),
             "{stdout}"
         );
         let json = [
@@ -356,14 +363,36 @@ fn ilu0_zero_pivot_and_missing_diagonal_are_remedied_by_default_and_name_file_an
         let out = solver(&json.concat(), dir.path());
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         for run in report["runs"].as_array().unwrap() {
-            assert!(run["ilu_shift"].as_f64().unwrap() > 0.0, "{run}");
+            assert_eq!(run["stop_reason"]["kind"], "converged-rtol", "{run}");
             let remedy = &run["ilu_remedy"];
             assert!(remedy["cause"].as_str().unwrap().contains(needle), "{run}");
             assert_eq!(
-                (remedy["s"].as_f64(), remedy["attempts"].as_u64()),
-                (Some(1e-10), Some(2))
+                (
+                    remedy["s"].as_f64(),
+                    remedy["attempts"].as_u64(),
+                    remedy["permuted_rows"].as_u64()
+                ),
+                (Some(s), Some(attempts), Some(2))
             );
         }
+        // The shift alone (`--ilu-shift shift`): A + s max|a_ij| I at the first s.
+        let shift = [
+            "solve",
+            &path,
+            "--precond",
+            "ilu0",
+            "--ilu-shift",
+            "shift",
+            "-q",
+        ];
+        let out = solver(&shift, dir.path());
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_OK), "{stdout}{stderr}");
+        assert!(
+            stdout.contains(&format!("ILU(0)   remedy: {needle}"))
+                && stdout.contains(": shift s = 1e-10 x max|a_ij| (2 factorizations); sigma = "),
+            "{stdout}"
+        );
         // No remedy: the error names the file and the row, and says how to go on.
         for none in ["none", "0"] {
             let args = [

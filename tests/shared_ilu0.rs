@@ -3,6 +3,8 @@
 //! unpreconditioned survey). Skipped, with a SKIPPED line, where `../shared` does not exist.
 
 mod common;
+#[path = "common/exact.rs"]
+mod exact;
 
 use common::matrices::{shared_matrices, shared_matrix};
 use common::outcomes::{assert_solved, solve_on_cpu};
@@ -34,7 +36,7 @@ fn load(dir: &Path, name: &str) -> Problem {
 }
 
 fn ilu0(problem: &Problem, shift: IluShift) -> Preconditioning {
-    Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, shift).unwrap()
+    Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, shift, Method::Bicgstab).unwrap()
 }
 
 /// Solved with and without ILU(0), in both precisions; ILU(0) must need fewer iterations.
@@ -141,21 +143,26 @@ fn ilu0_in_dd_meets_the_true_residual_that_double_misses() {
     ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
 )]
 #[test]
-fn ilu0_missing_diagonals_are_an_error_without_remedy_and_the_automatic_shift_goes_on() {
+fn ilu0_missing_diagonals_are_an_error_without_remedy_and_the_growing_shift_goes_on() {
     let dir = shared_matrices();
     let problem = load(&dir, "cavity01");
-    let err = Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, IluShift::None)
-        .unwrap_err()
-        .to_string();
+    let err = Preconditioning::prepare(
+        PrecondKind::Ilu0,
+        &problem.a,
+        IluShift::None,
+        Method::Bicgstab,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("row 20 has no diagonal entry (74 of 317"),
         "{err}"
     );
     let plain = solve_pair(&problem, &Preconditioning::None);
-    let shifted = solve_pair(&problem, &ilu0(&problem, IluShift::Auto));
+    let shifted = solve_pair(&problem, &ilu0(&problem, IluShift::Shift));
     for (p, s) in plain.iter().zip(&shifted) {
         assert_solved("cavity01", s);
-        let remedy = s.ilu_remedy.as_ref().expect("the automatic shift ran");
+        let remedy = s.ilu_remedy.as_ref().expect("the shift ran");
         assert!(remedy.cause.starts_with("row 20 has no diagonal entry"));
         assert_eq!((remedy.s, remedy.attempts), (1e-10, 2));
         assert!(s.ilu_shift.unwrap() > 0.0);
@@ -168,24 +175,25 @@ fn ilu0_missing_diagonals_are_an_error_without_remedy_and_the_automatic_shift_go
     }
 }
 
-/// gre_216a has every diagonal entry but meets a zero pivot in row 18: the automatic shift
+/// gre_216a has every diagonal entry but meets a zero pivot in row 18: the growing shift
 /// removes it at its first `s`, 1e-10 (sigma 7.5e-11), with the factors of that fixed shift.
-/// (Neither precision then solves it: benches/results/ilu0-remedies.md.)
+/// (Neither precision then solves it: benches/results/ilu0-matching.md.)
 #[cfg_attr(
     not(shared_matrices),
     ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
 )]
 #[test]
-fn ilu0_zero_pivot_of_gre_216a_is_removed_by_the_automatic_shift() {
+fn ilu0_zero_pivot_of_gre_216a_is_removed_by_the_growing_shift() {
     let dir = shared_matrices();
     let problem = load(&dir, "gre_216a");
     let err = Ilu0Factors::with_shift(&problem.a, IluShift::None)
         .unwrap_err()
         .to_string();
     assert!(err.contains("zero pivot in row 18"), "{err}");
-    let f = Ilu0Factors::with_shift(&problem.a, IluShift::Auto).unwrap();
+    let f = Ilu0Factors::with_shift(&problem.a, IluShift::Shift).unwrap();
     let remedy = f.remedy().unwrap().clone();
     assert_eq!(remedy.cause, "zero pivot in row 18");
+    assert_eq!(remedy.permuted_rows, 0);
     assert_eq!((remedy.s, remedy.attempts), (1e-10, 2));
     let fixed = Ilu0Factors::new(&problem.a, Some(1e-10)).unwrap();
     assert_eq!(f.sigma(), fixed.sigma());
@@ -199,7 +207,97 @@ fn ilu0_zero_pivot_of_gre_216a_is_removed_by_the_automatic_shift() {
     for run in [&f64_run, &dd_run] {
         assert_eq!(run.ilu_remedy.as_ref(), Some(&remedy));
         assert_eq!(run.ilu_shift, Some(fixed.sigma()));
+        assert!(!run.stop_reason.converged());
     }
+}
+
+/// The matching puts gre_216a's large entries on the diagonal (108 of its 216 rows move):
+/// ILU(0) of the permuted matrix needs no shift, its factors are those of `P A` itself bit for
+/// bit (the scaling is by powers of two, so undoing it is exact), and BiCGStab with them
+/// converges in both precisions where the shifted factors break down. The solution is of
+/// `A x = b`: its residual, computed here in exact arithmetic from `A` and `b`, meets the
+/// tolerance.
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
+#[test]
+fn ilu0_zero_pivot_of_gre_216a_is_removed_by_the_matching() {
+    let dir = shared_matrices();
+    let problem = load(&dir, "gre_216a");
+    let f = Ilu0Factors::with_shift(&problem.a, IluShift::Match).unwrap();
+    let remedy = f.remedy().unwrap().clone();
+    assert_eq!((remedy.permuted_rows, remedy.s, f.sigma()), (108, 0.0, 0.0));
+    let order = f.row_order().expect("rows permuted").clone();
+    let direct = Ilu0Factors::new(&order.matrix, None).unwrap();
+    assert!(
+        f.values()
+            .iter()
+            .zip(direct.values())
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+    );
+    let precond = Preconditioning::Ilu0(Arc::new(f));
+    for precision in [WorkingPrecision::F64, WorkingPrecision::Dd] {
+        let solution = solve_on_cpu(
+            &problem,
+            Method::Auto,
+            precision,
+            &precond,
+            &Params::default(),
+        );
+        let info = &solution.info;
+        assert_solved("gre_216a", info);
+        assert_eq!(info.ilu_remedy.as_ref(), Some(&remedy));
+        let exact = exact_relative_residual(&problem, &solution.x.to_dd());
+        assert!(
+            exact <= 1e-8,
+            "{}: exact residual {exact:e}",
+            precision.name()
+        );
+        assert!((exact / info.true_residual - 1.0).abs() < 1e-6);
+    }
+}
+
+/// `||b - A x|| / ||b||` of a double-double `x`, in exact rational arithmetic.
+fn exact_relative_residual(problem: &Problem, x: &[precsolve::Dd]) -> f64 {
+    use exact::Dyadic;
+    let a = &problem.a;
+    let x: Vec<Dyadic> = x.iter().map(|&v| Dyadic::from_dd(v)).collect();
+    let (ptr, cols, vals) = (a.row_ptr(), a.col_idx(), a.values());
+    let (mut rr, mut bb) = (Dyadic::zero(), Dyadic::zero());
+    for i in 0..a.nrows() {
+        let bi = Dyadic::from_f64(problem.b[i]);
+        let mut r = bi.clone();
+        for k in ptr[i]..ptr[i + 1] {
+            r = r.sub(&Dyadic::from_f64(vals[k]).mul(&x[cols[k] as usize]));
+        }
+        rr = rr.add(&r.mul(&r));
+        bb = bb.add(&bi.mul(&bi));
+    }
+    rr.ratio_f64(&bb).sqrt()
+}
+
+/// CG keeps `A` as it is: the automatic remedy does not permute its rows, and asking for the
+/// matching is an error that says why.
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's SuiteSparse files)"
+)]
+#[test]
+fn cg_keeps_its_rows() {
+    let dir = shared_matrices();
+    let problem = load(&dir, "gre_216a");
+    let cg = Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, IluShift::Auto, Method::Cg)
+        .unwrap();
+    let Preconditioning::Ilu0(f) = &cg else {
+        panic!("ILU(0)")
+    };
+    assert!(f.row_order().is_none());
+    assert_eq!(f.remedy().unwrap().permuted_rows, 0);
+    let err = Preconditioning::prepare(PrecondKind::Ilu0, &problem.a, IluShift::Match, Method::Cg)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("CG needs the symmetric matrix"), "{err}");
 }
 
 /// The shared matrices ILU(0) of `A` itself fails on (a missing diagonal entry, or gre_216a's

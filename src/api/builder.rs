@@ -215,9 +215,12 @@ impl<'a, P: Precision> Solver<'a, P> {
     }
 
     /// ILU(0) of `A`, factored at each solve and applied in double. Where `A` has a zero pivot
-    /// or a missing diagonal entry, `A + s max|a_ij| I` is factored instead, `s` growing from
-    /// 1e-10 by 10 until the factorization succeeds (up to 100): [`SolveInfo::ilu_shift`] and
-    /// [`SolveInfo::ilu_remedy`] report it.
+    /// or a missing diagonal entry, the rows are permuted to put a maximum product matching on
+    /// the diagonal (except for CG, whose matrix must stay symmetric; the solve then iterates
+    /// on `P A x = P b`, with `A x = b`'s residual norm and solution), and where that is not
+    /// enough a shift `s max|a_ij| I` is added, `s` growing from 1e-10 by 10 until the
+    /// factorization succeeds (up to 100): [`SolveInfo::ilu_remedy`] and
+    /// [`SolveInfo::ilu_shift`] report it.
     pub fn ilu0(mut self) -> Self {
         self.precond = PrecondChoice::Ilu0 {
             shift: IluShift::Auto,
@@ -397,7 +400,7 @@ impl<'a, P: Precision> Solver<'a, P> {
         let precond = match (&self.precond, entries) {
             (PrecondChoice::None, _) => Preconditioning::None,
             (PrecondChoice::Ilu0 { shift }, Some(a)) => {
-                Preconditioning::prepare(PrecondKind::Ilu0, a, *shift)?
+                Preconditioning::prepare(PrecondKind::Ilu0, a, *shift, self.method)?
             }
             (PrecondChoice::Ilu0 { .. }, None) => return Err(no_ilu0()),
             (PrecondChoice::User(user), _) => Preconditioning::User(Arc::clone(user)),

@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::precond::Preconditioning;
 use crate::precond::ilu0::IluShift;
 use crate::solver::dispatch::{
-    BackendChoice, Lane, Problem, Recipe, cpu_only_error, solve, solve_on,
+    BackendChoice, Lane, Method, Problem, Recipe, cpu_only_error, solve, solve_on,
 };
 use crate::solver::{Iteration, Monitor, Params};
 use crate::sparse::CsrMatrix;
@@ -249,7 +249,8 @@ struct Loaded {
     /// Shared with the runs in flight (`schedule`), which hold it while the matrix's slot may
     /// already have dropped it.
     problem: Arc<std::result::Result<Problem, String>>,
-    preconds: HashMap<PrecondChoice, Arc<Prepared>>,
+    /// By kind, and whether the method is CG (whose ILU(0) remedy keeps the rows in place).
+    preconds: HashMap<(PrecondChoice, bool), Arc<Prepared>>,
 }
 
 /// A preconditioner ready for the runs that use it, or why it could not be built.
@@ -271,10 +272,12 @@ impl Loaded {
         let Ok(problem) = &*self.problem else {
             unreachable!("preconditioners are asked only of loaded matrices")
         };
+        let cg = key.method.resolve(&problem.a) == Method::Cg;
         self.preconds
-            .entry(key.precond)
+            .entry((key.precond, cg))
             .or_insert_with(|| {
-                let prepared = Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift);
+                let prepared =
+                    Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift, key.method);
                 Arc::new(prepared.map_err(|e| e.to_string()))
             })
             .clone()

@@ -111,9 +111,19 @@ impl MatrixRow {
             .find_map(|x| x.ilu_shift.map(|sigma| (sigma, x.ilu_remedy.as_ref())))
     }
 
-    /// The automatic ILU(0) shift ran for this matrix.
+    /// What the automatic ILU(0) remedy did for this matrix (a matching, a shift), from
+    /// whichever of the f64 and dd runs has it.
+    pub fn ilu_remedy(&self) -> Option<&IluRemedy> {
+        self.f64
+            .iter()
+            .chain(self.dd.iter())
+            .filter_map(|r| r.result.as_ref())
+            .find_map(|x| x.ilu_remedy.as_ref())
+    }
+
+    /// The automatic ILU(0) remedy ran for this matrix.
     pub fn ilu_remedied(&self) -> bool {
-        self.ilu_shift().is_some_and(|(_, r)| r.is_some())
+        self.ilu_remedy().is_some()
     }
 
     /// A run of this matrix (f64 or dd) was solved after BiCGStab restarted past a breakdown.

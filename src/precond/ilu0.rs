@@ -14,8 +14,10 @@
 //! Each row's sum runs from the entry farthest from the diagonal towards it: in a parallel solve
 //! those are the values that are ready first.
 
+use super::matching::{Matched, RowOrder};
 use crate::error::{Error, Result};
 use crate::sparse::CsrMatrix;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// ILU(0) factors and the level structure of their two triangles.
@@ -32,17 +34,31 @@ pub struct Ilu0Factors {
     remedy: Option<IluRemedy>,
     attempts: u32,
     seconds: f64,
+    /// Where the factors are of `P A`, a row permutation of `A` (a matching): the system the
+    /// solve iterates on.
+    order: Option<Arc<RowOrder>>,
 }
 
 /// How ILU(0) meets a zero pivot or a missing diagonal entry (`--ilu-shift`, `ilu_shift`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum IluShift {
     /// Factor `A`; where that fails (a missing diagonal entry, a zero or non-finite pivot, a
-    /// non-finite factor entry, a solve with the factors that overflows), factor
-    /// `A + s max|a_ij| I` for `s` = [`AUTO_SHIFT_START`],
-    /// then `s` times [`AUTO_SHIFT_GROWTH`] after each failure, up to [`AUTO_SHIFT_MAX`].
+    /// non-finite factor entry, a solve with the factors that overflows), and the method is
+    /// not CG (whose matrix must stay symmetric), permute the rows by a maximum product
+    /// matching ([`Match`](IluShift::Match)); where that fails too, or cannot run, factor
+    /// `A + s max|a_ij| I` (of the scaled, permuted matrix after a matching) for `s` =
+    /// [`AUTO_SHIFT_START`], then `s` times [`AUTO_SHIFT_GROWTH`] after each failure, up to
+    /// [`AUTO_SHIFT_MAX`].
     #[default]
     Auto,
+    /// Permute the rows so that a maximum product matching lies on the diagonal (MC64 job 5,
+    /// `precond::matching`) and factor the permuted matrix, scaled so that its entries are at
+    /// most about 1, with the growing shift where it still fails; the solve iterates on the
+    /// permuted system, which has `A x = b`'s residual norm and solution.
+    Match,
+    /// The growing shift alone, no matching: factor `A`, and where that fails
+    /// `A + s max|a_ij| I` for the growing `s`.
+    Shift,
     /// Factor `A` only: a zero pivot or a missing diagonal entry is an error naming the row.
     None,
     /// Factor `A + s max|a_ij| I` with this `s > 0` (missing diagonal entries inserted).
@@ -61,11 +77,13 @@ impl IluShift {
     pub fn parse(text: &str) -> std::result::Result<Self, String> {
         match text.trim() {
             "auto" => Ok(IluShift::Auto),
+            "match" => Ok(IluShift::Match),
+            "shift" => Ok(IluShift::Shift),
             "none" => Ok(IluShift::None),
             t => match t.parse::<f64>() {
                 Ok(s) => Self::from_number(s),
                 Err(_) => Err(format!(
-                    "'{t}' is not auto, none or a number (0: none, s > 0: A + s max|a_ij| I)"
+                    "'{t}' is not auto, match, shift, none or a number (0: none, s > 0: A + s max|a_ij| I)"
                 )),
             },
         }
@@ -88,7 +106,7 @@ impl IluShift {
     pub fn fixed(self) -> Option<f64> {
         match self {
             IluShift::Fixed(s) => Some(s),
-            IluShift::Auto | IluShift::None => None,
+            IluShift::Auto | IluShift::Match | IluShift::Shift | IluShift::None => None,
         }
     }
 
@@ -102,6 +120,8 @@ impl std::fmt::Display for IluShift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             IluShift::Auto => f.write_str("auto"),
+            IluShift::Match => f.write_str("match"),
+            IluShift::Shift => f.write_str("shift"),
             IluShift::None => f.write_str("none"),
             IluShift::Fixed(s) => write!(f, "{s:e}"),
         }
@@ -144,10 +164,33 @@ pub struct IluRemedy {
     /// Why `A` itself did not factor: `zero pivot in row 17`, `row 3 has no diagonal entry
     /// (...)` (rows 1-based).
     pub cause: String,
-    /// The `s` of the factorization used: `A + s max|a_ij| I`.
+    /// The `s` of the factorization used: `A + s max|a_ij| I` (of the scaled, permuted
+    /// matrix after a matching); 0 where no shift was needed.
     pub s: f64,
     /// Factorizations tried, the failed one of `A` and the one used included.
     pub attempts: u32,
+    /// Rows a matching moved (0: no matching ran).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub permuted_rows: usize,
+}
+
+impl std::fmt::Display for IluRemedy {
+    /// `zero pivot in row 3: rows permuted by a matching (12 moved), scaled; shift s = 1e-8 (4
+    /// factorizations)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.cause)?;
+        if self.permuted_rows > 0 {
+            write!(f, "rows permuted by a matching ({} moved), scaled", self.permuted_rows)?;
+            if self.s > 0.0 {
+                f.write_str("; ")?;
+            }
+        }
+        if self.s > 0.0 {
+            write!(f, "shift s = {:e} x max|a_ij|", self.s)?;
+        }
+        let plural = if self.attempts == 1 { "" } else { "s" };
+        write!(f, " ({} factorization{plural})", self.attempts)
+    }
 }
 
 /// Why one factorization failed (rows 0-based).
@@ -167,6 +210,8 @@ enum Failure {
     },
     /// The factors are finite but `(LU)^{-1}` of a vector of ones is not.
     Overflow,
+    /// Not a failure: the user chose the matching (`--ilu-shift match`).
+    Chosen,
 }
 
 impl Failure {
@@ -183,6 +228,7 @@ impl Failure {
             }
             Failure::Entry { row } => format!("non-finite factor entry in row {}", row + 1),
             Failure::Overflow => "a solve with the factors overflows".into(),
+            Failure::Chosen => "matching chosen (--ilu-shift match)".into(),
         }
     }
 
@@ -257,38 +303,79 @@ impl Ilu0Factors {
     /// ([`Self::remedy`] says which) or `s` passes [`AUTO_SHIFT_MAX`] (the error names the last
     /// `s` tried). The factors of a remedy are those of `Self::new(a, Some(s))`, bit for bit.
     pub fn with_shift(a: &CsrMatrix, shift: IluShift) -> Result<Self> {
+        Self::with_remedy(a, shift, true)
+    }
+
+    /// [`with_shift`](Self::with_shift), where [`IluShift::Auto`] permutes rows only if
+    /// `may_permute` (not for CG, which needs the symmetric `A`).
+    pub fn with_remedy(a: &CsrMatrix, shift: IluShift, may_permute: bool) -> Result<Self> {
         match shift {
             IluShift::None => Self::new(a, None),
             IluShift::Fixed(s) => Self::new(a, Some(s)),
-            IluShift::Auto => Self::auto(a),
+            IluShift::Auto => Self::auto(a, may_permute, false),
+            IluShift::Match => Self::auto(a, true, true),
+            IluShift::Shift => Self::auto(a, false, false),
         }
     }
 
-    fn auto(a: &CsrMatrix) -> Result<Self> {
+    /// `A`'s factors, or where they fail (or `always_match`) a remedy's: the matching first
+    /// where `may_permute`, then the growing shift (of the matched matrix where the matching
+    /// ran).
+    fn auto(a: &CsrMatrix, may_permute: bool, always_match: bool) -> Result<Self> {
         let start = Instant::now();
         check_square(a)?;
-        let first = match Self::attempt(a, None, true) {
-            Ok(mut f) => {
-                f.seconds = start.elapsed().as_secs_f64();
-                return Ok(f);
-            }
-            Err(failure) => failure,
-        };
-        let mut attempts = 1u32;
-        let mut s = AUTO_SHIFT_START;
-        loop {
-            attempts += 1;
-            match Self::attempt(a, Some(s), true) {
+        let first = match always_match {
+            true => Failure::Chosen,
+            false => match Self::attempt(a, None, true) {
                 Ok(mut f) => {
-                    f.remedy = Some(IluRemedy {
-                        cause: first.cause(),
-                        s,
-                        attempts,
-                    });
-                    f.attempts = attempts;
                     f.seconds = start.elapsed().as_secs_f64();
                     return Ok(f);
                 }
+                Err(failure) => failure,
+            },
+        };
+        let attempts = u32::from(!always_match);
+        let matched = match may_permute {
+            true => Matched::new(a).map_err(|singular| {
+                log::info!(
+                    "ILU(0): no matching (row {} has no column left): shifting A instead",
+                    singular.row + 1
+                )
+            }),
+            false => Err(()),
+        };
+        let (mut f, s, attempts) = match &matched {
+            Ok(m) => {
+                let scaled = &m.scaled;
+                let (mut f, s, attempts) = match Self::attempt(scaled, None, true) {
+                    Ok(f) => (f, 0.0, attempts + 1),
+                    Err(_) => Self::grow_shift(scaled, &first, attempts + 1)?,
+                };
+                m.unscale(&f.row_ptr, &f.col_idx, &mut f.values, &f.diag);
+                f.order = Some(Arc::new(m.order.clone()));
+                (f, s, attempts)
+            }
+            Err(()) => Self::grow_shift(a, &first, attempts)?,
+        };
+        f.remedy = Some(IluRemedy {
+            cause: first.cause(),
+            s,
+            attempts,
+            permuted_rows: f.order.as_ref().map_or(0, |o| o.moved_rows()),
+        });
+        f.attempts = attempts;
+        f.seconds = start.elapsed().as_secs_f64();
+        Ok(f)
+    }
+
+    /// Factor `m + s max|m_ij| I` for the growing `s` until one succeeds: the factors, `s` and
+    /// the factorizations tried in all (`attempts` before these).
+    fn grow_shift(m: &CsrMatrix, first: &Failure, mut attempts: u32) -> Result<(Self, f64, u32)> {
+        let mut s = AUTO_SHIFT_START;
+        loop {
+            attempts += 1;
+            match Self::attempt(m, Some(s), true) {
+                Ok(f) => return Ok((f, s, attempts)),
                 Err(last) => {
                     let next = next_shift(s);
                     if next > AUTO_SHIFT_MAX * (1.0 + 1e-12) {
@@ -296,7 +383,7 @@ impl Ilu0Factors {
                             "ILU(0): {}; the automatic shift tried {attempts} factorizations up \
                              to s = {s:e} (sigma = {:e}), the last ended at: {}",
                             first.cause(),
-                            shift_sigma(a, s),
+                            shift_sigma(m, s),
                             last.cause()
                         )));
                     }
@@ -344,6 +431,7 @@ impl Ilu0Factors {
             remedy: None,
             attempts: 1,
             seconds: 0.0,
+            order: None,
         })
     }
 
@@ -375,9 +463,15 @@ impl Ilu0Factors {
     pub fn upper_levels(&self) -> &Levels {
         &self.upper
     }
-    /// The `sigma` added to the diagonal (0 where `A` itself was factored).
+    /// The `sigma` added to the diagonal (0 where `A` itself was factored; of the scaled,
+    /// permuted matrix after a matching).
     pub fn sigma(&self) -> f64 {
         self.shift
+    }
+    /// Where the factors are of a row permutation `P A` (a matching ran): the permutation and
+    /// `P A`, the system a solve with these factors iterates on.
+    pub fn row_order(&self) -> Option<&Arc<RowOrder>> {
+        self.order.as_ref()
     }
     /// What the automatic shift did, where `A` itself did not factor ([`IluShift::Auto`]).
     pub fn remedy(&self) -> Option<&IluRemedy> {

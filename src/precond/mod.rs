@@ -2,6 +2,7 @@
 //! the unpreconditioned methods, [`Ilu0`] applies ILU(0) factors in double (thesis 4.3.2).
 
 pub mod ilu0;
+pub mod matching;
 mod in_double;
 
 pub use in_double::InDouble;
@@ -9,6 +10,7 @@ pub use in_double::InDouble;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::precision::Precision;
+use crate::solver::dispatch::Method;
 use crate::sparse::CsrMatrix;
 use ilu0::{Ilu0Factors, IluShift};
 use std::sync::{Arc, Mutex};
@@ -164,9 +166,16 @@ impl Preconditioning {
         }
     }
 
-    /// Build `kind` for `a`; `ilu_shift` says how ILU(0) meets a zero pivot (a fixed shift
-    /// with the preconditioner `none` is an error). An automatic shift that ran is logged.
-    pub fn prepare(kind: PrecondKind, a: &CsrMatrix, ilu_shift: IluShift) -> Result<Self> {
+    /// Build `kind` for `a` and solves by `method`; `ilu_shift` says how ILU(0) meets a zero
+    /// pivot (a fixed shift with the preconditioner `none` is an error): the automatic remedy
+    /// permutes rows only where the method is not CG, whose matrix must stay symmetric. A
+    /// remedy that ran is logged.
+    pub fn prepare(
+        kind: PrecondKind,
+        a: &CsrMatrix,
+        ilu_shift: IluShift,
+        method: Method,
+    ) -> Result<Self> {
         match kind {
             PrecondKind::None => {
                 if ilu_shift.fixed().is_some() {
@@ -177,16 +186,17 @@ impl Preconditioning {
                 Ok(Preconditioning::None)
             }
             PrecondKind::Ilu0 => {
-                let f = Ilu0Factors::with_shift(a, ilu_shift)?;
+                let may_permute = method.resolve(a) != Method::Cg;
+                if ilu_shift == IluShift::Match && !may_permute {
+                    return Err(Error::Config(
+                        "--ilu-shift match permutes rows, and CG needs the symmetric matrix: \
+                         use auto (the shift) or another method"
+                            .into(),
+                    ));
+                }
+                let f = Ilu0Factors::with_remedy(a, ilu_shift, may_permute)?;
                 if let Some(r) = f.remedy() {
-                    log::info!(
-                        "ILU(0): {}; factored A + {:e} I instead (s = {:e} x max|a_ij|, {} \
-                         factorizations)",
-                        r.cause,
-                        f.sigma(),
-                        r.s,
-                        r.attempts
-                    );
+                    log::info!("ILU(0): {r}");
                 }
                 Ok(Preconditioning::Ilu0(Arc::new(f)))
             }

@@ -100,8 +100,10 @@ fn category_label(row: &MatrixRow) -> String {
     if row.solved_after_restart() {
         s.push_str("; solved after a BiCGStab restart");
     }
-    if row.ilu_remedied() {
-        s.push_str("; ILU(0) shifted");
+    match row.ilu_remedy() {
+        Some(r) if r.permuted_rows > 0 => s.push_str("; ILU(0) rows matched"),
+        Some(_) => s.push_str("; ILU(0) shifted"),
+        None => {}
     }
     for (ladder, finished) in row.solved_after_escalation() {
         s.push_str(&format!(
@@ -714,12 +716,7 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
             rec.push(
                 result
                     .and_then(|x| x.ilu_remedy.as_ref())
-                    .map_or(String::new(), |m| {
-                        format!(
-                            "{}; s = {:e} after {} factorizations",
-                            m.cause, m.s, m.attempts
-                        )
-                    }),
+                    .map_or(String::new(), |m| m.to_string()),
             );
             rec.push(r.error.clone().unwrap_or_default());
             w.write_record(&rec)?;

@@ -8,6 +8,7 @@ use crate::precision::exact_values::ExactValues;
 use crate::precision::Precision;
 use crate::precond::{Identity, Ilu0, InDouble, Preconditioner, Preconditioning};
 use crate::sparse::CsrMatrix;
+use std::borrow::Cow;
 use std::time::Instant;
 
 pub use super::choices::*;
@@ -165,17 +166,28 @@ pub(crate) fn solve_typed<P: Precision>(
     }
     #[cfg(not(feature = "cuda"))]
     let _ = lane;
+    // ILU(0) factors of a row permutation `P A` (a matching) go with `P A x = P b`: the same
+    // residual norm and solution
+    let order = match recipe.precond {
+        Preconditioning::Ilu0(f) => f.row_order(),
+        _ => None,
+    };
+    let (a, b) = match order {
+        Some(order) => (&order.matrix, Cow::Owned(order.permute(&problem.b))),
+        None => (&problem.a, Cow::Borrowed(&problem.b[..])),
+    };
+    let x0 = problem.x0.as_ref();
     match resolved {
         ResolvedBackend::Cpu => {
             let backend = CpuBackend::new();
-            let a = |b: &CpuBackend| b.matrix(&problem.a);
-            run::<_, P>(&backend, a, &problem.b, problem.x0.as_ref(), recipe, params, monitor)
+            let a = |on: &CpuBackend| on.matrix(a);
+            run::<_, P>(&backend, a, &b, x0, recipe, params, monitor)
         }
         #[cfg(feature = "cuda")]
         ResolvedBackend::Cuda => {
             let backend = lane.cuda()?;
-            let a = |b: &crate::backend::cuda::CudaBackend| b.matrix(&problem.a);
-            run::<_, P>(backend, a, &problem.b, problem.x0.as_ref(), recipe, params, monitor)
+            let a = |on: &crate::backend::cuda::CudaBackend| on.matrix(a);
+            run::<_, P>(backend, a, &b, x0, recipe, params, monitor)
         }
     }
 }
