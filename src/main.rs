@@ -150,8 +150,8 @@ struct SolveArgs {
     /// error), or a fixed S > 0 (factor A + S max|a_ij| I, inserting missing diagonals).
     #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = ilu_shift_arg)]
     ilu_shift: Option<IluShift>,
-    /// BiCGStab's shadow residual r~: r0 (the thesis's), rhs, or random (a seeded vector, the
-    /// same on every backend and run).
+    /// BiCGStab's shadow residual r~: random (default: a seeded vector, the same on every
+    /// backend and run), r0 (the thesis's) or rhs.
     #[arg(long, value_parser = choice::<Shadow>())]
     shadow: Option<Shadow>,
     /// BiCGStab: restarts from the current iterate with a fresh shadow residual after a

@@ -71,7 +71,8 @@ fn names_where(rows: &[HashMap<String, String>], column: &str, value: &str) -> V
     names
 }
 
-/// Measured at tol 1e-8 (`scripts/survey_shared.sh`, and this study): each matrix's category.
+/// Measured at tol 1e-8 with the thesis's shadow `r~ = r0` (`scripts/survey_shared.sh`, and this
+/// study): each matrix's category.
 /// In the "both" matrices dd needs at least 0.8 of double's iterations at more than twice the
 /// cost of one on the CPU, so dd cannot win on time, however loaded the machine.
 /// rdb200l: double's BiCGStab breaks down on `rho` after 45 iterations and, restarted from
@@ -103,6 +104,8 @@ fn study_of_shared_matrices_counts_the_thesis_categories() {
         "f64,dd",
         "--tol",
         "1e-8",
+        "--shadow",
+        "r0",
         "--out",
         "study",
         "-q",
@@ -150,7 +153,7 @@ fn study_of_shared_matrices_counts_the_thesis_categories() {
     );
     let html = std::fs::read_to_string(study.join("index.html")).unwrap();
     for name in &names {
-        let plot = format!("plots/{name}__tol1e-8_none_auto_30000it.svg");
+        let plot = format!("plots/{name}__tol1e-8_none_auto_30000it_shadow-r0.svg");
         assert!(html.contains(&plot), "index.html does not show {plot}");
         let svg = std::fs::read_to_string(study.join(&plot)).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("dd true residual"));
@@ -606,6 +609,8 @@ fn a_format_1_study_resumes_keeping_its_runs_and_remedying_its_zero_pivots() {
         "ilu0",
         "--method",
         "bicgstab",
+        "--shadow",
+        "r0",
         "--out",
         "s",
         "-q",
@@ -644,6 +649,62 @@ fn a_format_1_study_resumes_keeping_its_runs_and_remedying_its_zero_pivots() {
     let out = solver(&args, tmp.path());
     assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
     assert_eq!(records(&tmp.path().join("s")).len(), 6, "and then nothing");
+}
+
+/// A study of format 3 (before the matching and the random shadow): its BiCGStab runs with the
+/// default shadow meant `r0` and are run again; with `r0` given, the ILU(0) runs whose
+/// automatic remedy ran (the shift, then) are run again (the remedy now permutes first), and
+/// those whose `A` factored are kept.
+#[test]
+fn a_format_3_study_resumes_running_again_what_its_keys_no_longer_mean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zero_pivot = format!("{}/matrices/ilu/zero_pivot.mtx", env!("CARGO_MANIFEST_DIR"));
+    let study = |extra: &[&str], out: &str| {
+        let mut args = vec!["batch", "poisson2d:12", &zero_pivot, "--precond", "ilu0"];
+        args.extend(["--method", "bicgstab", "--out", out, "-q"]);
+        args.extend(extra);
+        let status = solver(&args, tmp.path());
+        assert_eq!(status.status.code(), Some(EXIT_OK), "{}", text(&status));
+        records(&tmp.path().join(out))
+    };
+    let as_format_3 = |out: &str| {
+        let old: Vec<String> = records(&tmp.path().join(out))
+            .into_iter()
+            .map(|mut r| {
+                r["v"] = 3.into();
+                r.to_string()
+            })
+            .collect();
+        std::fs::write(
+            tmp.path().join(out).join("runs.jsonl"),
+            old.join("\n") + "\n",
+        )
+        .unwrap();
+    };
+    assert_eq!(study(&[], "default").len(), 4);
+    as_format_3("default");
+    assert_eq!(
+        study(&[], "default").len(),
+        8,
+        "every run: the shadow changed"
+    );
+    assert_eq!(study(&["--shadow", "r0"], "r0").len(), 4);
+    as_format_3("r0");
+    let recs = study(&["--shadow", "r0"], "r0");
+    assert_eq!(
+        recs.len(),
+        6,
+        "the zero pivot's two runs: the remedy changed"
+    );
+    for r in &recs[4..] {
+        assert_eq!(r["name"], "zero_pivot");
+        assert_eq!(r["result"]["ilu_remedy"]["permuted_rows"], 2, "{r}");
+    }
+    assert_eq!(
+        study(&["--shadow", "r0"], "r0").len(),
+        6,
+        "and then nothing"
+    );
 }
 
 /// qd in a study: recorded beside f64 and dd (the categories still compare f64 and dd only).

@@ -11,7 +11,7 @@ mod exact;
 use common::matrices::{shared_matrices, shared_matrix};
 use exact::{csr_from_fn, exact_solution, worst_relative_error};
 use precsolve::solver::dispatch::{BackendChoice, Method, WorkingPrecision};
-use precsolve::{CsrMatrix, SolutionVector, Solver, StopReason};
+use precsolve::{CsrMatrix, Shadow, SolutionVector, Solver, StopReason};
 
 /// A 16 x 16 nonsymmetric matrix with a skew part (complex eigenvalues), every entry a binary
 /// fraction.
@@ -36,6 +36,7 @@ fn dd_solves_agree_with_the_exact_solution() {
     let exact = exact_solution(&a, &b);
     for l in [1, 2, 4] {
         let s = Solver::with_method(Method::BicgstabL)
+            .shadow(Shadow::R0)
             .bicgstab_l(l)
             .tol(1e-28)
             .backend(BackendChoice::Cpu)
@@ -65,11 +66,13 @@ fn l_1_takes_bicgstab_s_iterations() {
         let a = precsolve::load_matrix(&shared_matrix(&dir, name)).unwrap();
         let b = vec![1.0; a.nrows()];
         let one = Solver::with_method(Method::BicgstabL)
+            .shadow(Shadow::R0)
             .bicgstab_l(1)
             .backend(BackendChoice::Cpu)
             .solve(&a, &b)
             .unwrap();
         let bicgstab = Solver::bicgstab()
+            .shadow(Shadow::R0)
             .backend(BackendChoice::Cpu)
             .solve(&a, &b)
             .unwrap();
@@ -90,6 +93,7 @@ fn degree_two_steps_solve_what_bicgstab_does_not() {
     let a = precsolve::load_matrix(&shared_matrix(&shared_matrices(), "impcol_c")).unwrap();
     let b = vec![1.0; a.nrows()];
     let bicgstab = Solver::bicgstab()
+        .shadow(Shadow::R0)
         .precision::<precsolve::Dd>()
         .backend(BackendChoice::Cpu)
         .max_iter(10_000)
@@ -101,6 +105,7 @@ fn degree_two_steps_solve_what_bicgstab_does_not() {
         bicgstab.stop_reason
     );
     let two = Solver::with_method(Method::BicgstabL)
+        .shadow(Shadow::R0)
         .precision::<precsolve::Dd>()
         .backend(BackendChoice::Cpu)
         .solve(&a, &b)
@@ -122,6 +127,7 @@ fn a_breakdown_restarts_from_the_iterate() {
     let b = vec![1.0; a.nrows()];
     let solve = |p: WorkingPrecision, restarts: usize| {
         Solver::with_method(Method::BicgstabL)
+            .shadow(Shadow::R0)
             .max_restarts(restarts)
             .backend(BackendChoice::Cpu)
             .solve_in(p, &a, &b)

@@ -6,7 +6,7 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use common::outcomes::solve_on_cpu;
+use common::outcomes::{solve_on_cpu, thesis_params};
 use precsolve::SolutionVector;
 use precsolve::precond::Preconditioning;
 use precsolve::solver::bicgstab::Shadow;
@@ -47,7 +47,7 @@ fn a_restart_or_a_random_shadow_solves_cage8_in_double() {
         WorkingPrecision::F64,
         &Params {
             max_restarts: 0,
-            ..Params::default()
+            ..thesis_params()
         },
     );
     assert_eq!(
@@ -57,7 +57,7 @@ fn a_restart_or_a_random_shadow_solves_cage8_in_double() {
         }
     );
     assert_eq!(without.info.iterations, 5);
-    let restarted = run(&p, WorkingPrecision::F64, &Params::default());
+    let restarted = run(&p, WorkingPrecision::F64, &thesis_params());
     assert!(
         restarted.info.stop_reason.converged(),
         "{:?}",
@@ -74,7 +74,7 @@ fn a_restart_or_a_random_shadow_solves_cage8_in_double() {
     );
     let random = Params {
         shadow: Shadow::Random,
-        ..Params::default()
+        ..thesis_params()
     };
     let random = run(&p, WorkingPrecision::F64, &random);
     assert_eq!((random.info.iterations, random.info.restarts), (13, 0));
@@ -93,7 +93,7 @@ fn a_restart_is_a_new_solve_from_the_iterate() {
     for name in ["cage8", "rdb200l"] {
         let params = Params {
             criterion: ResidualNorm::Rhs,
-            ..Params::default()
+            ..thesis_params()
         };
         let p = problem(name, None);
         let broken = run(
@@ -138,7 +138,7 @@ fn a_restart_is_a_new_solve_from_the_iterate() {
 #[test]
 fn restarts_turn_rdb200l_s_breakdown_into_convergence_and_are_bounded() {
     let p = problem("rdb200l", None);
-    let restarted = run(&p, WorkingPrecision::F64, &Params::default());
+    let restarted = run(&p, WorkingPrecision::F64, &thesis_params());
     assert!(restarted.info.stop_reason.converged());
     assert_eq!(
         (restarted.info.iterations, restarted.info.restarts),
@@ -147,7 +147,7 @@ fn restarts_turn_rdb200l_s_breakdown_into_convergence_and_are_bounded() {
     assert!(restarted.info.true_residual <= Params::default().tol);
     // str_0 breaks down again after each of its 5 restarts (measured).
     let q = problem("str_0", None);
-    let bounded = run(&q, WorkingPrecision::F64, &Params::default());
+    let bounded = run(&q, WorkingPrecision::F64, &thesis_params());
     assert_eq!(bounded.info.restarts, 5);
     assert!(matches!(
         bounded.info.stop_reason,

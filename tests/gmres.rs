@@ -15,7 +15,7 @@ use precsolve::solver::dispatch::{
     solve_on,
 };
 use precsolve::solver::{NoMonitor, Orthogonalization, Params, ResidualNorm};
-use precsolve::{CsrMatrix, SolutionVector, Solver, StopReason};
+use precsolve::{CsrMatrix, Shadow, SolutionVector, Solver, StopReason};
 use std::sync::Arc;
 
 /// A 12 x 12 nonsymmetric matrix, diagonally dominant, every entry a small binary fraction.
@@ -167,6 +167,7 @@ fn gmres_solves_one_that_bicgstab_does_not() {
     let a = precsolve::load_matrix(&shared_matrix(&shared_matrices(), "fs_183_4")).unwrap();
     let b = vec![1.0; a.nrows()];
     let bicgstab = Solver::bicgstab()
+        .shadow(Shadow::R0)
         .backend(BackendChoice::Cpu)
         .max_iter(10_000)
         .solve(&a, &b)

@@ -7,11 +7,11 @@ mod common;
 mod exact;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use common::outcomes::{assert_solved, solve_on_cpu};
+use common::outcomes::{assert_solved, solve_on_cpu, thesis_params};
 use precsolve::precond::ilu0::{Ilu0Factors, IluShift};
 use precsolve::precond::{PrecondKind, Preconditioning};
 use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
-use precsolve::solver::{Params, SolveInfo, StopReason};
+use precsolve::solver::{SolveInfo, StopReason};
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,14 +19,7 @@ use std::sync::Arc;
 /// `[f64, dd]` runs of one matrix with `precond`, tol 1e-8, b = 1, 30,000 iterations at most.
 fn solve_pair(problem: &Problem, precond: &Preconditioning) -> [SolveInfo; 2] {
     [WorkingPrecision::F64, WorkingPrecision::Dd].map(|precision| {
-        solve_on_cpu(
-            problem,
-            Method::Auto,
-            precision,
-            precond,
-            &Params::default(),
-        )
-        .info
+        solve_on_cpu(problem, Method::Auto, precision, precond, &thesis_params()).info
     })
 }
 
@@ -243,7 +236,7 @@ fn ilu0_zero_pivot_of_gre_216a_is_removed_by_the_matching() {
             Method::Auto,
             precision,
             &precond,
-            &Params::default(),
+            &thesis_params(),
         );
         let info = &solution.info;
         assert_solved("gre_216a", info);

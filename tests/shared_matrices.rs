@@ -6,7 +6,7 @@
 mod common;
 
 use common::matrices::{shared_matrices, shared_matrix};
-use common::outcomes::{TRUE_RESIDUAL_SLACK, assert_solved, solve_on_cpu};
+use common::outcomes::{TRUE_RESIDUAL_SLACK, assert_solved, solve_on_cpu, thesis_params};
 use precsolve::precond::Preconditioning;
 use precsolve::solver::dispatch::{Method, Problem, WorkingPrecision};
 use precsolve::solver::{Params, SolveInfo, StopReason};
@@ -17,7 +17,7 @@ use std::sync::Arc;
 fn solve_both(dir: &Path, name: &str, method: Method) -> (SolveInfo, SolveInfo) {
     let a = Arc::new(precsolve::load_matrix(&shared_matrix(dir, name)).unwrap());
     let problem = Problem::new(a, None, None).unwrap();
-    let params = Params::default(); // tol 1e-8 on ||r||/||r0||, 30,000 iterations, b = 1
+    let params = thesis_params(); // tol 1e-8 on ||r||/||r0||, 30,000 iterations, b = 1
     let run = |p| solve_on_cpu(&problem, method, p, &Preconditioning::None, &params).info;
     (run(WorkingPrecision::F64), run(WorkingPrecision::Dd))
 }
@@ -128,7 +128,7 @@ fn olm500_and_rdb200l_are_solved_by_dd_only() {
         let problem = Problem::new(a, None, None).unwrap();
         let params = Params {
             max_restarts: 0,
-            ..Params::default()
+            ..thesis_params()
         };
         let run = |p| {
             solve_on_cpu(

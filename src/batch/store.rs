@@ -10,6 +10,7 @@
 use super::grid::RunKey;
 use crate::error::{Error, Result};
 use crate::precond::ilu0::IluRemedy;
+use crate::solver::bicgstab::Shadow;
 use crate::solver::{HistoryPoint, StopReason};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -24,7 +25,11 @@ pub const RUNS_FILE: &str = "runs.jsonl";
 /// its `precond-failed` records of such runs are run again, see [`RunRecord::is_stale`]).
 /// 3: BiCGStab restarts after a breakdown (5 by default; keys without `max_restarts` mean it):
 /// earlier versions' `breakdown` records are run again.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: BiCGStab's shadow residual is `random` by default (keys without `shadow` mean it; they
+/// meant `r0`), and the automatic ILU(0) remedy permutes rows by a matching before it shifts:
+/// earlier versions' BiCGStab runs with the default shadow, and their ILU(0) runs that needed
+/// the automatic remedy with a method other than CG, are run again.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// How a run ended. Failures to load or solve are recorded too, so a study goes on past them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -292,15 +297,25 @@ pub struct RunRecord {
 impl RunRecord {
     /// A run whose key means something else now, so a resumed study runs it again: a
     /// `precond-failed` ILU(0) run of version 1 (its key now means the automatic shift, and it
-    /// was factored without one), and a `breakdown` of version 1 or 2 (its key now means
-    /// restarts after a breakdown, and it had none).
+    /// was factored without one), a `breakdown` of version 1 or 2 (its key now means
+    /// restarts after a breakdown, and it had none), and before version 4 a BiCGStab run with
+    /// the default shadow (it meant `r0`, now `random`) or an ILU(0) run whose automatic
+    /// remedy ran or failed for a method that may now permute rows.
     pub fn is_stale(&self) -> bool {
-        let unremedied = self.v < 2
-            && self.status == RunStatus::PrecondFailed
-            && self.key.precond == crate::precond::PrecondKind::Ilu0
-            && self.key.ilu_shift.is_auto();
+        let auto_ilu =
+            self.key.precond == crate::precond::PrecondKind::Ilu0 && self.key.ilu_shift.is_auto();
+        let unremedied = self.v < 2 && self.status == RunStatus::PrecondFailed && auto_ilu;
         let unrestarted = self.v < 3 && self.status == RunStatus::Breakdown;
-        unremedied || unrestarted
+        let method = self.result.as_ref().map(|r| r.method.as_str());
+        let bicgstab = matches!(method, Some("bicgstab") | Some("bicgstab-l"))
+            || (method.is_none() && self.key.method == crate::solver::dispatch::Method::Bicgstab);
+        let old_shadow = self.v < 4 && bicgstab && self.key.bicgstab.shadow == Shadow::Random;
+        let remedied = self.result.as_ref().is_some_and(|r| r.ilu_remedy.is_some());
+        let unmatched = self.v < 4
+            && auto_ilu
+            && method != Some("cg")
+            && (remedied || self.status == RunStatus::PrecondFailed);
+        unremedied || unrestarted || old_shadow || unmatched
     }
 }
 

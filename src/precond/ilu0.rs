@@ -998,7 +998,7 @@ mod tests {
     fn auto_shift_gets_past_a_zero_pivot_and_reports_it() {
         // u_11 = 1 - (1/1) * 1 = 0; max|a_ij| = 1, so sigma = s
         let a = csr(2, &[(0, 0, 1.0), (0, 1, 1.0), (1, 0, 1.0), (1, 1, 1.0)]);
-        let f = Ilu0Factors::with_shift(&a, IluShift::Auto).unwrap();
+        let f = Ilu0Factors::with_shift(&a, IluShift::Shift).unwrap();
         let r = f.remedy().unwrap();
         assert_eq!(r.cause, "zero pivot in row 2");
         // the first shift already factors: the plain attempt and one shifted
@@ -1017,6 +1017,23 @@ mod tests {
         assert_eq!((f.sigma(), f.attempts()), (0.0, 1));
         let plain = Ilu0Factors::new(&b, None).unwrap();
         assert_eq!(f.values(), plain.values());
+    }
+
+    /// The automatic remedy permutes before it shifts: `[0 b; b 0]` (b near f64::MAX), which
+    /// no shift gets past, factors once its rows are swapped; the factors are those of the
+    /// swapped matrix, and the method CG keeps the rows (and shifts, and fails).
+    #[test]
+    fn auto_matches_rows_before_it_shifts() {
+        let big = 1.7e308;
+        let a = csr(2, &[(0, 1, big), (1, 0, big)]);
+        let f = Ilu0Factors::with_shift(&a, IluShift::Auto).unwrap();
+        let r = f.remedy().unwrap();
+        assert_eq!((r.permuted_rows, r.s, r.attempts), (2, 0.0, 2));
+        let order = f.row_order().unwrap();
+        assert_eq!(order.position, [1, 0]);
+        let swapped = Ilu0Factors::new(&order.matrix, None).unwrap();
+        assert_eq!(f.values(), swapped.values());
+        assert!(Ilu0Factors::with_remedy(&a, IluShift::Auto, false).is_err());
     }
 
     #[test]
@@ -1047,7 +1064,7 @@ mod tests {
         let mut e: Vec<(u32, u32, f64)> = (1..n).map(|i| (i, i - 1, 1.0)).collect();
         e.push((0, 0, 1.0));
         let a = csr(n as usize, &e);
-        let f = Ilu0Factors::with_shift(&a, IluShift::Auto).unwrap();
+        let f = Ilu0Factors::with_shift(&a, IluShift::Shift).unwrap();
         let r = f.remedy().unwrap();
         assert!(r.attempts > 2 && r.s > AUTO_SHIFT_START, "{r:?}");
         assert_same_factors(&f, &a);
@@ -1061,7 +1078,7 @@ mod tests {
         // zero pivot, and for s > 1 sigma itself overflows
         let big = 1.7e308;
         let overflow = csr(2, &[(0, 1, big), (1, 0, big)]);
-        let err = Ilu0Factors::with_shift(&overflow, IluShift::Auto)
+        let err = Ilu0Factors::with_shift(&overflow, IluShift::Shift)
             .unwrap_err()
             .to_string();
         let last = tried.last().unwrap();

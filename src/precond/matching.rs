@@ -20,15 +20,15 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// The matching and its scaling: row `i` of `A` belongs at position `column[i]` (where its
-/// matched entry is on the diagonal); `row_scale` and `column_scale` are powers of two.
+/// matched entry is on the diagonal); the scales are powers of two, kept as their exponents.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Matching {
     /// The column matched to each row.
     pub column: Vec<usize>,
-    /// `2^round(log2 d_i)`.
-    pub row_scale: Vec<f64>,
-    /// `2^round(log2 e_j)`.
-    pub column_scale: Vec<f64>,
+    /// `round(log2 d_i)`.
+    pub row_scale: Vec<i32>,
+    /// `round(log2 e_j)`.
+    pub column_scale: Vec<i32>,
 }
 
 impl Matching {
@@ -209,12 +209,25 @@ pub fn max_product_matching(
         }
         search.reset();
     }
-    let power_of_two = |log_e: f64| 2f64.powi((log_e / std::f64::consts::LN_2).round() as i32);
+    let exponent = |log_e: f64| (log_e / std::f64::consts::LN_2).round().clamp(-2200.0, 2200.0) as i32;
     Ok(Matching {
-        row_scale: (0..n).map(|i| power_of_two(u[i] - row_max_log[i])).collect(),
-        column_scale: v.iter().map(|&v| power_of_two(v)).collect(),
+        row_scale: (0..n).map(|i| exponent(u[i] - row_max_log[i])).collect(),
+        column_scale: v.iter().map(|&v| exponent(v)).collect(),
         column: column_of,
     })
+}
+
+/// `x 2^k`, rounded once (exact unless the result leaves the normal range); `k` may lie
+/// beyond the exponents a double holds, which `2^k` alone would overflow or flush to zero.
+pub fn ldexp(x: f64, k: i32) -> f64 {
+    let pow2 = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    if (-1022..=1023).contains(&k) {
+        return x * pow2(k);
+    }
+    // two steps, the first keeping the value normal where the result is
+    let first = k.clamp(-1022, 1023);
+    let rest = (k - first).clamp(-1022, 1023);
+    x * pow2(first) * pow2(rest)
 }
 
 /// `A`'s rows in a matching's order: the system a solve with matched ILU(0) factors iterates
@@ -249,8 +262,8 @@ impl RowOrder {
 pub struct Matched {
     pub order: RowOrder,
     pub scaled: CsrMatrix,
-    row_scale: Vec<f64>,
-    column_scale: Vec<f64>,
+    row_scale: Vec<i32>,
+    column_scale: Vec<i32>,
 }
 
 impl Matched {
@@ -263,12 +276,12 @@ impl Matched {
             source[p] = i;
         }
         let (mut row_ptr, mut cols, mut vals, mut scaled) = (vec![0], vec![], vec![], vec![]);
-        let row_scale: Vec<f64> = source.iter().map(|&i| m.row_scale[i]).collect();
+        let row_scale: Vec<i32> = source.iter().map(|&i| m.row_scale[i]).collect();
         for (k, &i) in source.iter().enumerate() {
             let (c, v) = a.row(i);
             cols.extend_from_slice(c);
             vals.extend_from_slice(v);
-            let scale = |(&j, &v): (&i32, &f64)| row_scale[k] * v * m.column_scale[j as usize];
+            let scale = |(&j, &v): (&i32, &f64)| ldexp(v, row_scale[k] + m.column_scale[j as usize]);
             scaled.extend(c.iter().zip(v).map(scale));
             row_ptr.push(cols.len());
         }
@@ -301,9 +314,9 @@ impl Matched {
             for k in row_ptr[i]..row_ptr[i + 1] {
                 let j = col_idx[k] as usize;
                 values[k] = if k < diag[i] {
-                    values[k] * d[j] / d[i]
+                    ldexp(values[k], d[j] - d[i])
                 } else {
-                    values[k] / (d[i] * e[j])
+                    ldexp(values[k], -(d[i] + e[j]))
                 };
             }
         }
@@ -407,6 +420,7 @@ mod tests {
 
     /// The scaled matrix has entries of magnitude at most 1 on the unrounded scaling, so at
     /// most 2 after rounding each factor to a power of two (and at least 1/4 on the matching).
+    /// `ldexp` reaches past the exponent range a double holds without losing the value.
     #[test]
     fn the_scaling_bounds_the_entries_and_lifts_the_matched_ones() {
         for seed in 1000..1200 {
@@ -418,17 +432,22 @@ mod tests {
             for i in 0..n {
                 for k in ptr[i]..ptr[i + 1] {
                     let j = cols[k] as usize;
-                    let scaled = (m.row_scale[i] * vals[k] * m.column_scale[j]).abs();
+                    let scaled = ldexp(vals[k], m.row_scale[i] + m.column_scale[j]).abs();
                     assert!(scaled <= 2.0 + 1e-12, "seed {seed}: |s a s| = {scaled}");
                     if j == m.column[i] {
                         assert!(scaled >= 0.25 - 1e-12, "seed {seed}: matched {scaled}");
                     }
                 }
             }
-            for s in m.row_scale.iter().chain(&m.column_scale) {
-                assert_eq!(s.log2().fract(), 0.0, "a power of two: {s}");
-            }
         }
+    }
+
+    #[test]
+    fn ldexp_scales_by_any_power_of_two() {
+        assert_eq!(ldexp(1.7e308, -1024), 1.7e308 / 2f64.powi(512) / 2f64.powi(512));
+        assert_eq!(ldexp(3.0, 4), 48.0);
+        assert_eq!(ldexp(1e-300, 1100), 1e-300 * 2f64.powi(550) * 2f64.powi(550));
+        assert_eq!(ldexp(1.0, -1074), f64::from_bits(1));
     }
 
     #[test]

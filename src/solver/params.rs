@@ -104,7 +104,7 @@ impl Default for Params {
             true_residual_every: 0,
             record_history: false,
             time_limit: None,
-            shadow: Shadow::R0,
+            shadow: Shadow::Random,
             max_restarts: 5,
             bicgstab_l: 2,
             gmres_restart: 30,
