@@ -313,19 +313,19 @@ fn sprs_matrices_convert() {
     );
 }
 
+/// `a` as an nalgebra-sparse matrix (its own arrays, `usize` column indices).
+#[cfg(feature = "nalgebra")]
+fn nalgebra_copy(a: &CsrMatrix) -> nalgebra_sparse::CsrMatrix<f64> {
+    let cols: Vec<usize> = a.col_idx().iter().map(|&c| c as usize).collect();
+    let (ptr, values) = (a.row_ptr().to_vec(), a.values().to_vec());
+    nalgebra_sparse::CsrMatrix::try_from_csr_data(a.nrows(), a.ncols(), ptr, cols, values).unwrap()
+}
+
 #[cfg(feature = "nalgebra")]
 #[test]
 fn nalgebra_matrices_convert() {
     let a = precsolve::poisson2d(6);
-    let cols: Vec<usize> = a.col_idx().iter().map(|&c| c as usize).collect();
-    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        cols,
-        a.values().to_vec(),
-    )
-    .unwrap();
+    let na = nalgebra_copy(&a);
     let borrowed = CsrMatrix::try_from(&na).unwrap();
     let owned = CsrMatrix::try_from(na).unwrap();
     for m in [borrowed, owned] {
@@ -373,15 +373,7 @@ fn sprs_views_solve_without_a_copy() {
 #[test]
 fn nalgebra_matrices_solve_without_a_copy() {
     let a = precsolve::poisson2d(8);
-    let cols: Vec<usize> = a.col_idx().iter().map(|&c| c as usize).collect();
-    let na = nalgebra_sparse::CsrMatrix::try_from_csr_data(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        cols,
-        a.values().to_vec(),
-    )
-    .unwrap();
+    let na = nalgebra_copy(&a);
     let view = precsolve::CsrView::try_from(&na)
         .unwrap()
         .with_symmetry(precsolve::Symmetry::Symmetric);
