@@ -52,21 +52,11 @@ pub fn bicgstab_l<B: Backend, P: Precision, M: Preconditioner<B>>(
         false => Some((backend.zeros::<P>(n)?, backend.zeros::<f64>(n)?)),
     };
 
-    let mut restarts = 0;
-    // Ends the solve (the report counts the restarts).
-    macro_rules! finish {
-        ($k:expr, $stop:expr, $norm:expr) => {
-            tracker.finish(METHOD, $k, $stop, $norm, x).map(|mut info| {
-                info.restarts = restarts;
-                info
-            })
-        };
-    }
     backend.residual(a, b, x, &mut r[0])?;
     params.shadow.fill(backend, 0, &r[0], b, &mut r_tilde)?;
     let mut r_norm = backend.nrm2(&r[0])?;
     if let Some(stop) = tracker.setup_done(r_norm.to_f64()) {
-        return finish!(0, stop, r_norm.to_f64());
+        return tracker.finish(METHOD, 0, stop, r_norm.to_f64(), x);
     }
     let (mut rho0, mut alpha, mut omega) = (P::one(), P::zero(), P::one());
     let mut k = 0;
@@ -149,7 +139,7 @@ pub fn bicgstab_l<B: Backend, P: Precision, M: Preconditioner<B>>(
             k += l;
             r_norm = backend.nrm2(&r[0])?;
             if let Some(stop) = tracker.check_in_batch(k, &r_norm, Some(&*x), true)? {
-                return finish!(k, stop, r_norm.to_f64());
+                return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
             }
             (omega == P::zero()).then_some(("omega = 0", 0))
         };
@@ -160,11 +150,11 @@ pub fn bicgstab_l<B: Backend, P: Precision, M: Preconditioner<B>>(
         // from it with a fresh shadow residual, as BiCGStab does, while restarts are left
         settle(backend, precond, x, &zero, &mut preconditioned)?;
         k += steps;
-        if restarts == params.max_restarts {
+        if !tracker.may_restart() {
             let stop = StopReason::Breakdown { what: what.into() };
-            return finish!(k, stop, r_norm.to_f64());
+            return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
         }
-        restarts += 1;
+        let restarts = tracker.count_restart();
         log::info!("bicgstab-l: {what} after iteration {k}: restart {restarts} from x");
         backend.residual(a, b, x, &mut r[0])?;
         params
@@ -174,7 +164,7 @@ pub fn bicgstab_l<B: Backend, P: Precision, M: Preconditioner<B>>(
         (rho0, alpha, omega) = (P::one(), P::zero(), P::one());
         r_norm = backend.nrm2(&r[0])?;
     }
-    finish!(k, StopReason::MaxIterations, r_norm.to_f64())
+    tracker.finish(METHOD, k, StopReason::MaxIterations, r_norm.to_f64(), x)
 }
 
 /// With a preconditioner, `x <- x + M^{-1} y` and `y <- 0`: the cycle's update of `x` (or the

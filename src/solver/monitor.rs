@@ -92,6 +92,8 @@ pub(crate) struct Tracker<'a, B: Backend> {
     cancelled: bool,
     /// A ladder rung's stagnation rules (`Params::watch_stagnation`).
     stall: Option<StallWatch>,
+    /// Restarts after a breakdown so far (BiCGStab, BiCGStab(l)), which the report counts.
+    restarts: usize,
 }
 
 impl<'a, B: Backend> Tracker<'a, B> {
@@ -128,6 +130,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             stall: params
                 .watch_stagnation
                 .then(|| StallWatch::new(params.escalation, n)),
+            restarts: 0,
         })
     }
 
@@ -145,6 +148,17 @@ impl<'a, B: Backend> Tracker<'a, B> {
 
     /// End of setup: fixes the stopping test's denominator from `||r_0||`.
     /// Returns a stop reason when there is nothing to iterate on.
+    /// Whether a breakdown may still restart the solve (`Params::max_restarts`).
+    pub fn may_restart(&self) -> bool {
+        self.restarts < self.params.max_restarts
+    }
+
+    /// Count a restart; its ordinal (1, 2...), which seeds the fresh shadow residual.
+    pub fn count_restart(&mut self) -> usize {
+        self.restarts += 1;
+        self.restarts
+    }
+
     pub fn setup_done(&mut self, r0_norm: f64) -> Option<StopReason> {
         self.setup = self.start.elapsed();
         self.denominator = match (self.params.denominator, self.params.criterion) {
@@ -352,7 +366,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             },
             time_to_target: self.time_to_target,
             history: self.history,
-            restarts: 0,
+            restarts: self.restarts,
             ilu_shift: None,
             ilu_remedy: None,
             denominator: self.denominator,

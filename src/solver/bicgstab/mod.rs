@@ -57,22 +57,12 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         s_hat: wide(backend)?,
     };
 
-    let mut restarts = 0;
-    // Ends the solve (the report counts the restarts).
-    macro_rules! finish {
-        ($k:expr, $stop:expr, $norm:expr) => {
-            tracker.finish(METHOD, $k, $stop, $norm, x).map(|mut info| {
-                info.restarts = restarts;
-                info
-            })
-        };
-    }
     // r <- b - A x0 ; r~ by the shadow choice (r itself by default)
     backend.residual(a, b, x, &mut v.r)?;
     params.shadow.fill(backend, 0, &v.r, b, &mut v.r_tilde)?;
     let mut r_norm = backend.nrm2(&v.r)?;
     if let Some(stop) = tracker.setup_done(r_norm.to_f64()) {
-        return finish!(0, stop, r_norm.to_f64());
+        return tracker.finish(METHOD, 0, stop, r_norm.to_f64(), x);
     }
     // rho <- <r~, r> (later iterations get it from the previous step)
     let rho = backend.dot(&v.r_tilde, &v.r)?;
@@ -86,7 +76,7 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         let collected = backend.bicgstab_collect(&mut state, &mut records)?;
         // A breakdown of `rho` or `<r~, v>` in iteration k leaves x and r as iteration k - 1
         // left them: the solve restarts there while it has restarts left.
-        let may_restart = restarts < params.max_restarts;
+        let may_restart = tracker.may_restart();
         let mut restart_at = None;
         for record in records.drain(..) {
             k += 1;
@@ -95,13 +85,13 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
                     restart_at = Some((k - 1, "rho = 0"));
                     break;
                 }
-                return finish!(k - 1, stop, r_norm.to_f64());
+                return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
             let rv = record
                 .rv
                 .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r~, v>"))?;
             if let Some(stop) = finite_or(&rv, "<r~, v>") {
-                return finish!(k - 1, stop, r_norm.to_f64());
+                return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
             if rv == P::zero() {
                 if may_restart {
@@ -111,7 +101,7 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
                 let stop = StopReason::Breakdown {
                     what: "<r~, v> = 0".into(),
                 };
-                return finish!(k - 1, stop, r_norm.to_f64());
+                return tracker.finish(METHOD, k - 1, stop, r_norm.to_f64(), x);
             }
             let ss = record
                 .ss
@@ -120,32 +110,32 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
             if let Some(stop) = tracker.check_half_step_in_batch(k, &s_norm, k == last)? {
                 // Converged on the half step: x got x + alpha p^ only. (Stopped for another
                 // reason here, x holds the whole step.)
-                return finish!(k, stop, s_norm.to_f64());
+                return tracker.finish(METHOD, k, stop, s_norm.to_f64(), x);
             }
             let omega = record
                 .omega
                 .ok_or_else(|| disagree(METHOD, backend.name(), k, "no omega"))?;
             if let Some(stop) = finite_or(&omega, "omega") {
-                return finish!(k - 1, stop, s_norm.to_f64());
+                return tracker.finish(METHOD, k - 1, stop, s_norm.to_f64(), x);
             }
             let rr = record
                 .rr
                 .ok_or_else(|| disagree(METHOD, backend.name(), k, "no <r, r>"))?;
             r_norm = rr.sqrt();
             if let Some(stop) = tracker.check_in_batch(k, &r_norm, Some(&*x), k == last)? {
-                return finish!(k, stop, r_norm.to_f64());
+                return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
             }
             if omega == P::zero() {
                 let stop = StopReason::Breakdown {
                     what: "omega = 0".into(),
                 };
-                return finish!(k, stop, r_norm.to_f64());
+                return tracker.finish(METHOD, k, stop, r_norm.to_f64(), x);
             }
         }
         if let Some((at, what)) = restart_at {
             // r <- b - A x, a fresh r~, rho <- <r~, r>, and the steps begin again (p <- r).
             k = at;
-            restarts += 1;
+            let restarts = tracker.count_restart();
             log::info!("bicgstab: {what} in iteration {}: restart {restarts} from x", k + 1);
             backend.residual(a, b, x, &mut v.r)?;
             params
@@ -158,9 +148,6 @@ pub fn bicgstab<B: BicgstabSteps, P: Precision, M: Preconditioner<B>>(
         }
         batch_done(METHOD, backend.name(), k, last, collected)?;
     }
-    finish!(
-        params.max_iter,
-        StopReason::MaxIterations,
-        r_norm.to_f64()
-    )
+    let stop = StopReason::MaxIterations;
+    tracker.finish(METHOD, params.max_iter, stop, r_norm.to_f64(), x)
 }
