@@ -394,7 +394,8 @@ impl Ratio {
             if 64 - q_mant.leading_zeros() as i64 + q > 1024 {
                 return Err(OutOfRange);
             }
-            let w = ldexp(q_mant, q);
+            // exact: q_mant <= 2^53, and the result is a finite double
+            let w = super::ldexp(q_mant as f64, q as i32);
             *word = if negative { -w } else { w };
             // The remainder, exactly: num 2^-s / 5^k - ±Q 2^q.
             let mut sub = BigInt::from(q_mant) * BigInt::from(self.five_k.clone());
@@ -447,18 +448,6 @@ fn round_to_double(a: &BigUint, den: &BigUint, s: i64) -> (u64, i64) {
         mant += 1;
     }
     (mant, q)
-}
-
-/// `m × 2^e` for a result known to be a finite double (`m <= 2^53`).
-fn ldexp(m: u64, e: i64) -> f64 {
-    let pow2 = |k: i64| f64::from_bits(((k + 1023) as u64) << 52);
-    let x = m as f64; // exact: m <= 2^53
-    if e >= -1022 {
-        x * pow2(e)
-    } else {
-        // Two exact steps: x 2^-1022 is normal, and the result is representable.
-        x * pow2(-1022) * pow2(e + 1022)
-    }
 }
 
 /// A finite nonzero double as `m × 2^e` with `m < 2^53`.

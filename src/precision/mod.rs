@@ -164,6 +164,19 @@ macro_rules! precision_from_methods {
 }
 pub(crate) use precision_from_methods;
 
+/// `x 2^k`, rounded once (exact unless the result leaves the normal range); `k` may lie
+/// beyond the exponents a double holds, which `2^k` alone would overflow or flush to zero.
+pub fn ldexp(x: f64, k: i32) -> f64 {
+    let pow2 = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    if (-1022..=1023).contains(&k) {
+        return x * pow2(k);
+    }
+    // two steps, the first keeping the value normal where the result is
+    let first = k.clamp(-1022, 1023);
+    let rest = (k - first).clamp(-1022, 1023);
+    x * pow2(first) * pow2(rest)
+}
+
 /// Scalar arithmetic of one working precision.
 ///
 /// Every operation rounds as the type's own algorithm says (IEEE round-to-nearest for `f64`, the

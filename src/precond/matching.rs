@@ -14,6 +14,7 @@
 //!
 //! The scalings are rounded to powers of two, so that scaling is exact in floating point.
 
+use crate::precision::ldexp;
 use crate::sparse::{CsrMatrix, Symmetry};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -217,18 +218,6 @@ pub fn max_product_matching(
     })
 }
 
-/// `x 2^k`, rounded once (exact unless the result leaves the normal range); `k` may lie
-/// beyond the exponents a double holds, which `2^k` alone would overflow or flush to zero.
-pub fn ldexp(x: f64, k: i32) -> f64 {
-    let pow2 = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
-    if (-1022..=1023).contains(&k) {
-        return x * pow2(k);
-    }
-    // two steps, the first keeping the value normal where the result is
-    let first = k.clamp(-1022, 1023);
-    let rest = (k - first).clamp(-1022, 1023);
-    x * pow2(first) * pow2(rest)
-}
 
 /// `A`'s rows in a matching's order: the system a solve with matched ILU(0) factors iterates
 /// on, `P A x = P b`. Permuting rows keeps the residual's entries (reordered) and its norm, and
@@ -420,7 +409,6 @@ mod tests {
 
     /// The scaled matrix has entries of magnitude at most 1 on the unrounded scaling, so at
     /// most 2 after rounding each factor to a power of two (and at least 1/4 on the matching).
-    /// `ldexp` reaches past the exponent range a double holds without losing the value.
     #[test]
     fn the_scaling_bounds_the_entries_and_lifts_the_matched_ones() {
         for seed in 1000..1200 {
@@ -442,6 +430,8 @@ mod tests {
         }
     }
 
+    /// `ldexp` (`precision`) reaches past the exponent range a double holds without losing the
+    /// value, which the scales of rows near f64::MAX need.
     #[test]
     fn ldexp_scales_by_any_power_of_two() {
         assert_eq!(ldexp(1.7e308, -1024), 1.7e308 / 2f64.powi(512) / 2f64.powi(512));
