@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::precond::Preconditioning;
 use crate::precond::ilu0::IluShift;
 use crate::solver::dispatch::{
-    BackendChoice, Lane, Method, Problem, Recipe, cpu_only_error, solve, solve_on,
+    BackendChoice, Lane, Problem, Recipe, cpu_only_error, solve, solve_on,
 };
 use crate::solver::{Iteration, Monitor, Params};
 use crate::sparse::CsrMatrix;
@@ -249,7 +249,7 @@ struct Loaded {
     /// Shared with the runs in flight (`schedule`), which hold it while the matrix's slot may
     /// already have dropped it.
     problem: Arc<std::result::Result<Problem, String>>,
-    /// By kind, and whether the method is CG (whose ILU(0) remedy keeps the rows in place).
+    /// By kind, and whether ILU(0)'s remedy may permute rows for the method (not for CG).
     preconds: HashMap<(PrecondChoice, bool), Arc<Prepared>>,
 }
 
@@ -272,9 +272,9 @@ impl Loaded {
         let Ok(problem) = &*self.problem else {
             unreachable!("preconditioners are asked only of loaded matrices")
         };
-        let cg = key.method.resolve(&problem.a) == Method::Cg;
+        let may_permute = Preconditioning::may_permute(key.method, &problem.a);
         self.preconds
-            .entry((key.precond, cg))
+            .entry((key.precond, may_permute))
             .or_insert_with(|| {
                 let prepared =
                     Preconditioning::prepare(key.precond, &problem.a, key.ilu_shift, key.method);

@@ -186,7 +186,7 @@ impl Preconditioning {
                 Ok(Preconditioning::None)
             }
             PrecondKind::Ilu0 => {
-                let may_permute = method.resolve(a) != Method::Cg;
+                let may_permute = Self::may_permute(method, a);
                 if ilu_shift == IluShift::Match && !may_permute {
                     return Err(Error::Config(
                         "--ilu-shift match permutes rows, and CG needs the symmetric matrix: \
@@ -201,6 +201,12 @@ impl Preconditioning {
                 Ok(Preconditioning::Ilu0(Arc::new(f)))
             }
         }
+    }
+
+    /// Whether ILU(0)'s automatic remedy may permute `a`'s rows for solves by `method`: not for
+    /// CG, whose matrix must stay symmetric.
+    pub fn may_permute(method: Method, a: &CsrMatrix) -> bool {
+        method.resolve(a) != Method::Cg
     }
 
     /// Seconds the setup took on the CPU (the factorization), before any backend upload.

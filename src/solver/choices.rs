@@ -36,8 +36,14 @@ super::params::named_choices!(Method, "method", {
 impl Method {
     /// Resolve `Auto` from the symmetry the matrix source declared.
     pub fn resolve(self, a: &CsrMatrix) -> Method {
+        self.resolve_declared(a.symmetry() == Symmetry::Symmetric)
+    }
+
+    /// Resolve `Auto` from whether the matrix (or operator) is declared symmetric: CG if so,
+    /// BiCGStab otherwise.
+    pub fn resolve_declared(self, symmetric: bool) -> Method {
         match self {
-            Method::Auto if a.symmetry() == Symmetry::Symmetric => Method::Cg,
+            Method::Auto if symmetric => Method::Cg,
             Method::Auto => Method::Bicgstab,
             other => other,
         }

@@ -1,7 +1,7 @@
 //! Solves whose matrix is the caller's [`LinearOperator`]: the same loops, ladders and
 //! preconditioners as a CSR solve, on the operator's backend ([`OperatorBackend`]).
 
-use super::dispatch::{BackendChoice, Method, Recipe, Solution, by_precision};
+use super::dispatch::{BackendChoice, Recipe, Solution, by_precision};
 use super::escalation::climb;
 use super::problem::checked_inputs;
 use super::{Monitor, Params, SolveInfo};
@@ -38,15 +38,6 @@ impl<'a, Op: LinearOperator> OperatorProblem<'a, Op> {
     }
 }
 
-/// `Auto` resolved by the operator's declared symmetry, as a matrix's would be.
-fn resolve_method<Op: LinearOperator>(method: Method, op: &Op) -> Method {
-    match method {
-        Method::Auto if op.symmetric() => Method::Cg,
-        Method::Auto => Method::Bicgstab,
-        other => other,
-    }
-}
-
 /// What a matrix-free solve cannot do, as errors: the GPU (the operator is host code) and
 /// ILU(0) (it needs the entries).
 fn check_supported(backend: BackendChoice, precond: &Preconditioning) -> Result<()> {
@@ -72,7 +63,8 @@ pub(crate) fn no_ilu0() -> Error {
     )
 }
 
-/// Solve `problem` in the recipe's precision (a ladder included) on the CPU.
+/// Solve `problem` in the recipe's precision (a ladder included: each rung is a
+/// [`solve_operator_typed`], which checks and resolves the recipe) on the CPU.
 pub fn solve_operator<Op: LinearOperator>(
     problem: &OperatorProblem<'_, Op>,
     backend: BackendChoice,
@@ -80,11 +72,6 @@ pub fn solve_operator<Op: LinearOperator>(
     params: &Params,
     monitor: &mut dyn Monitor,
 ) -> Result<Solution> {
-    check_supported(backend, recipe.precond)?;
-    let recipe = Recipe {
-        method: resolve_method(recipe.method, problem.op),
-        ..recipe
-    };
     by_precision!(recipe.precision, BackendChoice::Cpu,
         P => solve_operator_typed::<Op, P>(problem, backend, recipe, params, monitor),
         ladder => climb(ladder, &problem.b, recipe, params, monitor, |step, x0, p, m| {
@@ -108,7 +95,7 @@ pub(crate) fn solve_operator_typed<Op: LinearOperator, P: Precision>(
 ) -> Result<(SolveInfo, Vec<P>)> {
     check_supported(backend, recipe.precond)?;
     let recipe = Recipe {
-        method: resolve_method(recipe.method, problem.op),
+        method: recipe.method.resolve_declared(problem.op.symmetric()),
         ..recipe
     };
     let on = OperatorBackend::new(problem.op);
