@@ -156,8 +156,8 @@ mod error;
 pub use api::{Control, LinearOperator, Preconditioner, Solved, Solver, read_matrix_market};
 pub use error::{Error, Result};
 #[cfg(feature = "mpfr")]
-pub use precision::Mp;
-pub use precision::{Dd, Precision, Qd, Td};
+pub use precision::Mpfr;
+pub use precision::{Dd, MpFloat, Precision, Qd, Td};
 pub use precond::ilu0::IluRemedy;
 pub use solver::bicgstab::Shadow;
 pub use solver::dispatch::{BackendChoice, Method, Solution, SolutionVector, WorkingPrecision};

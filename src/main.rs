@@ -539,7 +539,7 @@ fn run_solve(
         .precision
         .precisions()
         .iter()
-        .any(|p| matches!(p, WorkingPrecision::Mp(_)));
+        .any(|p| matches!(p, WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_)));
     let x0 = args
         .x0
         .as_deref()

@@ -383,8 +383,11 @@ pub fn solution_text(x: &crate::SolutionVector, precision: &str) -> String {
         SolutionVector::Td(v) => lines(v, |&x| text::write_td(x)),
         SolutionVector::Dd(v) => lines(v, |&x| text::write_dd(x)),
         SolutionVector::Qd(v) => lines(v, |&x| text::write_qd(x)),
+        SolutionVector::Mp(v) => {
+            crate::precision::mpfloat::with_mp_vector!(v, x => lines(x, text::write_mpfloat))
+        }
         #[cfg(feature = "mpfr")]
-        SolutionVector::Mp(v) => lines(v, text::write_mp),
+        SolutionVector::Mpfr(v) => lines(v, text::write_mpfr),
     };
     let non_finite = values
         .iter()

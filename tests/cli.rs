@@ -619,13 +619,14 @@ fn four_precisions_side_by_side_on_the_cpu() {
     assert_eq!(iterations, [3642, 3029, 2629, 1644], "{stdout}");
 }
 
-/// `mp:<bits>` needs the `mpfr` feature: without it, a clear usage error naming the feature and
-/// how to build it, before anything is loaded (no report).
+/// `mp-mpfr:<bits>` needs the `mpfr` feature: without it, a clear usage error naming the
+/// feature, how to build it and the own `mp:<bits>`, before anything is loaded (no report).
+/// `mp:<bits>` runs in every build.
 #[cfg(not(feature = "mpfr"))]
 #[test]
-fn mp_without_the_mpfr_feature_is_a_clear_error() {
+fn mpfr_without_the_feature_is_a_clear_error_and_mp_runs() {
     let dir = tempfile::tempdir().unwrap();
-    for list in ["mp:256", "f64,dd,mp:256"] {
+    for list in ["mp-mpfr:256", "f64,dd,mp-mpfr:256"] {
         let out = solver(
             &[
                 "solve",
@@ -642,10 +643,25 @@ fn mp_without_the_mpfr_feature_is_a_clear_error() {
         assert!(stdout.is_empty(), "{list}: {stdout}");
         assert!(
             stderr.contains("built without the `mpfr` feature")
-                && stderr.contains("cargo build --release --features mpfr"),
+                && stderr.contains("cargo build --release --features mpfr")
+                && stderr.contains("mp:<bits>"),
             "{list}: {stderr}"
         );
     }
+    let out = solver(
+        &[
+            "solve",
+            "poisson2d:8",
+            "--precision",
+            "f64,mp:256",
+            "--backend",
+            "cpu",
+        ],
+        dir.path(),
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{stderr}");
+    assert!(stdout.contains("mp:256"), "{stdout}");
 }
 
 /// Malformed `mp` precisions are usage errors in every build.

@@ -1,5 +1,6 @@
-//! `mp:<bits>` (MPFR through rug): the name and its parsing in every build; with the `mpfr`
-//! feature, the arithmetic against exact rationals and solves against `f64` and `dd`.
+//! `mp:<bits>` (the own `MpFloat`) and `mp-mpfr:<bits>` (MPFR through rug): the names and their
+//! parsing; `mp:<bits>` solves against `f64` and `dd` in every build; with the `mpfr` feature,
+//! MPFR's arithmetic against exact rationals, and whole solves of both identical bit for bit.
 
 use precsolve::batch::{PrecondChoice, RunKey};
 use precsolve::solver::ResidualNorm;
@@ -14,7 +15,8 @@ fn mp_names_parse_and_round_trip_through_serde() {
     assert_eq!(p.name(), "mp:256");
     assert!(!p.runs_on_gpu());
     assert_eq!("MP:128".parse(), Ok(WorkingPrecision::Mp(128)));
-    for bad in ["mp", "mp:", "mp:x", "mp:0", "mp:52", "mp:65537", "mp:1e3"] {
+    assert_eq!("mp-mpfr:300".parse(), Ok(WorkingPrecision::Mpfr(300)));
+    for bad in ["mp", "mp:", "mp:x", "mp:0", "mp:52", "mp:2049", "mp:1e3"] {
         let e = bad.parse::<WorkingPrecision>().unwrap_err();
         assert!(e.contains("mp:<bits>"), "{bad}: {e}");
     }
@@ -24,7 +26,8 @@ fn mp_names_parse_and_round_trip_through_serde() {
         ("dd", WorkingPrecision::Dd),
         ("qd", WorkingPrecision::Qd),
         ("mp:256", WorkingPrecision::Mp(256)),
-        ("mp:65536", WorkingPrecision::Mp(65536)),
+        ("mp:2048", WorkingPrecision::Mp(2048)),
+        ("mp-mpfr:65536", WorkingPrecision::Mpfr(65536)),
     ] {
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(json, format!("\"{text}\""));
@@ -53,24 +56,26 @@ fn mp_names_parse_and_round_trip_through_serde() {
 }
 
 #[test]
-fn precision_lists_with_mp_need_the_feature() {
-    let parsed = "f64,dd,mp:256".parse::<PrecisionChoice>();
+fn mp_runs_in_every_build_and_mpfr_needs_the_feature() {
+    let choice = "f64,dd,mp:256".parse::<PrecisionChoice>().unwrap();
+    assert_eq!(choice.to_string(), "f64,dd,mp:256");
+    assert_eq!(
+        choice.precisions(),
+        [
+            WorkingPrecision::F64,
+            WorkingPrecision::Dd,
+            WorkingPrecision::Mp(256)
+        ]
+    );
+    assert!(WorkingPrecision::Mp(256).unavailable().is_none());
+    let e = "mp:256,mp:256".parse::<PrecisionChoice>().unwrap_err();
+    assert!(e.contains("twice"), "{e}");
+    // Different precisions are different columns, and so are the two engines.
+    assert!("mp:106,mp:256".parse::<PrecisionChoice>().is_ok());
+    let parsed = "mp:256,mp-mpfr:256".parse::<PrecisionChoice>();
     if cfg!(feature = "mpfr") {
-        let choice = parsed.unwrap();
-        assert_eq!(choice.to_string(), "f64,dd,mp:256");
-        assert_eq!(
-            choice.precisions(),
-            [
-                WorkingPrecision::F64,
-                WorkingPrecision::Dd,
-                WorkingPrecision::Mp(256)
-            ]
-        );
-        assert!(WorkingPrecision::Mp(256).unavailable().is_none());
-        let e = "mp:256,mp:256".parse::<PrecisionChoice>().unwrap_err();
-        assert!(e.contains("twice"), "{e}");
-        // Different precisions are different columns.
-        assert!("mp:106,mp:256".parse::<PrecisionChoice>().is_ok());
+        assert!(parsed.is_ok());
+        assert!(WorkingPrecision::Mpfr(256).unavailable().is_none());
     } else {
         let e = parsed.unwrap_err();
         assert!(
@@ -89,7 +94,7 @@ mod exact;
 mod arithmetic {
     use super::exact::Dyadic;
     use precsolve::precision::mp::MpScope;
-    use precsolve::{Dd, Mp, Precision};
+    use precsolve::{Dd, Mpfr as Mp, Precision};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use rug::Float;
@@ -156,26 +161,29 @@ mod arithmetic {
         ChaCha8Rng::seed_from_u64(0x6d70_0000 + test)
     }
 
-    /// Values made on rayon's workers get the scope's precision; scopes at different
-    /// precisions in different threads take turns.
+    /// Scopes belong to their threads: threads at different precisions run at the same time,
+    /// and values made on rayon's workers get the precision carried to them.
     #[test]
-    fn the_scope_reaches_worker_threads_and_scopes_take_turns() {
+    fn scopes_are_per_thread_and_carried_to_workers() {
+        use precsolve::precision::mp::{carried, current_bits};
         use rayon::prelude::*;
         std::thread::scope(|threads| {
             for bits in [60, 200, 1000, 53] {
                 threads.spawn(move || {
                     for _ in 0..20 {
                         let scope = MpScope::enter(bits);
+                        let here = current_bits();
                         let v: Vec<Mp> = (0..64)
                             .into_par_iter()
-                            .map(|i| Mp::from_f64(i as f64))
+                            .map(|i| carried(here, || Mp::from_f64(i as f64)))
                             .collect();
                         assert!(v.iter().all(|x| x.prec() == bits));
-                        assert_eq!(precsolve::precision::mp::current_bits(), Some(scope.bits()));
+                        assert_eq!(current_bits(), Some(scope.bits()));
                     }
                 });
             }
         });
+        assert_eq!(precsolve::precision::mp::current_bits(), None);
     }
 
     #[test]
@@ -322,7 +330,6 @@ mod arithmetic {
 
 /// Whole solves: `mp:53` is `f64` bit for bit; `mp:106` agrees with `dd` within the rounding
 /// differences derived below.
-#[cfg(feature = "mpfr")]
 mod solves {
     use precsolve::precond::Preconditioning;
     use precsolve::solver::dispatch::{
@@ -578,5 +585,111 @@ mod solves {
             _ => f.x == m.x,
         };
         assert!(same, "{what}: solutions differ");
+    }
+}
+
+#[cfg(feature = "mpfr")]
+#[path = "common/matrices.rs"]
+mod matrices;
+
+/// The own `MpFloat` (`mp:<bits>`) and MPFR (`mp-mpfr:<bits>`) round every operation the same
+/// way, so whole solves that run the same operations in the same order are identical:
+/// iterations, stop reason, both residuals and every bit of the solution (compared as the
+/// decimal text that reads back to each value).
+#[cfg(feature = "mpfr")]
+mod same_bits_as_mpfr {
+    use precsolve::precision::exact_decimal::{write_mpfloat, write_mpfr};
+    use precsolve::precision::mpfloat::MpVector;
+    use precsolve::precond::{PrecondKind, Preconditioning};
+    use precsolve::solver::dispatch::{BackendChoice, Method, Problem, Recipe, solve};
+    use precsolve::solver::{NoMonitor, Params};
+    use precsolve::{SolutionVector, WorkingPrecision};
+    use std::sync::Arc;
+
+    fn texts(x: &SolutionVector) -> Vec<String> {
+        match x {
+            SolutionVector::Mp(v) => match v {
+                MpVector::L2(v) => v.iter().map(write_mpfloat).collect(),
+                MpVector::L4(v) => v.iter().map(write_mpfloat).collect(),
+                MpVector::L8(v) => v.iter().map(write_mpfloat).collect(),
+                MpVector::L16(v) => v.iter().map(write_mpfloat).collect(),
+                MpVector::L32(v) => v.iter().map(write_mpfloat).collect(),
+            },
+            SolutionVector::Mpfr(v) => v.iter().map(write_mpfr).collect(),
+            other => panic!("not an mp solution: {other:?}"),
+        }
+    }
+
+    fn check(spec: &str, method: Method, bits: u32, max_iter: usize, ilu0: bool) {
+        let a = Arc::new(precsolve::load_matrix(spec).unwrap());
+        let precond = match ilu0 {
+            true => {
+                Preconditioning::prepare(PrecondKind::Ilu0, &a, Default::default(), method).unwrap()
+            }
+            false => Preconditioning::None,
+        };
+        let problem = Problem::new(a, None, None).unwrap();
+        let params = Params {
+            tol: 1e-300,
+            max_iter,
+            ..Params::default()
+        };
+        let run = |precision| {
+            let recipe = Recipe {
+                method,
+                precision,
+                precond: &precond,
+            };
+            solve(
+                &problem,
+                BackendChoice::Cpu,
+                recipe,
+                &params,
+                &mut NoMonitor,
+            )
+            .unwrap()
+        };
+        let own = run(WorkingPrecision::Mp(bits));
+        let mpfr = run(WorkingPrecision::Mpfr(bits));
+        let what = format!("{spec} {method:?} mp:{bits} ilu0 {ilu0}");
+        assert_eq!(own.info.iterations, mpfr.info.iterations, "{what}");
+        assert!(
+            own.info.iterations > 10,
+            "{what}: a solve too short to show anything"
+        );
+        assert_eq!(own.info.stop_reason, mpfr.info.stop_reason, "{what}");
+        for (o, m) in [
+            (own.info.recurrence_residual, mpfr.info.recurrence_residual),
+            (own.info.true_residual, mpfr.info.true_residual),
+        ] {
+            assert_eq!(o.to_bits(), m.to_bits(), "{what}: {o:e} against {m:e}");
+        }
+        assert_eq!(texts(&own.x), texts(&mpfr.x), "{what}: solutions differ");
+    }
+
+    #[test]
+    fn generated_matrices_at_128_256_and_1024_bits() {
+        for bits in [128, 256, 1024] {
+            check("poisson2d:12", Method::Cg, bits, 60, false);
+            check("poisson2d:12", Method::Bicgstab, bits, 40, false);
+            check("poisson2d:12", Method::Cg, bits, 20, true);
+        }
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(shared_matrices),
+        ignore = "needs ../shared/matrices (the team's checkouts, CI)"
+    )]
+    fn shared_matrices_at_128_256_and_1024_bits() {
+        let dir = super::matrices::shared_matrices();
+        let m = |name| super::matrices::shared_matrix(&dir, name);
+        for bits in [128, 256, 1024] {
+            check(&m("bcsstk01"), Method::Cg, bits, 200, false);
+            check(&m("gr_30_30"), Method::Cg, bits, 60, false);
+            check(&m("cage8"), Method::Bicgstab, bits, 40, false);
+            check(&m("gre_115"), Method::Bicgstab, bits, 100, false);
+            check(&m("sherman1"), Method::Bicgstab, bits, 30, true);
+        }
     }
 }

@@ -582,11 +582,78 @@ fn a_double_in_a_wider_file_is_read_as_that_double() {
 // ---------------------------------------------------------------------------------------------
 // mp:<bits>
 
-#[cfg(feature = "mpfr")]
-mod mp {
+/// The own `MpFloat`'s text: written with the digits that read back, read back to the same
+/// bits; the text's value checked by exact rationals.
+mod mpfloat {
     use super::*;
-    use precsolve::Mp;
-    use precsolve::precision::exact_decimal::{read_mp, write_mp};
+    use precsolve::MpFloat;
+    use precsolve::precision::exact_decimal::{read_mpfloat, write_mpfloat};
+
+    fn value_of<const L: usize>(x: &MpFloat<L>) -> BigRational {
+        let (negative, sig, exp) = x.to_integer_exp().expect("finite");
+        let mut int = BigInt::zero();
+        for &limb in sig.iter().rev() {
+            int = (int << 64) + BigInt::from(limb);
+        }
+        let v = BigRational::from(int) * pow2_rational(exp);
+        if negative { -v } else { v }
+    }
+
+    fn pow2_rational(e: i64) -> BigRational {
+        let p = BigRational::from(BigInt::one() << e.unsigned_abs());
+        if e < 0 { p.recip() } else { p }
+    }
+
+    fn round_trip<const L: usize>(bits: u32, test: u64) {
+        let mut rng = rng(test);
+        for i in 0..400 {
+            let mut x = MpFloat::<L>::from_f64_bits(rand_f64(&mut rng, -1, 1), bits);
+            for k in 1..(bits / 50 + 2) {
+                let w = rand_f64(&mut rng, -1, 1) * pow2(-(50 * k as i32));
+                x = x.add(MpFloat::from_f64_bits(w, bits));
+            }
+            x = x.mul_f64(pow2(rng.random_range(-900..900)));
+            if i == 0 {
+                x = MpFloat::zero(true, bits);
+            }
+            let text = write_mpfloat(&x);
+            assert!(text.parse::<f64>().is_ok(), "{text}");
+            let back: MpFloat<L> = read_mpfloat(&text, bits).unwrap();
+            assert_eq!(back.bits(), bits);
+            assert_eq!(
+                back.to_integer_exp(),
+                x.to_integer_exp(),
+                "mp:{bits}: {text}"
+            );
+            if x.is_zero() {
+                continue;
+            }
+            // Oracle: the text's value rounded to `bits` bits is x's value.
+            assert_eq!(
+                round_rational(&value_of_text(&text), bits, -100_000),
+                value_of(&x),
+                "mp:{bits}: {text} is another value"
+            );
+        }
+    }
+
+    #[test]
+    fn mp128_round_trip_is_bitwise() {
+        round_trip::<2>(128, 17);
+    }
+
+    #[test]
+    fn mp300_and_mp1024_round_trip_is_bitwise() {
+        round_trip::<8>(300, 18);
+        round_trip::<16>(1024, 19);
+    }
+}
+
+#[cfg(feature = "mpfr")]
+mod mpfr {
+    use super::*;
+    use precsolve::Mpfr as Mp;
+    use precsolve::precision::exact_decimal::{read_mpfr as read_mp, write_mpfr as write_mp};
     use precsolve::precision::mp::MpScope;
     use rug::Float;
 
@@ -694,7 +761,7 @@ fn solve_writes_x_that_reads_back_exactly() {
     let m = matrix();
     for (precision, max_iter) in [("dd", "30000"), ("td", "30000"), ("qd", "30000")]
         .into_iter()
-        .chain(cfg!(feature = "mpfr").then_some(("mp:128", "300")))
+        .chain([("mp:128", "300")])
     {
         let x_file = format!("x_{}.mtx", precision.replace(':', "_"));
         let common = [
@@ -765,11 +832,11 @@ fn solve_writes_x_that_reads_back_exactly() {
                     assert_eq!(bits(&read_qd(text).unwrap().x), bits(&expected), "{text}");
                 }
             }
-            #[cfg(feature = "mpfr")]
-            SolutionVector::Mp(x) => {
-                let _scope = precsolve::precision::mp::MpScope::enter(128);
+            SolutionVector::Mp(precsolve::precision::mpfloat::MpVector::L2(x)) => {
                 for (xi, text) in x.iter().zip(&values) {
-                    assert_eq!(exact_decimal::read_mp(text).unwrap(), *xi, "{text}");
+                    let back: precsolve::MpFloat<2> =
+                        exact_decimal::read_mpfloat(text, 128).unwrap();
+                    assert_eq!(back.to_integer_exp(), xi.to_integer_exp(), "{text}");
                 }
             }
             other => panic!("{precision} gave {other:?}"),

@@ -86,7 +86,7 @@ impl MatrixRow {
             WorkingPrecision::Dd => self.dd.as_ref(),
             WorkingPrecision::Qd => self.qd.as_ref(),
             WorkingPrecision::Td => self.td.as_ref(),
-            WorkingPrecision::Mp(_) => None,
+            WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_) => None,
             WorkingPrecision::Ladder(_) => self.ladders.iter().find(|r| r.key.precision == p),
         }
     }
@@ -262,7 +262,7 @@ impl Summary {
                 WorkingPrecision::Qd => row.qd = Some(r.clone()),
                 WorkingPrecision::Td => row.td = Some(r.clone()),
                 // In the per-run records only (a study may hold several `mp:<bits>`).
-                WorkingPrecision::Mp(_) => {}
+                WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_) => {}
                 WorkingPrecision::Ladder(_) => row.ladders.push(r.clone()),
             }
         }

@@ -673,7 +673,7 @@ pub fn write_qd(x: Qd) -> String {
 /// An MPFR value: MPFR's digits that read back to the same number at its precision, in the
 /// same scientific form as the others (the same decimal, trailing zeros dropped).
 #[cfg(feature = "mpfr")]
-pub fn write_mp(x: &super::Mp) -> String {
+pub fn write_mpfr(x: &super::Mpfr) -> String {
     let f = x.as_float();
     if !f.is_finite() {
         return non_finite_text(f.to_f64());
@@ -684,6 +684,74 @@ pub fn write_mp(x: &super::Mp) -> String {
         Some(d) => d.to_text(),
         None => text,
     }
+}
+
+/// An `mp:<bits>` value: its exact decimal rounded (to nearest, ties to even) to
+/// `1 + ceil(bits log10 2)` significant digits, which read back to the same `bits`-bit number
+/// (the digits MPFR writes for it too), trailing zeros dropped.
+pub fn write_mpfloat<const L: usize>(x: &super::MpFloat<L>) -> String {
+    let Some((negative, sig, exp)) = x.to_integer_exp() else {
+        return non_finite_text(x.to_f64());
+    };
+    let magnitude = BigUint::from_slice(
+        &sig.iter()
+            .flat_map(|l| [*l as u32, (*l >> 32) as u32])
+            .collect::<Vec<_>>(),
+    );
+    if magnitude.bits() == 0 {
+        return zero_text(negative);
+    }
+    // Exact decimal: m 2^exp = m 5^-exp 10^exp.
+    let (digits, exp10) = if exp >= 0 {
+        (magnitude << exp as u64, 0)
+    } else {
+        (magnitude * BigUint::from(5u32).pow((-exp) as u32), exp)
+    };
+    let text = digits.to_str_radix(10);
+    let digits = text.as_bytes();
+    let n = 1 + (f64::from(x.bits()) * std::f64::consts::LOG10_2).ceil() as usize;
+    if n >= digits.len() {
+        let mut exact = Decimal {
+            negative,
+            digits: BigUint::parse_bytes(digits, 10).expect("digits"),
+            exp10,
+        };
+        exact.strip_zeros();
+        return exact.to_text();
+    }
+    let (rounded, exp) = round_digits(digits, exp10, n, rounds_up(digits, n));
+    scientific(negative, &rounded, exp)
+}
+
+/// The decimal `text` rounded once (to nearest, ties to even) at `bits` bits.
+pub fn read_mpfloat<const L: usize>(
+    text: &str,
+    bits: u32,
+) -> Result<super::MpFloat<L>, ReadError> {
+    let d = Decimal::parse(text).ok_or(ReadError::NotANumber)?;
+    Ok(mpfloat_of(&d, bits))
+}
+
+/// `d` rounded once at `bits` bits: `digits 10^e` as an integer, or for `e < 0` the quotient
+/// `digits 2^k / 10^-e` with at least `bits + 2` bits and its remainder's being nonzero in its
+/// last bit (below the rounding bit, so it only breaks ties).
+pub fn mpfloat_of<const L: usize>(d: &Decimal, bits: u32) -> super::MpFloat<L> {
+    let limbs = |x: &BigUint| x.to_u64_digits();
+    if d.digits.bits() == 0 {
+        return super::MpFloat::zero(d.negative, bits);
+    }
+    if d.exp10 >= 0 {
+        let n = &d.digits * BigUint::from(10u32).pow(d.exp10 as u32);
+        return super::MpFloat::from_integer_exp(d.negative, &limbs(&n), 0, bits);
+    }
+    let den = BigUint::from(10u32).pow((-d.exp10) as u32);
+    let k = (i64::from(bits) + 2 + den.bits() as i64 - d.digits.bits() as i64 + 1).max(0);
+    let num = &d.digits << k as u64;
+    let (mut q, r) = (&num / &den, &num % &den);
+    if r.bits() != 0 {
+        q |= BigUint::from(1u32);
+    }
+    super::MpFloat::from_integer_exp(d.negative, &limbs(&q), -k, bits)
 }
 
 /// Why a text is not a value of a precision.
@@ -735,12 +803,12 @@ pub fn read_qd(text: &str) -> Result<Qd, ReadError> {
 
 /// The value of the decimal `text` at the live `MpScope`'s precision (MPFR rounds it once).
 #[cfg(feature = "mpfr")]
-pub fn read_mp(text: &str) -> Result<super::Mp, ReadError> {
+pub fn read_mpfr(text: &str) -> Result<super::Mpfr, ReadError> {
     use super::Precision;
     Decimal::parse(text).ok_or(ReadError::NotANumber)?;
-    let bits = <super::Mp as Precision>::zero().prec();
+    let bits = <super::Mpfr as Precision>::zero().prec();
     let parsed = rug::Float::parse(text).map_err(|_| ReadError::NotANumber)?;
-    Ok(super::Mp(rug::Float::with_val(bits, parsed)))
+    Ok(super::Mpfr(rug::Float::with_val(bits, parsed)))
 }
 
 /// One entry of a vector file: 0-based row, 1-based line, value.
@@ -761,7 +829,7 @@ fn per_row(len: usize, entries: impl IntoIterator<Item = Entry>) -> Vec<Option<(
 
 /// An initial guess from a vector file's entries (duplicates summed exactly), for every
 /// precision as `precision::exact_values` says; with `keep_decimals` (an `mp:<bits>` solve
-/// will read it; feature `mpfr`) each entry's exact decimal too. Entries that are all exactly
+/// will read it) each entry's exact decimal too. Entries that are all exactly
 /// doubles give doubles. `Err((line, message))` for a value beyond the range of doubles.
 pub fn initial_guess(
     len: usize,
@@ -786,7 +854,6 @@ pub fn initial_guess(
         ));
     }
     let values = ExactValues::from_expansions(expansions.iter().map(|e| e.words).collect());
-    #[cfg(feature = "mpfr")]
     if keep_decimals {
         let texts = rows
             .iter()
@@ -797,7 +864,6 @@ pub fn initial_guess(
             .collect();
         return Ok(values.with_decimals(texts).expect("one text per entry"));
     }
-    let _ = keep_decimals;
     Ok(values)
 }
 

@@ -37,12 +37,11 @@ use std::any::{Any, TypeId};
 
 /// A vector of values for any working precision (an initial guess): either doubles, which every
 /// precision holds exactly, or nearest-first expansions of values beyond a double (see the
-/// module docs), with their decimal text where MPFR should round it itself.
+/// module docs), with their decimal text where `mp:<bits>` should round it itself.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExactValues {
     repr: Repr,
-    /// Each entry's decimal text, for `mp:<bits>` (MPFR rounds it once, at any precision).
-    #[cfg(feature = "mpfr")]
+    /// Each entry's decimal text, for `mp:<bits>` (rounded once, at any precision).
     decimals: Option<Vec<Box<str>>>,
 }
 
@@ -57,7 +56,6 @@ impl ExactValues {
     pub fn from_f64(values: Vec<f64>) -> ExactValues {
         ExactValues {
             repr: Repr::F64(values),
-            #[cfg(feature = "mpfr")]
             decimals: None,
         }
     }
@@ -68,15 +66,13 @@ impl ExactValues {
     pub fn from_expansions(words: Vec<[f64; 4]>) -> ExactValues {
         ExactValues {
             repr: Repr::Expansions(words),
-            #[cfg(feature = "mpfr")]
             decimals: None,
         }
     }
 
-    /// Keeps each entry's decimal text for `mp:<bits>`, which MPFR then rounds once at the
+    /// Keeps each entry's decimal text for `mp:<bits>`, which is then rounded once at the
     /// solve's precision (the four words hold about 212 bits; a decimal may hold more). The
     /// texts must be the values the expansions came from; `None` if their count differs.
-    #[cfg(feature = "mpfr")]
     pub fn with_decimals(mut self, decimals: Vec<Box<str>>) -> Option<ExactValues> {
         if decimals.len() != self.len() {
             return None;
@@ -115,7 +111,13 @@ impl ExactValues {
     /// `mp:<bits>` this must run inside the solve's `MpScope`.
     pub fn values<P: Precision>(&self) -> Vec<P> {
         let words = match &self.repr {
-            Repr::F64(v) => return v.par_iter().map(|&x| P::from_f64(x)).collect(),
+            Repr::F64(v) => {
+                let bits = super::mp::current_bits();
+                return v
+                    .par_iter()
+                    .map(|&x| super::mp::carried(bits, || P::from_f64(x)))
+                    .collect();
+            }
             Repr::Expansions(w) => w,
         };
         /// `Vec<T>` as `Vec<P>` when they are the same type.
@@ -137,12 +139,25 @@ impl ExactValues {
         if is(TypeId::of::<Td>()) {
             return cast(words.iter().map(|w| td_of(*w)).collect::<Vec<Td>>());
         }
+        macro_rules! own_mp {
+            ($($l:literal),*) => {$(
+                if is(TypeId::of::<super::MpFloat<$l>>()) {
+                    let texts = self.decimals.as_deref();
+                    return cast(mp::own_values::<$l>(words, texts));
+                }
+            )*};
+        }
+        own_mp!(2, 4, 8, 16, 32);
         #[cfg(feature = "mpfr")]
-        if is(TypeId::of::<super::Mp>()) {
-            return cast(mp::values(words, self.decimals.as_deref()));
+        if is(TypeId::of::<super::Mpfr>()) {
+            return cast(mpfr::values(words, self.decimals.as_deref()));
         }
         // A precision added without a row here: through its own rounding of the leading DD.
-        words.par_iter().map(|w| P::from_dd(dd_of(*w))).collect()
+        let bits = super::mp::current_bits();
+        words
+            .par_iter()
+            .map(|w| super::mp::carried(bits, || P::from_dd(dd_of(*w))))
+            .collect()
     }
 }
 
@@ -193,9 +208,36 @@ fn round_td_lo(lo: f64, t: f64) -> f64 {
     f64::from_bits((upper + u64::from(up)) << 32)
 }
 
-#[cfg(feature = "mpfr")]
 mod mp {
-    use crate::precision::{Mp, Precision};
+    use crate::precision::mp::bits_for_new_value;
+    use crate::precision::MpFloat;
+    use rayon::prelude::*;
+
+    /// Entries at the live scope's precision: the decimal text rounded once (feature `cli`,
+    /// where texts are kept), or the words' exact sum rounded once.
+    pub(super) fn own_values<const L: usize>(
+        words: &[[f64; 4]],
+        decimals: Option<&[Box<str>]>,
+    ) -> Vec<MpFloat<L>> {
+        let bits = bits_for_new_value();
+        let from_words = |w: &[f64; 4]| MpFloat::from_f64_sum(w, bits);
+        #[cfg(feature = "cli")]
+        if let Some(texts) = decimals {
+            use crate::precision::exact_decimal::read_mpfloat;
+            return words
+                .par_iter()
+                .zip(texts.par_iter())
+                .map(|(w, text)| read_mpfloat(text, bits).unwrap_or_else(|_| from_words(w)))
+                .collect();
+        }
+        let _ = decimals;
+        words.par_iter().map(from_words).collect()
+    }
+}
+
+#[cfg(feature = "mpfr")]
+mod mpfr {
+    use crate::precision::{Mpfr, Precision};
     use rayon::prelude::*;
     use rug::Float;
 
@@ -204,21 +246,21 @@ mod mp {
 
     /// Entries at the live scope's precision: the decimal text rounded once by MPFR, or the
     /// words' exact sum rounded once.
-    pub(super) fn values(words: &[[f64; 4]], decimals: Option<&[Box<str>]>) -> Vec<Mp> {
-        let bits = <Mp as Precision>::zero().prec();
+    pub(super) fn values(words: &[[f64; 4]], decimals: Option<&[Box<str>]>) -> Vec<Mpfr> {
+        let bits = <Mpfr as Precision>::zero().prec();
         let from_words = |w: &[f64; 4]| {
             let mut sum = Float::with_val(EXACT_BITS, w[0]);
             for &x in &w[1..] {
                 sum += x;
             }
-            Mp(Float::with_val(bits, &sum))
+            Mpfr(Float::with_val(bits, &sum))
         };
         match decimals {
             Some(texts) => words
                 .par_iter()
                 .zip(texts.par_iter())
                 .map(|(w, text)| match Float::parse(text.as_bytes()) {
-                    Ok(parsed) => Mp(Float::with_val(bits, parsed)),
+                    Ok(parsed) => Mpfr(Float::with_val(bits, parsed)),
                     Err(_) => from_words(w),
                 })
                 .collect(),

@@ -12,6 +12,9 @@ pub mod exact_values;
 mod f64_impl;
 pub mod host_vector;
 pub mod mp;
+pub mod mpfloat;
+#[cfg(feature = "mpfr")]
+mod mpfr;
 mod qd;
 pub mod td;
 mod td_impl;
@@ -19,8 +22,9 @@ mod td_impl;
 pub use dd::{
     Dd, ParseDdError, fma_available, quick_two_sum, set_fma_fallback_for_tests, two_prod, two_sum,
 };
+pub use mpfloat::MpFloat;
 #[cfg(feature = "mpfr")]
-pub use mp::Mp;
+pub use mpfr::Mpfr;
 pub use qd::Qd;
 pub use td_impl::Td;
 
@@ -43,8 +47,9 @@ mod sealed {
     impl Sealed for super::Dd {}
     impl Sealed for super::Qd {}
     impl Sealed for super::Td {}
+    impl<const L: usize> Sealed for super::MpFloat<L> {}
     #[cfg(feature = "mpfr")]
-    impl Sealed for super::Mp {}
+    impl Sealed for super::Mpfr {}
 }
 
 /// `+ - * /` (and their `op=`) with the same type, `+` and `*` with an `f64`, and unary `-`, each

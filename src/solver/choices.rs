@@ -65,9 +65,13 @@ pub enum WorkingPrecision {
     /// Triple precision: D+I storage (12 bytes), double-double arithmetic rounded to D+I
     /// (see `precision::Td`).
     Td,
-    /// MPFR with this many bits (`mp:<bits>`, `crate::precision::mp`): CPU only, and only in a
-    /// build with the `mpfr` feature ([`WorkingPrecision::unavailable`] says why not).
+    /// This many bits in the own correctly rounded type (`mp:<bits>`, 53 to 2,048;
+    /// `crate::precision::MpFloat`): CPU only for now.
     Mp(u32),
+    /// This many bits in MPFR (`mp-mpfr:<bits>`, `crate::precision::Mpfr`): the same bits as
+    /// `Mp`, CPU only, and only in a build with the `mpfr` feature
+    /// ([`WorkingPrecision::unavailable`] says why not).
+    Mpfr(u32),
     /// Precision escalation (`auto`, `ladder:f64,dd,qd`): the solve starts in the ladder's
     /// first precision and continues from its iterate in the next one when it stops making
     /// progress ([`Escalation`](super::Escalation)).
@@ -90,7 +94,8 @@ impl WorkingPrecision {
             WorkingPrecision::Dd => Dd::NAME,
             WorkingPrecision::Qd => Qd::NAME,
             WorkingPrecision::Td => Td::NAME,
-            WorkingPrecision::Mp(bits) => mp_name(bits),
+            WorkingPrecision::Mp(bits) => interned(crate::precision::mp::name(bits)),
+            WorkingPrecision::Mpfr(bits) => interned(crate::precision::mp::mpfr_name(bits)),
             WorkingPrecision::Ladder(ladder) => interned(ladder.name()),
         }
     }
@@ -112,34 +117,29 @@ impl WorkingPrecision {
     }
 
     /// Whether the CUDA backend has kernels for this precision: f64, dd, td and qd do; `mp`
-    /// never will (MPFR runs on the CPU).
+    /// and `mp-mpfr` run on the CPU.
     pub fn runs_on_gpu(self) -> bool {
         match self {
-            WorkingPrecision::Mp(_) => false,
+            WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_) => false,
             WorkingPrecision::Ladder(ladder) => ladder.rungs().all(Self::runs_on_gpu),
             _ => true,
         }
     }
 
-    /// Why this build cannot run the precision at all (`mp` without the `mpfr` feature), or
+    /// Why this build cannot run the precision at all (`mp-mpfr` without the `mpfr` feature), or
     /// `None`. Checked when a precision list is parsed and again before any solve.
     pub fn unavailable(self) -> Option<String> {
         match self {
             WorkingPrecision::Ladder(ladder) => ladder.rungs().find_map(Self::unavailable),
-            WorkingPrecision::Mp(_) if !cfg!(feature = "mpfr") => Some(format!(
-                "{} needs MPFR, and this binary was built without the `mpfr` feature: rebuild \
-                 with `cargo build --release --features mpfr` (building GMP/MPFR needs m4 and a \
-                 C compiler)",
+            WorkingPrecision::Mpfr(_) if !cfg!(feature = "mpfr") => Some(format!(
+                "{} needs MPFR, and this binary was built without the `mpfr` feature: use \
+                 mp:<bits> (the same bits, up to 2,048), or rebuild with `cargo build --release \
+                 --features mpfr` (building GMP/MPFR needs m4 and a C compiler)",
                 self.name()
             )),
             _ => None,
         }
     }
-}
-
-/// `mp:<bits>` as a `&'static str`, like the other names.
-fn mp_name(bits: u32) -> &'static str {
-    interned(crate::precision::mp::name(bits))
 }
 
 /// A name as a `&'static str`: each distinct name (`mp:<bits>`, a ladder's) is allocated once
@@ -162,7 +162,7 @@ fn interned(name: String) -> &'static str {
 /// The error for a CPU-only precision on the CUDA backend.
 pub fn cpu_only_error(p: WorkingPrecision) -> Error {
     let why = match p {
-        WorkingPrecision::Mp(_) => "runs on the CPU only (MPFR)",
+        WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_) => "runs on the CPU only",
         WorkingPrecision::Ladder(_) => "has a rung without CUDA kernels (mp:<bits> runs on the CPU only)",
         _ => "has no CUDA kernels",
     };
@@ -183,6 +183,9 @@ impl std::str::FromStr for WorkingPrecision {
         let s = s.trim();
         if let Some(bits) = crate::precision::mp::parse_bits(s)? {
             return Ok(WorkingPrecision::Mp(bits));
+        }
+        if let Some(bits) = crate::precision::mp::parse_mpfr_bits(s)? {
+            return Ok(WorkingPrecision::Mpfr(bits));
         }
         if let Some(ladder) = Ladder::parse(s)? {
             return Ok(WorkingPrecision::Ladder(ladder));

@@ -41,7 +41,8 @@ impl Workload {
             WorkingPrecision::Td => 12.0,
             WorkingPrecision::Dd => 16.0,
             WorkingPrecision::Qd => 32.0,
-            WorkingPrecision::Mp(bits) => 32.0 + f64::from(bits) / 8.0,
+            WorkingPrecision::Mp(bits) => crate::precision::mp::bytes_per_element(bits) as f64,
+            WorkingPrecision::Mpfr(bits) => crate::precision::mp::mpfr_bytes_per_element(bits) as f64,
             // expanded into their rungs before the model sees them (`resolve_for_problem`)
             WorkingPrecision::Ladder(_) => 32.0,
         }
@@ -90,7 +91,7 @@ impl Workload {
             WorkingPrecision::F64 => 1.0,
             WorkingPrecision::Dd | WorkingPrecision::Td => 4.0,
             WorkingPrecision::Qd | WorkingPrecision::Ladder(_) => 16.0,
-            WorkingPrecision::Mp(_) => 64.0,
+            WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_) => 64.0,
         }
     }
 }
@@ -145,7 +146,10 @@ impl CostModel {
         let per_thread = match w.precision {
             WorkingPrecision::F64 => self.cpu_thread_rate[0],
             WorkingPrecision::Dd | WorkingPrecision::Td => self.cpu_thread_rate[1],
-            WorkingPrecision::Qd | WorkingPrecision::Mp(_) | WorkingPrecision::Ladder(_) => {
+            WorkingPrecision::Qd
+            | WorkingPrecision::Mp(_)
+            | WorkingPrecision::Mpfr(_)
+            | WorkingPrecision::Ladder(_) => {
                 self.cpu_thread_rate[2]
             }
         };

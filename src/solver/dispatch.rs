@@ -44,18 +44,24 @@ macro_rules! by_precision {
             $crate::solver::WorkingPrecision::Dd => typed!($crate::precision::Dd),
             $crate::solver::WorkingPrecision::Qd => typed!($crate::precision::Qd),
             $crate::solver::WorkingPrecision::Td => typed!($crate::precision::Td),
-            #[cfg(feature = "mpfr")]
             $crate::solver::WorkingPrecision::Mp(bits) => {
                 // Checked before the scope below is entered: a refused solve must not hold it.
                 $backend.resolve_for(&[$precision])?;
-                // Every `Mp` of this solve is created at `bits` bits, and no other mp solve in
-                // the process runs until this one is done (`precision::mp`, "The precision
-                // setting").
+                // Every mp value this solve creates, in this thread or the CPU backend's
+                // workers, has `bits` bits (`precision::mp`, "The precision scope").
                 let _scope = crate::precision::mp::MpScope::enter(bits);
-                typed!(crate::precision::Mp)
+                crate::precision::mpfloat::with_limbs!(bits, L => {
+                    typed!(crate::precision::MpFloat<L>)
+                })
+            }
+            #[cfg(feature = "mpfr")]
+            $crate::solver::WorkingPrecision::Mpfr(bits) => {
+                $backend.resolve_for(&[$precision])?;
+                let _scope = crate::precision::mp::MpScope::enter(bits);
+                typed!(crate::precision::Mpfr)
             }
             #[cfg(not(feature = "mpfr"))]
-            $crate::solver::WorkingPrecision::Mp(_) => Err(crate::error::Error::Config(
+            $crate::solver::WorkingPrecision::Mpfr(_) => Err(crate::error::Error::Config(
                 $precision.unavailable().unwrap_or_default(),
             )),
             $crate::solver::WorkingPrecision::Ladder($l) => $ladder,

@@ -44,7 +44,7 @@ impl Rung {
             WorkingPrecision::Dd => Rung::Dd,
             WorkingPrecision::Qd => Rung::Qd,
             WorkingPrecision::Mp(bits) => Rung::Mp(bits),
-            WorkingPrecision::Ladder(_) => return None,
+            WorkingPrecision::Mpfr(_) | WorkingPrecision::Ladder(_) => return None,
         })
     }
 
@@ -93,7 +93,13 @@ impl Ladder {
         };
         for (i, &p) in rungs.iter().enumerate() {
             let rung = Rung::of(p)
-                .ok_or_else(|| format!("a ladder cannot hold a ladder (`{}`)", p.name()))?;
+                .ok_or_else(|| match p {
+                    WorkingPrecision::Mpfr(_) => format!(
+                        "a ladder's rungs are f64, td, dd, qd and mp:<bits>, not `{}`",
+                        p.name()
+                    ),
+                    _ => format!("a ladder cannot hold a ladder (`{}`)", p.name()),
+                })?;
             if i > 0 && rung.bits() <= ladder.rungs[i - 1].bits() {
                 return Err(format!(
                     "ladder:{}: each precision must be more precise than the one before it \

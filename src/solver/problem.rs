@@ -104,9 +104,11 @@ pub enum SolutionVector {
     Dd(Vec<Dd>),
     /// Computed in quad-double.
     Qd(Vec<Qd>),
+    /// Computed in `mp:<bits>` (`MpFloat`), at the solve's precision.
+    Mp(crate::precision::mpfloat::MpVector),
     /// Computed in MPFR at the solve's precision.
     #[cfg(feature = "mpfr")]
-    Mp(Vec<crate::precision::Mp>),
+    Mpfr(Vec<crate::precision::Mpfr>),
 }
 
 /// Runs `$body` with `$x` bound to the vector inside any [`SolutionVector`].
@@ -117,8 +119,9 @@ macro_rules! with_solution_vector {
             SolutionVector::Td($x) => $body,
             SolutionVector::Dd($x) => $body,
             SolutionVector::Qd($x) => $body,
+            SolutionVector::Mp(v) => $crate::precision::mpfloat::with_mp_vector!(v, $x => $body),
             #[cfg(feature = "mpfr")]
-            SolutionVector::Mp($x) => $body,
+            SolutionVector::Mpfr($x) => $body,
         }
     };
 }
@@ -155,8 +158,9 @@ pub fn exact_initial_guess(x: &SolutionVector) -> Option<ExactValues> {
         SolutionVector::Td(_) => ExactValues::from_expansions(words(&x.to_dd())),
         SolutionVector::Dd(v) => ExactValues::from_expansions(words(v)),
         SolutionVector::Qd(v) => ExactValues::from_expansions(v.iter().map(|q| q.x).collect()),
-        #[cfg(feature = "mpfr")]
         SolutionVector::Mp(_) => return None,
+        #[cfg(feature = "mpfr")]
+        SolutionVector::Mpfr(_) => return None,
     })
 }
 
@@ -176,6 +180,9 @@ pub(crate) fn solution_vector<P: Precision>(mut x: Vec<P>) -> SolutionVector {
     take!(Dd, Dd);
     take!(Qd, Qd);
     #[cfg(feature = "mpfr")]
-    take!(crate::precision::Mp, Mp);
+    take!(crate::precision::Mpfr, Mpfr);
+    if let Ok(v) = crate::precision::mpfloat::MpVector::of(std::mem::take(&mut x)) {
+        return SolutionVector::Mp(v);
+    }
     unreachable!("every Precision type has a SolutionVector variant, not {}", P::NAME)
 }

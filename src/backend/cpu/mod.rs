@@ -131,7 +131,11 @@ impl Backend for CpuBackend {
     }
 
     fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<CpuVector<P>> {
-        let values = values.par_iter().map(|&v| P::from_f64(v)).collect();
+        let bits = crate::precision::mp::current_bits();
+        let values = values
+            .par_iter()
+            .map(|&v| crate::precision::mp::carried(bits, || P::from_f64(v)))
+            .collect();
         Ok(CpuVector(P::Vector::from_values(values)))
     }
 

@@ -61,12 +61,14 @@ pub(super) fn task_count(work: usize) -> usize {
 }
 
 /// `f(index, item)` for every item, on the pool when `work` is worth it, else here in order.
+/// The calling thread's mp precision goes with each task (`precision::mp::carried`).
 pub(super) fn for_each<T: Send>(items: Vec<T>, work: usize, f: impl Fn(usize, T) + Sync + Send) {
     if items.len() > 1 && parallel(work) {
+        let bits = crate::precision::mp::current_bits();
         items
             .into_par_iter()
             .enumerate()
-            .for_each(|(i, item)| f(i, item));
+            .for_each(|(i, item)| crate::precision::mp::carried(bits, || f(i, item)));
     } else {
         items
             .into_iter()
@@ -82,10 +84,11 @@ pub(super) fn map<T: Send, R: Send>(
     f: impl Fn(usize, T) -> R + Sync + Send,
 ) -> Vec<R> {
     if items.len() > 1 && parallel(work) {
+        let bits = crate::precision::mp::current_bits();
         items
             .into_par_iter()
             .enumerate()
-            .map(|(i, item)| f(i, item))
+            .map(|(i, item)| crate::precision::mp::carried(bits, || f(i, item)))
             .collect()
     } else {
         items

@@ -248,13 +248,16 @@ impl LevelOrdered {
             });
         self.upper.solve(&mut self.x, None);
         let x = &self.x;
+        let bits = crate::precision::mp::current_bits();
         z.chunks_mut(ROWS_PER_TASK)
             .into_par_iter()
             .zip(self.upper.position.par_chunks(ROWS_PER_TASK))
             .for_each(|(mut z, from)| {
-                for (i, &q) in from.iter().enumerate() {
-                    z.set(i, Z::from_f64(x[q as usize]));
-                }
+                crate::precision::mp::carried(bits, || {
+                    for (i, &q) in from.iter().enumerate() {
+                        z.set(i, Z::from_f64(x[q as usize]));
+                    }
+                })
             });
     }
 }

@@ -1,0 +1,270 @@
+//! The correctly rounded operations of [`MpFloat`]: each forms its exact result (or enough of it
+//! and a sticky bit) in integers, then rounds once (`round.rs`).
+
+use super::round::Exact;
+use super::{Kind, MpFloat, limbs};
+use std::cmp::Ordering;
+
+// The methods are the operators' bodies (and the `Precision` trait's), callable by name.
+#[allow(clippy::should_implement_trait)]
+impl<const L: usize> MpFloat<L> {
+    /// The precision of a result: the larger of the operands'.
+    fn bits_of(&self, b: &Self) -> u32 {
+        u32::from(self.bits.max(b.bits))
+    }
+
+    /// `|self|` against `|b|`, both normal.
+    fn cmp_magnitude(&self, b: &Self) -> Ordering {
+        self.exp
+            .cmp(&b.exp)
+            .then_with(|| limbs::cmp(&self.sig, &b.sig))
+    }
+
+    /// `-self`, exactly.
+    pub fn neg(self) -> Self {
+        MpFloat {
+            negative: !self.negative,
+            ..self
+        }
+    }
+
+    /// `|self|`, exactly.
+    pub fn abs(self) -> Self {
+        MpFloat {
+            negative: false,
+            ..self
+        }
+    }
+
+    /// `self + b`, correctly rounded.
+    pub fn add(self, b: Self) -> Self {
+        Self::sum(self, b, b.negative)
+    }
+
+    /// `self - b`, correctly rounded.
+    pub fn sub(self, b: Self) -> Self {
+        Self::sum(self, b, !b.negative)
+    }
+
+    /// `a + (-1)^b_negative |b|`.
+    fn sum(a: Self, b: Self, b_negative: bool) -> Self {
+        let bits = a.bits_of(&b);
+        match (a.kind, b.kind) {
+            (Kind::Nan, _) | (_, Kind::Nan) => Self::nan(bits),
+            (Kind::Inf, Kind::Inf) if a.negative != b_negative => Self::nan(bits),
+            (Kind::Inf, _) => Self::infinity(a.negative, bits),
+            (_, Kind::Inf) => Self::infinity(b_negative, bits),
+            // Round to nearest: -0 only from two negative zeros.
+            (Kind::Zero, Kind::Zero) => Self::zero(a.negative && b_negative, bits),
+            (Kind::Zero, _) => MpFloat {
+                negative: b_negative,
+                ..b
+            }
+            .with_bits(bits),
+            (_, Kind::Zero) => a.with_bits(bits),
+            (Kind::Normal, Kind::Normal) => {
+                let b = MpFloat {
+                    negative: b_negative,
+                    ..b
+                };
+                let (x, y) = match a.cmp_magnitude(&b) {
+                    Ordering::Less => (b, a),
+                    _ => (a, b),
+                };
+                Self::sum_normal(&x, &y, bits)
+            }
+        }
+    }
+
+    /// `x + y` for normal values with `|x| >= |y|`. Both significands sit in `L + 1` limbs (a
+    /// guard limb below), `y`'s shifted right by the exponent difference; what leaves the guard
+    /// limb only matters as a sticky bit, and then at most one bit cancels.
+    fn sum_normal(x: &Self, y: &Self, bits: u32) -> Self {
+        let mut wide = [[0u64; L]; 2];
+        let w = &mut wide.as_flattened_mut()[..L + 1];
+        w[1..].copy_from_slice(&x.sig);
+        let mut other = [[0u64; L]; 2];
+        let v = &mut other.as_flattened_mut()[..L + 1];
+        v[1..].copy_from_slice(&y.sig);
+        let mut sticky = limbs::shr(v, (i64::from(x.exp) - i64::from(y.exp)) as u64);
+        let mut scale = i64::from(x.exp) - 64 * (L as i64 + 1);
+        if x.negative == y.negative {
+            if limbs::add_assign(w, v) {
+                sticky |= limbs::shr(w, 1);
+                w[L] |= 1 << 63;
+                scale += 1;
+            }
+        } else {
+            limbs::sub_assign(w, v);
+            if sticky {
+                // x - (v + f) = (x - v - 1) + (1 - f), 0 < 1 - f < 1
+                limbs::decrement(w);
+            } else if w.iter().all(|&l| l == 0) {
+                return Self::zero(false, bits);
+            }
+        }
+        Self::round(
+            Exact {
+                negative: x.negative,
+                limbs: w,
+                sticky,
+                scale,
+            },
+            bits,
+        )
+    }
+
+    /// `self * b`, correctly rounded.
+    pub fn mul(self, b: Self) -> Self {
+        let bits = self.bits_of(&b);
+        let negative = self.negative != b.negative;
+        match (self.kind, b.kind) {
+            (Kind::Nan, _) | (_, Kind::Nan) => Self::nan(bits),
+            (Kind::Inf, Kind::Zero) | (Kind::Zero, Kind::Inf) => Self::nan(bits),
+            (Kind::Inf, _) | (_, Kind::Inf) => Self::infinity(negative, bits),
+            (Kind::Zero, _) | (_, Kind::Zero) => Self::zero(negative, bits),
+            (Kind::Normal, Kind::Normal) => {
+                let mut wide = [[0u64; L]; 2];
+                let p = wide.as_flattened_mut();
+                // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
+                limbs::mul(&b.sig, &self.sig, p);
+                let scale = i64::from(self.exp) + i64::from(b.exp) - 128 * L as i64;
+                Self::round(
+                    Exact {
+                        negative,
+                        limbs: p,
+                        sticky: false,
+                        scale,
+                    },
+                    bits,
+                )
+            }
+        }
+    }
+
+    /// `self * b` for a double `b`, correctly rounded at `self`'s precision: `L` limb products
+    /// (the SpMV's inner step, the most frequent operation of a solve).
+    pub fn mul_f64(self, b: f64) -> Self {
+        let bits = self.bits();
+        if self.kind != Kind::Normal || !b.is_finite() || b == 0.0 {
+            return self.mul(Self::from_f64_bits(b, bits));
+        }
+        let (b_negative, m, e) = super::convert::decompose(b);
+        let mut wide = [[0u64; L]; 2];
+        let p = &mut wide.as_flattened_mut()[..L + 1];
+        let mut carry = 0u64;
+        for (out, &a) in p.iter_mut().zip(&self.sig) {
+            let t = u128::from(a) * u128::from(m) + u128::from(carry);
+            *out = t as u64;
+            carry = (t >> 64) as u64;
+        }
+        p[L] = carry;
+        let scale = i64::from(self.exp) - 64 * L as i64 + e;
+        Self::round(
+            Exact {
+                negative: self.negative != b_negative,
+                limbs: p,
+                sticky: false,
+                scale,
+            },
+            bits,
+        )
+    }
+
+    /// `self / b`, correctly rounded: `self`'s significand over `b`'s with `L + 1` limbs more
+    /// of quotient than either has, the remainder's being nonzero the sticky bit.
+    pub fn div(self, b: Self) -> Self {
+        let bits = self.bits_of(&b);
+        let negative = self.negative != b.negative;
+        match (self.kind, b.kind) {
+            (Kind::Nan, _) | (_, Kind::Nan) => Self::nan(bits),
+            (Kind::Inf, Kind::Inf) | (Kind::Zero, Kind::Zero) => Self::nan(bits),
+            (Kind::Inf, _) | (_, Kind::Zero) => Self::infinity(negative, bits),
+            (Kind::Zero, _) | (_, Kind::Inf) => Self::zero(negative, bits),
+            (Kind::Normal, Kind::Normal) => {
+                let mut wide = [[0u64; L]; 4];
+                let u = &mut wide.as_flattened_mut()[..2 * L + 1];
+                u[L + 1..].copy_from_slice(&self.sig);
+                let mut quotient = [[0u64; L]; 4];
+                let q = &mut quotient.as_flattened_mut()[..L + 2];
+                limbs::div_rem(u, &b.sig, q);
+                let sticky = u.iter().any(|&l| l != 0);
+                let scale = i64::from(self.exp) - i64::from(b.exp) - 64 * (L as i64 + 1);
+                Self::round(
+                    Exact {
+                        negative,
+                        limbs: q,
+                        sticky,
+                        scale,
+                    },
+                    bits,
+                )
+            }
+        }
+    }
+
+    /// The square root, correctly rounded: the integer square root of the significand shifted
+    /// up by `L + 2` limbs (and a bit, to make the exponent even), the root's square differing
+    /// from it the sticky bit.
+    pub fn sqrt(self) -> Self {
+        let bits = self.bits();
+        match self.kind {
+            Kind::Nan => Self::nan(bits),
+            Kind::Zero => self,
+            _ if self.negative => Self::nan(bits),
+            Kind::Inf => self,
+            Kind::Normal => {
+                let odd = self.exp & 1 != 0;
+                let mut wide = [[0u64; L]; 4];
+                let n = &mut wide.as_flattened_mut()[..2 * L + 3];
+                n[L + 2..2 * L + 2].copy_from_slice(&self.sig);
+                if odd {
+                    limbs::shl(n, 1);
+                }
+                let mut root = [[0u64; L]; 4];
+                let r = &mut root.as_flattened_mut()[..L + 2];
+                limbs::isqrt(n, r);
+                let mut square = [[0u64; L]; 4];
+                let s = &mut square.as_flattened_mut()[..2 * L + 4];
+                limbs::mul(r, r, s);
+                let sticky = s[..2 * L + 3] != *n;
+                let shift = 64 * (L as i64 + 2) + i64::from(odd);
+                let scale = (i64::from(self.exp) - 64 * L as i64 - shift) / 2;
+                Self::round(
+                    Exact {
+                        negative: false,
+                        limbs: r,
+                        sticky,
+                        scale,
+                    },
+                    bits,
+                )
+            }
+        }
+    }
+}
+
+/// `+ - * /` and unary `-` as the correctly rounded methods of the same names.
+macro_rules! operator {
+    ($tr:ident, $f:ident) => {
+        impl<const L: usize> std::ops::$tr for MpFloat<L> {
+            type Output = Self;
+            #[inline]
+            fn $f(self, b: Self) -> Self {
+                MpFloat::$f(self, b)
+            }
+        }
+    };
+}
+operator!(Add, add);
+operator!(Sub, sub);
+operator!(Mul, mul);
+operator!(Div, div);
+
+impl<const L: usize> std::ops::Neg for MpFloat<L> {
+    type Output = Self;
+    #[inline]
+    fn neg(self) -> Self {
+        MpFloat::neg(self)
+    }
+}

@@ -1,0 +1,309 @@
+//! Natural numbers as little-endian slices of 64-bit limbs: the integer arithmetic under
+//! [`MpFloat`](super::MpFloat)'s significands. Written here because the operations must run on
+//! fixed-size stack arrays without allocation (a solve makes billions of them), which the
+//! big-integer crates (`num-bigint`, `rug::Integer`) do not offer; the algorithms are the
+//! schoolbook ones of Knuth, TAOCP vol. 2, 4.3.1 (division: Algorithm D).
+
+/// `x <<= s` within its limbs (bits shifted out of the top are lost), `s < 64 * len`.
+pub(super) fn shl(x: &mut [u64], s: u32) {
+    let (limbs, bits) = ((s / 64) as usize, s % 64);
+    let n = x.len();
+    if limbs > 0 {
+        x.copy_within(0..n - limbs, limbs);
+        x[..limbs].fill(0);
+    }
+    if bits > 0 {
+        for i in (limbs + 1..n).rev() {
+            x[i] = (x[i] << bits) | (x[i - 1] >> (64 - bits));
+        }
+        x[limbs] <<= bits;
+    }
+}
+
+/// `x >>= s` within its limbs; returns whether a nonzero bit was shifted out. Any `s`.
+pub(super) fn shr(x: &mut [u64], s: u64) -> bool {
+    let n = x.len();
+    if s >= 64 * n as u64 {
+        let lost = x.iter().any(|&l| l != 0);
+        x.fill(0);
+        return lost;
+    }
+    let (limbs, bits) = ((s / 64) as usize, (s % 64) as u32);
+    let mut lost = x[..limbs].iter().any(|&l| l != 0);
+    if limbs > 0 {
+        x.copy_within(limbs..n, 0);
+        x[n - limbs..].fill(0);
+    }
+    if bits > 0 {
+        lost |= x[0] << (64 - bits) != 0;
+        for i in 0..n - 1 {
+            x[i] = (x[i] >> bits) | (x[i + 1] << (64 - bits));
+        }
+        x[n - 1] >>= bits;
+    }
+    lost
+}
+
+/// `x += y` (same length); returns the carry out.
+pub(super) fn add_assign(x: &mut [u64], y: &[u64]) -> bool {
+    let mut carry = false;
+    for (a, &b) in x.iter_mut().zip(y) {
+        let (s, c1) = a.overflowing_add(b);
+        let (s, c2) = s.overflowing_add(u64::from(carry));
+        *a = s;
+        carry = c1 | c2;
+    }
+    carry
+}
+
+/// `x -= y` (same length); returns the borrow out.
+pub(super) fn sub_assign(x: &mut [u64], y: &[u64]) -> bool {
+    let mut borrow = false;
+    for (a, &b) in x.iter_mut().zip(y) {
+        let (d, b1) = a.overflowing_sub(b);
+        let (d, b2) = d.overflowing_sub(u64::from(borrow));
+        *a = d;
+        borrow = b1 | b2;
+    }
+    borrow
+}
+
+/// `x += 1 << bit`; returns the carry out of the top.
+pub(super) fn add_bit(x: &mut [u64], bit: u32) -> bool {
+    let (mut i, mut add) = ((bit / 64) as usize, 1u64 << (bit % 64));
+    while i < x.len() {
+        let (s, c) = x[i].overflowing_add(add);
+        x[i] = s;
+        if !c {
+            return false;
+        }
+        add = 1;
+        i += 1;
+    }
+    true
+}
+
+/// `x -= 1`; `x` must be nonzero.
+pub(super) fn decrement(x: &mut [u64]) {
+    for limb in x {
+        let (d, borrow) = limb.overflowing_sub(1);
+        *limb = d;
+        if !borrow {
+            return;
+        }
+    }
+}
+
+/// Leading zero bits of `x` (`64 * len` for zero).
+pub(super) fn leading_zeros(x: &[u64]) -> u32 {
+    let mut zeros = 0;
+    for &limb in x.iter().rev() {
+        if limb != 0 {
+            return zeros + limb.leading_zeros();
+        }
+        zeros += 64;
+    }
+    zeros
+}
+
+/// Whether any of the lowest `count` bits of `x` is set.
+pub(super) fn any_below(x: &[u64], count: u32) -> bool {
+    let (limbs, bits) = ((count / 64) as usize, count % 64);
+    x[..limbs].iter().any(|&l| l != 0) || (bits > 0 && x[limbs] & ((1u64 << bits) - 1) != 0)
+}
+
+/// Bit `i` of `x`.
+pub(super) fn bit(x: &[u64], i: u32) -> bool {
+    x[(i / 64) as usize] >> (i % 64) & 1 == 1
+}
+
+/// Clear the lowest `count` bits of `x`.
+pub(super) fn clear_below(x: &mut [u64], count: u32) {
+    let (limbs, bits) = ((count / 64) as usize, count % 64);
+    x[..limbs].fill(0);
+    if bits > 0 {
+        x[limbs] &= !((1u64 << bits) - 1);
+    }
+}
+
+/// `out = x * y`, `out.len() == x.len() + y.len()`.
+pub(super) fn mul(x: &[u64], y: &[u64], out: &mut [u64]) {
+    out.fill(0);
+    for (i, &a) in x.iter().enumerate() {
+        if a == 0 {
+            continue;
+        }
+        let mut carry = 0u64;
+        for (j, &b) in y.iter().enumerate() {
+            let t = u128::from(a) * u128::from(b) + u128::from(out[i + j]) + u128::from(carry);
+            out[i + j] = t as u64;
+            carry = (t >> 64) as u64;
+        }
+        out[i + y.len()] = carry;
+    }
+}
+
+/// Compare two numbers of the same length.
+pub(super) fn cmp(x: &[u64], y: &[u64]) -> std::cmp::Ordering {
+    x.iter().rev().cmp(y.iter().rev())
+}
+
+/// The most limbs [`div_rem`] takes in a numerator (a square root's `N` at 2,048 bits: 2 x 32
+/// limbs and 3 more, and room to spare).
+pub(super) const MAX_NUM: usize = 80;
+
+/// `q = floor(u / v)`, `u = u mod v` (the remainder is left in the low `v.len()` limbs of `u`,
+/// the rest zero). `v`'s top limb must be nonzero, `q.len() >= u.len() - v.len() + 1`,
+/// `u.len() < MAX_NUM`. Knuth's Algorithm D.
+pub(super) fn div_rem(u: &mut [u64], v: &[u64], q: &mut [u64]) {
+    let n = v.len();
+    let m = u.len() - n;
+    debug_assert!(v[n - 1] != 0 && q.len() > m && u.len() < MAX_NUM);
+    q.fill(0);
+    if n == 1 {
+        let d = u128::from(v[0]);
+        let mut r = 0u128;
+        for i in (0..u.len()).rev() {
+            let t = (r << 64) | u128::from(u[i]);
+            q[i] = (t / d) as u64;
+            r = t % d;
+            u[i] = 0;
+        }
+        u[0] = r as u64;
+        return;
+    }
+    // D1: normalise so that v's top bit is set; u gains a limb on top.
+    let s = v[n - 1].leading_zeros();
+    let mut vn = [0u64; MAX_NUM];
+    let vn = &mut vn[..n];
+    vn.copy_from_slice(v);
+    shl(vn, s);
+    let mut un = [0u64; MAX_NUM];
+    let un = &mut un[..u.len() + 1];
+    un[..u.len()].copy_from_slice(u);
+    shl(un, s);
+    if s > 0 {
+        un[u.len()] = u[u.len() - 1] >> (64 - s);
+    }
+    let b = 1u128 << 64;
+    let (vtop, vnext) = (u128::from(vn[n - 1]), u128::from(vn[n - 2]));
+    for j in (0..=m).rev() {
+        // D3: estimate q^ from the top two limbs, corrected at most twice.
+        let top = (u128::from(un[j + n]) << 64) | u128::from(un[j + n - 1]);
+        let mut qhat = top / vtop;
+        let mut rhat = top % vtop;
+        while qhat >= b || qhat * vnext > ((rhat << 64) | u128::from(un[j + n - 2])) {
+            qhat -= 1;
+            rhat += vtop;
+            if rhat >= b {
+                break;
+            }
+        }
+        // D4: multiply and subtract.
+        let mut borrow = 0u128;
+        let mut carry = 0u128;
+        for i in 0..n {
+            let p = qhat * u128::from(vn[i]) + carry;
+            carry = p >> 64;
+            let t = u128::from(un[i + j])
+                .wrapping_sub(p & 0xffff_ffff_ffff_ffff)
+                .wrapping_sub(borrow);
+            un[i + j] = t as u64;
+            borrow = (t >> 64) & 1;
+        }
+        let t = u128::from(un[j + n])
+            .wrapping_sub(carry)
+            .wrapping_sub(borrow);
+        un[j + n] = t as u64;
+        // D5, D6: negative: q^ was one too large; add back.
+        if (t >> 64) != 0 {
+            qhat -= 1;
+            let carry = add_assign(&mut un[j..j + n], vn);
+            un[j + n] = un[j + n].wrapping_add(u64::from(carry));
+        }
+        q[j] = qhat as u64;
+    }
+    // D8: unnormalise the remainder.
+    shr(&mut un[..n + 1], u64::from(s));
+    u.fill(0);
+    u[..n].copy_from_slice(&un[..n]);
+}
+
+/// `floor(sqrt(x))` into `root` (Newton's iteration on integers from a power of two above the
+/// root: it decreases monotonically to the floor). `x.len() < MAX_NUM`, `root.len() >=
+/// x.len() / 2 + 1`.
+pub(super) fn isqrt(x: &[u64], root: &mut [u64]) {
+    let len = x.len();
+    let bits = 64 * len as u32 - leading_zeros(x);
+    root.fill(0);
+    if bits == 0 {
+        return;
+    }
+    // 2^ceil(bits / 2) > sqrt(x)
+    let start = bits.div_ceil(2);
+    root[(start / 64) as usize] = 1 << (start % 64);
+    let rl = root.len();
+    let mut num = [0u64; MAX_NUM];
+    let mut quot = [0u64; MAX_NUM];
+    let mut next = [0u64; MAX_NUM];
+    loop {
+        // next = (root + x / root) / 2
+        let rlen = rl - root.iter().rev().take_while(|&&l| l == 0).count();
+        let num = &mut num[..len.max(rlen)];
+        num.fill(0);
+        num[..len].copy_from_slice(x);
+        let quot = &mut quot[..num.len() - rlen + 1];
+        div_rem(num, &root[..rlen], quot);
+        let next = &mut next[..rl + 1];
+        next.fill(0);
+        let qn = quot.len().min(rl + 1);
+        next[..qn].copy_from_slice(&quot[..qn]);
+        let carry = add_assign(&mut next[..rl], root);
+        next[rl] += u64::from(carry);
+        shr(next, 1);
+        if cmp(&next[..rl], root) != std::cmp::Ordering::Less {
+            return;
+        }
+        root.copy_from_slice(&next[..rl]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn to_u128(x: &[u64]) -> u128 {
+        u128::from(x[0]) | (u128::from(*x.get(1).unwrap_or(&0)) << 64)
+    }
+
+    #[test]
+    fn division_and_root_of_small_numbers_agree_with_u128() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20000 {
+            let a = u128::from(next()) << 64 | u128::from(next());
+            let b = match next() % 3 {
+                0 => u128::from(next() >> (next() % 64)).max(1),
+                _ => (u128::from(next()) << 64 | u128::from(next())) >> (next() % 120),
+            }
+            .max(1);
+            let mut u = [a as u64, (a >> 64) as u64];
+            let v = [b as u64, (b >> 64) as u64];
+            let vlen = if v[1] == 0 { 1 } else { 2 };
+            let mut q = [0u64; 3];
+            div_rem(&mut u, &v[..vlen], &mut q[..3 - vlen]);
+            assert_eq!(to_u128(&q), a / b, "{a} / {b}");
+            assert_eq!(to_u128(&u), a % b, "{a} % {b}");
+
+            let mut r = [0u64; 2];
+            isqrt(&[a as u64, (a >> 64) as u64], &mut r);
+            let r = to_u128(&r);
+            assert!(r * r <= a && (r + 1).checked_mul(r + 1).is_none_or(|s| s > a), "{a}");
+        }
+    }
+}
