@@ -6,6 +6,10 @@
 //! whole-solve checks (default `../shared/matrices`).
 
 #[cfg(feature = "cuda")]
+#[path = "gpu/mp_arithmetic.rs"]
+mod mp_arithmetic;
+
+#[cfg(feature = "cuda")]
 mod gpu_checks {
     use precsolve::backend::cpu::{CpuBackend, CpuVector};
     use precsolve::backend::cuda::{CudaBackend, Persistent};
@@ -23,6 +27,7 @@ mod gpu_checks {
     use std::sync::Arc;
 
     pub type Check = fn(&CudaBackend) -> Result<(), String>;
+    use super::mp_arithmetic;
 
     pub const CHECKS: &[(&str, Check)] = &[
         (
@@ -62,6 +67,10 @@ mod gpu_checks {
         ("precision_ladders_match_cpu", ladders),
         ("gmres_matches_cpu", gmres_solves),
         ("bicgstab_l_matches_cpu", bicgstab_l_solves),
+        (
+            "mp_arithmetic_matches_cpu_bit_for_bit",
+            mp_arithmetic::mp_arithmetic,
+        ),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.

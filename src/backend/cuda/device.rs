@@ -18,6 +18,9 @@ const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/ops.cuh"),
     include_str!("../../../kernels/common/cg_state.cuh"),
 ];
+/// `mp:<bits>`'s device arithmetic, compiled once per limb count (`mp_l{L}`), with `MP_LIMBS`
+/// defined before it.
+const MP_SOURCE: &str = include_str!("../../../kernels/common/mp.cuh");
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
     ("blas1", include_str!("../../../kernels/blas1.cu")),
@@ -93,7 +96,9 @@ impl KernelStore {
         if let Some(f) = self.functions.lock().expect("kernel cache lock").get(name) {
             return Ok(f.clone());
         }
-        let source = if name.starts_with("cgs_") {
+        let source = if let Some(limbs) = mp_limbs_of(name) {
+            mp_source_name(limbs)
+        } else if name.starts_with("cgs_") {
             "cg"
         } else if name.starts_with("cgp_") {
             "cg_persistent"
@@ -180,15 +185,46 @@ impl KernelStore {
     }
 }
 
-/// NVRTC's PTX for the kernel source `source_name` (a name in `SOURCES`) for `arch` (`sm_90`).
-fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
-    let (_, body) = SOURCES
+/// The limb count of an `mp` kernel's name (`mp_ops_check_l4`: 4).
+fn mp_limbs_of(name: &str) -> Option<usize> {
+    let (_, limbs) = name.strip_prefix("mp_")?.rsplit_once("_l")?;
+    limbs.parse().ok()
+}
+
+/// The source name of `mp`'s kernels for `limbs` limbs (`mp_l4`), one leaked string per limb
+/// count.
+fn mp_source_name(limbs: usize) -> &'static str {
+    use std::sync::OnceLock;
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        crate::precision::mpfloat::LIMB_COUNTS
+            .iter()
+            .map(|l| &*Box::leak(format!("mp_l{l}").into_boxed_str()))
+            .collect()
+    });
+    names
         .iter()
-        .find(|(n, _)| *n == source_name)
-        .expect("known kernel source");
-    let mut text = COMMON.join("\n");
-    text.push('\n');
-    text.push_str(body);
+        .find(|n| n[4..].parse() == Ok(limbs))
+        .copied()
+        .unwrap_or("mp_l_unknown")
+}
+
+/// NVRTC's PTX for the kernel source `source_name` (a name in `SOURCES`, or `mp_l{L}`) for
+/// `arch` (`sm_90`).
+fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
+    let text = match source_name.strip_prefix("mp_l").map(str::parse::<usize>) {
+        Some(Ok(limbs)) => format!("#define MP_LIMBS {limbs}\n{MP_SOURCE}"),
+        _ => {
+            let (_, body) = SOURCES
+                .iter()
+                .find(|(n, _)| *n == source_name)
+                .ok_or_else(|| cuda_error("kernel source", source_name))?;
+            let mut text = COMMON.join("\n");
+            text.push('\n');
+            text.push_str(body);
+            text
+        }
+    };
     let options = CompileOptions {
         arch: Some(arch),
         // DD needs IEEE rounding at every step: no contraction, no flush to zero, IEEE div/sqrt.
@@ -214,9 +250,12 @@ pub fn compile_kernel_sources(arch: &'static str) -> Result<Vec<&'static str>> {
             "libnvrtc could not be loaded",
         ));
     }
+    let mp = crate::precision::mpfloat::LIMB_COUNTS.map(mp_source_name);
     SOURCES
         .iter()
-        .map(|&(name, _)| compile_source(name, arch).map(|_| name))
+        .map(|&(name, _)| name)
+        .chain(mp)
+        .map(|name| compile_source(name, arch).map(|_| name))
         .collect()
 }
 

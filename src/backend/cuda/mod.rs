@@ -13,6 +13,7 @@ mod cg_kernels;
 pub(crate) mod device;
 mod ilu;
 mod launch;
+mod mp_arithmetic;
 mod persistent;
 mod resident;
 mod sell;

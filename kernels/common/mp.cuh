@@ -1,0 +1,602 @@
+// mp:<bits> on the device: the twin of src/precision/mpfloat (MpFloat<L>), one number per thread,
+// MP_LIMBS 64-bit limbs (defined before this header, as the source is compiled for one limb
+// count). Every operation is correctly rounded (to nearest, ties to even, at the operands' larger
+// precision), so each result is unique and equals the CPU's bit for bit whatever the algorithm;
+// the algorithms are still the CPU's (guard limb and sticky bit for add, schoolbook product,
+// Knuth's division, Newton's integer square root), in the same file structure: limbs, rounding,
+// operations.
+//
+// Packed form (device memory and kernel arguments): MP_LIMBS limbs, then one header word:
+// exponent (int32) in bits 0-31, precision in bits 32-47, sign in bit 48, kind in bits 56-63
+// (0 zero, 1 normal, 2 infinity, 3 NaN). Value = 0.1xxx * 2^exp, MPFR's convention.
+
+#ifdef MP_LIMBS
+typedef unsigned long long mp_u64;
+
+#define MP_EMAX ((1 << 30) - 1)
+#define MP_EMIN (1 - (1 << 30))
+#define MP_ZERO 0
+#define MP_NORMAL 1
+#define MP_INF 2
+#define MP_NAN 3
+// The widest integer an operation forms: a square root's 2L + 3 limbs and a spare.
+#define MP_WIDE (2 * MP_LIMBS + 4)
+
+struct mp_t {
+    mp_u64 s[MP_LIMBS];
+    int exp;
+    int bits;
+    int neg;
+    int kind;
+};
+
+// ---- limbs (little-endian), as src/precision/mpfloat/limbs.rs -------------------------------
+
+__device__ __forceinline__ int mp_leading_zeros(const mp_u64* x, int n) {
+    int z = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (x[i] != 0) return z + __clzll(x[i]);
+        z += 64;
+    }
+    return z;
+}
+
+__device__ __forceinline__ void mp_shl(mp_u64* x, int n, int s) {
+    const int limbs = s / 64, bits = s % 64;
+    if (limbs > 0) {
+        for (int i = n - 1; i >= limbs; i--) x[i] = x[i - limbs];
+        for (int i = 0; i < limbs; i++) x[i] = 0;
+    }
+    if (bits > 0) {
+        for (int i = n - 1; i > limbs; i--) x[i] = (x[i] << bits) | (x[i - 1] >> (64 - bits));
+        x[limbs] <<= bits;
+    }
+}
+
+// x >>= s; returns whether a nonzero bit was shifted out
+__device__ __forceinline__ bool mp_shr(mp_u64* x, int n, long long s) {
+    if (s >= 64LL * n) {
+        bool lost = false;
+        for (int i = 0; i < n; i++) {
+            lost |= x[i] != 0;
+            x[i] = 0;
+        }
+        return lost;
+    }
+    const int limbs = (int)(s / 64), bits = (int)(s % 64);
+    bool lost = false;
+    for (int i = 0; i < limbs; i++) lost |= x[i] != 0;
+    if (limbs > 0) {
+        for (int i = 0; i < n - limbs; i++) x[i] = x[i + limbs];
+        for (int i = n - limbs; i < n; i++) x[i] = 0;
+    }
+    if (bits > 0) {
+        lost |= (x[0] << (64 - bits)) != 0;
+        for (int i = 0; i < n - 1; i++) x[i] = (x[i] >> bits) | (x[i + 1] << (64 - bits));
+        x[n - 1] >>= bits;
+    }
+    return lost;
+}
+
+__device__ __forceinline__ bool mp_add_assign(mp_u64* x, const mp_u64* y, int n) {
+    mp_u64 carry = 0;
+    for (int i = 0; i < n; i++) {
+        mp_u64 s = x[i] + y[i];
+        mp_u64 c1 = s < x[i];
+        mp_u64 t = s + carry;
+        mp_u64 c2 = t < s;
+        x[i] = t;
+        carry = c1 | c2;
+    }
+    return carry != 0;
+}
+
+__device__ __forceinline__ bool mp_sub_assign(mp_u64* x, const mp_u64* y, int n) {
+    mp_u64 borrow = 0;
+    for (int i = 0; i < n; i++) {
+        mp_u64 d = x[i] - y[i];
+        mp_u64 b1 = x[i] < y[i];
+        mp_u64 t = d - borrow;
+        mp_u64 b2 = d < borrow;
+        x[i] = t;
+        borrow = b1 | b2;
+    }
+    return borrow != 0;
+}
+
+__device__ __forceinline__ bool mp_add_bit(mp_u64* x, int n, int bit) {
+    int i = bit / 64;
+    mp_u64 add = 1ULL << (bit % 64);
+    for (; i < n; i++) {
+        mp_u64 s = x[i] + add;
+        bool c = s < x[i];
+        x[i] = s;
+        if (!c) return false;
+        add = 1;
+    }
+    return true;
+}
+
+__device__ __forceinline__ void mp_decrement(mp_u64* x, int n) {
+    for (int i = 0; i < n; i++) {
+        mp_u64 d = x[i] - 1;
+        bool borrow = x[i] == 0;
+        x[i] = d;
+        if (!borrow) return;
+    }
+}
+
+__device__ __forceinline__ bool mp_bit(const mp_u64* x, int i) { return (x[i / 64] >> (i % 64)) & 1; }
+
+__device__ __forceinline__ bool mp_any_below(const mp_u64* x, int count) {
+    const int limbs = count / 64, bits = count % 64;
+    for (int i = 0; i < limbs; i++)
+        if (x[i] != 0) return true;
+    return bits > 0 && (x[limbs] & ((1ULL << bits) - 1)) != 0;
+}
+
+__device__ __forceinline__ void mp_clear_below(mp_u64* x, int count) {
+    const int limbs = count / 64, bits = count % 64;
+    for (int i = 0; i < limbs; i++) x[i] = 0;
+    if (bits > 0) x[limbs] &= ~((1ULL << bits) - 1);
+}
+
+// out (nx + ny limbs) = x * y; zero limbs of x are skipped
+__device__ __forceinline__ void mp_mul_limbs(const mp_u64* x, int nx, const mp_u64* y, int ny,
+                                             mp_u64* out) {
+    for (int i = 0; i < nx + ny; i++) out[i] = 0;
+    for (int i = 0; i < nx; i++) {
+        const mp_u64 a = x[i];
+        if (a == 0) continue;
+        mp_u64 carry = 0;
+        for (int j = 0; j < ny; j++) {
+            const mp_u64 lo = a * y[j], hi = __umul64hi(a, y[j]);
+            mp_u64 t = out[i + j] + lo;
+            mp_u64 c = t < lo;
+            mp_u64 t2 = t + carry;
+            c += t2 < t;
+            out[i + j] = t2;
+            carry = hi + c;
+        }
+        out[i + ny] = carry;
+    }
+}
+
+__device__ __forceinline__ int mp_cmp(const mp_u64* x, const mp_u64* y, int n) {
+    for (int i = n - 1; i >= 0; i--) {
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+// q = floor(u / v), u = u mod v (the remainder in u's low nv limbs). v's top limb nonzero,
+// q has nu - nv + 1 limbs, nu + 1 <= MP_WIDE + 1. Knuth's Algorithm D with 64-bit limbs: the
+// two-limb estimate divided by the top limb through a 128-by-64 division done in halves.
+__device__ __forceinline__ mp_u64 mp_div128(mp_u64 hi, mp_u64 lo, mp_u64 d, mp_u64* rem) {
+    // (hi, lo) / d with hi < d, d normalised (top bit set): schoolbook on 32-bit digits
+    const mp_u64 d1 = d >> 32, d0 = d & 0xffffffffULL;
+    mp_u64 q1 = hi / d1, r = hi % d1;
+    while (q1 >> 32 || q1 * d0 > ((r << 32) | (lo >> 32))) {
+        q1--;
+        r += d1;
+        if (r >> 32) break;
+    }
+    const mp_u64 u1 = (hi << 32) | (lo >> 32);
+    const mp_u64 mid = u1 - q1 * d;
+    mp_u64 q0 = mid / d1;
+    r = mid % d1;
+    while (q0 >> 32 || q0 * d0 > ((r << 32) | (lo & 0xffffffffULL))) {
+        q0--;
+        r += d1;
+        if (r >> 32) break;
+    }
+    const mp_u64 u0 = (mid << 32) | (lo & 0xffffffffULL);
+    *rem = u0 - q0 * d;
+    return (q1 << 32) | q0;
+}
+
+__device__ void mp_div_rem(mp_u64* u, int nu, const mp_u64* v, int nv, mp_u64* q) {
+    const int m = nu - nv;
+    for (int i = 0; i <= m; i++) q[i] = 0;
+    const int s = __clzll(v[nv - 1]);
+    mp_u64 vn[MP_WIDE];
+    mp_u64 un[MP_WIDE + 1];
+    for (int i = 0; i < nv; i++) vn[i] = v[i];
+    mp_shl(vn, nv, s);
+    for (int i = 0; i < nu; i++) un[i] = u[i];
+    un[nu] = 0;
+    mp_shl(un, nu + 1, s);
+    if (s > 0) un[nu] |= u[nu - 1] >> (64 - s);
+    const mp_u64 vtop = vn[nv - 1];
+    const mp_u64 vnext = nv >= 2 ? vn[nv - 2] : 0;
+    for (int j = m; j >= 0; j--) {
+        // estimate q^ = (un[j+nv], un[j+nv-1]) / vtop, at most b - 1
+        mp_u64 qhat, rhat;
+        bool rhat_big = false;
+        if (un[j + nv] >= vtop) {
+            qhat = ~0ULL;
+            // rhat = (un[j+nv] * b + un[j+nv-1]) - qhat * vtop = un[j+nv-1] + vtop (may overflow)
+            rhat = un[j + nv - 1] + vtop;
+            rhat_big = rhat < vtop;
+        } else {
+            qhat = mp_div128(un[j + nv], un[j + nv - 1], vtop, &rhat);
+        }
+        if (nv >= 2) {
+            while (!rhat_big) {
+                // qhat * vnext > rhat * b + un[j+nv-2] ?
+                const mp_u64 plo = qhat * vnext, phi = __umul64hi(qhat, vnext);
+                const mp_u64 third = un[j + nv - 2];
+                if (phi > rhat || (phi == rhat && plo > third)) {
+                    qhat--;
+                    const mp_u64 r2 = rhat + vtop;
+                    rhat_big = r2 < rhat;
+                    rhat = r2;
+                } else {
+                    break;
+                }
+            }
+        }
+        // multiply and subtract
+        mp_u64 borrow = 0, carry = 0;
+        for (int i = 0; i < nv; i++) {
+            const mp_u64 plo = qhat * vn[i], phi = __umul64hi(qhat, vn[i]);
+            const mp_u64 p = plo + carry;
+            carry = phi + (p < plo);
+            const mp_u64 t = un[i + j] - p;
+            const mp_u64 b1 = un[i + j] < p;
+            const mp_u64 t2 = t - borrow;
+            const mp_u64 b2 = t < borrow;
+            un[i + j] = t2;
+            borrow = b1 | b2;
+        }
+        const mp_u64 top = un[j + nv];
+        const mp_u64 t = top - carry;
+        const bool b1 = top < carry;
+        const mp_u64 t2 = t - borrow;
+        const bool b2 = t < borrow;
+        un[j + nv] = t2;
+        if (b1 || b2) {
+            // q^ was one too large: add back
+            qhat--;
+            const bool c = mp_add_assign(un + j, vn, nv);
+            un[j + nv] += c;
+        }
+        q[j] = qhat;
+    }
+    mp_shr(un, nv + 1, s);
+    for (int i = 0; i < nu; i++) u[i] = i < nv ? un[i] : 0;
+}
+
+// root = floor(sqrt(x)), Newton's iteration from a power of two above the root
+__device__ void mp_isqrt(const mp_u64* x, int nx, mp_u64* root, int nr) {
+    const int bits = 64 * nx - mp_leading_zeros(x, nx);
+    for (int i = 0; i < nr; i++) root[i] = 0;
+    if (bits == 0) return;
+    const int start = (bits + 1) / 2;
+    root[start / 64] = 1ULL << (start % 64);
+    mp_u64 num[MP_WIDE], quot[MP_WIDE], next[MP_WIDE];
+    for (;;) {
+        int rlen = nr;
+        while (rlen > 0 && root[rlen - 1] == 0) rlen--;
+        const int nn = nx > rlen ? nx : rlen;
+        for (int i = 0; i < nn; i++) num[i] = i < nx ? x[i] : 0;
+        mp_div_rem(num, nn, root, rlen, quot);
+        const int nq = nn - rlen + 1;
+        for (int i = 0; i <= nr; i++) next[i] = i < nq ? quot[i] : 0;
+        const bool carry = mp_add_assign(next, root, nr);
+        next[nr] += carry;
+        mp_shr(next, nr + 1, 1);
+        if (mp_cmp(next, root, nr) >= 0) return;
+        for (int i = 0; i < nr; i++) root[i] = next[i];
+    }
+}
+
+// ---- rounding, as src/precision/mpfloat/round.rs --------------------------------------------
+
+__device__ __forceinline__ mp_t mp_special(int kind, int neg, int bits) {
+    mp_t r;
+    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = 0;
+    r.exp = 0;
+    r.bits = bits;
+    r.neg = neg;
+    r.kind = kind;
+    return r;
+}
+
+// (-1)^neg (int + f) 2^scale rounded at `bits` bits; int in x[0..n] (destroyed), f nonzero
+// exactly when sticky (then int has at least bits + 1 significant bits).
+__device__ mp_t mp_round(mp_u64* x, int n, bool sticky, long long scale, int neg, int bits) {
+    const int zeros = mp_leading_zeros(x, n);
+    if (zeros == 64 * n) return mp_special(MP_ZERO, neg, bits);
+    if (zeros > 0) mp_shl(x, n, zeros);
+    long long exp = scale + 64LL * n - zeros;
+    if (exp < MP_EMIN) {
+        // decided on the exact value: above half the smallest number gives it, else zero
+        bool half = x[n - 1] == (1ULL << 63) && !sticky;
+        for (int i = 0; i < n - 1; i++) half = half && x[i] == 0;
+        if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
+        mp_t r = mp_special(MP_NORMAL, neg, bits);
+        r.s[MP_LIMBS - 1] = 1ULL << 63;
+        r.exp = MP_EMIN;
+        return r;
+    }
+    mp_t r = mp_special(MP_NORMAL, neg, bits);
+    const int low = n > MP_LIMBS ? n - MP_LIMBS : 0;  // limbs below the significand's
+    for (int i = 0; i < MP_LIMBS; i++) {
+        const int k = i - (MP_LIMBS - n) ;  // n <= L: x sits at the top
+        r.s[i] = n > MP_LIMBS ? x[low + i] : (k >= 0 ? x[k] : 0);
+    }
+    const int shift = 64 * MP_LIMBS - bits;
+    bool round_bit, rest = sticky;
+    if (shift > 0) {
+        round_bit = mp_bit(r.s, shift - 1);
+        rest = rest || mp_any_below(r.s, shift - 1);
+        for (int i = 0; i < low; i++) rest = rest || x[i] != 0;
+    } else {
+        round_bit = low > 0 && (x[low - 1] >> 63);
+        if (low > 0) rest = rest || (x[low - 1] << 1) != 0;
+        for (int i = 0; i + 1 < low; i++) rest = rest || x[i] != 0;
+    }
+    const bool up = round_bit && (mp_bit(r.s, shift) || rest);
+    mp_clear_below(r.s, shift);
+    if (up && mp_add_bit(r.s, MP_LIMBS, shift)) {
+        r.s[MP_LIMBS - 1] = 1ULL << 63;
+        exp += 1;
+    }
+    if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
+    r.exp = (int)exp;
+    return r;
+}
+// ---- operations, as src/precision/mpfloat/{arith,convert}.rs ---------------------------------
+
+__device__ __forceinline__ int mp_max_bits(const mp_t& a, const mp_t& b) {
+    return a.bits > b.bits ? a.bits : b.bits;
+}
+
+__device__ __forceinline__ int mp_cmp_magnitude(const mp_t& a, const mp_t& b) {
+    if (a.exp != b.exp) return a.exp < b.exp ? -1 : 1;
+    return mp_cmp(a.s, b.s, MP_LIMBS);
+}
+
+__device__ __forceinline__ mp_t mp_with_bits(mp_t a, int bits) {
+    if (a.kind != MP_NORMAL) return mp_special(a.kind, a.neg, bits);
+    if (a.bits <= bits) {
+        a.bits = bits;  // exact: the value has at most a.bits significant bits
+        return a;
+    }
+    mp_u64 w[MP_LIMBS];
+    for (int i = 0; i < MP_LIMBS; i++) w[i] = a.s[i];
+    return mp_round(w, MP_LIMBS, false, (long long)a.exp - 64LL * MP_LIMBS, a.neg, bits);
+}
+
+__device__ __forceinline__ mp_t mp_neg(mp_t a) {
+    a.neg = !a.neg;
+    return a;
+}
+
+// a + (-1)^bneg |b|
+__device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
+    const int bits = mp_max_bits(a, b);
+    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF && b.kind == MP_INF && a.neg != bneg) return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF) return mp_special(MP_INF, a.neg, bits);
+    if (b.kind == MP_INF) return mp_special(MP_INF, bneg, bits);
+    if (a.kind == MP_ZERO && b.kind == MP_ZERO) return mp_special(MP_ZERO, a.neg && bneg, bits);
+    b.neg = bneg;
+    if (a.kind == MP_ZERO) return mp_with_bits(b, bits);
+    if (b.kind == MP_ZERO) return mp_with_bits(a, bits);
+    const mp_t x = mp_cmp_magnitude(a, b) < 0 ? b : a;
+    const mp_t y = mp_cmp_magnitude(a, b) < 0 ? a : b;
+    mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
+    w[0] = 0;
+    v[0] = 0;
+    for (int i = 0; i < MP_LIMBS; i++) {
+        w[i + 1] = x.s[i];
+        v[i + 1] = y.s[i];
+    }
+    bool sticky = mp_shr(v, MP_LIMBS + 1, (long long)x.exp - y.exp);
+    long long scale = (long long)x.exp - 64LL * (MP_LIMBS + 1);
+    if (x.neg == y.neg) {
+        if (mp_add_assign(w, v, MP_LIMBS + 1)) {
+            sticky = mp_shr(w, MP_LIMBS + 1, 1) || sticky;
+            w[MP_LIMBS] |= 1ULL << 63;
+            scale += 1;
+        }
+    } else {
+        mp_sub_assign(w, v, MP_LIMBS + 1);
+        if (sticky) {
+            mp_decrement(w, MP_LIMBS + 1);
+        } else {
+            bool zero = true;
+            for (int i = 0; i <= MP_LIMBS; i++) zero = zero && w[i] == 0;
+            if (zero) return mp_special(MP_ZERO, 0, bits);
+        }
+    }
+    return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
+}
+
+__device__ __forceinline__ mp_t mp_add(mp_t a, mp_t b) { return mp_sum(a, b, b.neg); }
+__device__ __forceinline__ mp_t mp_sub(mp_t a, mp_t b) { return mp_sum(a, b, !b.neg); }
+
+__device__ mp_t mp_mul(mp_t a, mp_t b) {
+    const int bits = mp_max_bits(a, b);
+    const int neg = a.neg != b.neg;
+    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
+    if ((a.kind == MP_INF && b.kind == MP_ZERO) || (a.kind == MP_ZERO && b.kind == MP_INF))
+        return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF || b.kind == MP_INF) return mp_special(MP_INF, neg, bits);
+    if (a.kind == MP_ZERO || b.kind == MP_ZERO) return mp_special(MP_ZERO, neg, bits);
+    mp_u64 p[2 * MP_LIMBS];
+    mp_mul_limbs(b.s, MP_LIMBS, a.s, MP_LIMBS, p);
+    const long long scale = (long long)a.exp + b.exp - 128LL * MP_LIMBS;
+    return mp_round(p, 2 * MP_LIMBS, false, scale, neg, bits);
+}
+
+__device__ mp_t mp_div(mp_t a, mp_t b) {
+    const int bits = mp_max_bits(a, b);
+    const int neg = a.neg != b.neg;
+    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
+    if ((a.kind == MP_INF && b.kind == MP_INF) || (a.kind == MP_ZERO && b.kind == MP_ZERO))
+        return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF || b.kind == MP_ZERO) return mp_special(MP_INF, neg, bits);
+    if (a.kind == MP_ZERO || b.kind == MP_INF) return mp_special(MP_ZERO, neg, bits);
+    mp_u64 u[2 * MP_LIMBS + 1], q[MP_LIMBS + 2];
+    for (int i = 0; i <= MP_LIMBS; i++) u[i] = 0;
+    for (int i = 0; i < MP_LIMBS; i++) u[MP_LIMBS + 1 + i] = a.s[i];
+    mp_div_rem(u, 2 * MP_LIMBS + 1, b.s, MP_LIMBS, q);
+    bool sticky = false;
+    for (int i = 0; i < MP_LIMBS; i++) sticky = sticky || u[i] != 0;
+    const long long scale = (long long)a.exp - b.exp - 64LL * (MP_LIMBS + 1);
+    return mp_round(q, MP_LIMBS + 2, sticky, scale, neg, bits);
+}
+
+__device__ mp_t mp_sqrt(mp_t a) {
+    const int bits = a.bits;
+    if (a.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_ZERO) return a;
+    if (a.neg) return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF) return a;
+    const int odd = a.exp & 1;
+    mp_u64 n[2 * MP_LIMBS + 3], r[MP_LIMBS + 2], sq[2 * MP_LIMBS + 4];
+    for (int i = 0; i < 2 * MP_LIMBS + 3; i++) n[i] = 0;
+    for (int i = 0; i < MP_LIMBS; i++) n[MP_LIMBS + 2 + i] = a.s[i];
+    if (odd) mp_shl(n, 2 * MP_LIMBS + 3, 1);
+    mp_isqrt(n, 2 * MP_LIMBS + 3, r, MP_LIMBS + 2);
+    mp_mul_limbs(r, MP_LIMBS + 2, r, MP_LIMBS + 2, sq);
+    bool sticky = false;
+    for (int i = 0; i < 2 * MP_LIMBS + 3; i++) sticky = sticky || sq[i] != n[i];
+    const long long shift = 64LL * (MP_LIMBS + 2) + odd;
+    const long long scale = ((long long)a.exp - 64LL * MP_LIMBS - shift) / 2;
+    return mp_round(r, MP_LIMBS + 2, sticky, scale, 0, bits);
+}
+
+// x = (-1)^neg m 2^e, m < 2^53
+__device__ __forceinline__ void mp_decompose(double x, int* neg, mp_u64* m, long long* e) {
+    const mp_u64 b = (mp_u64)__double_as_longlong(x);
+    const long long biased = (long long)((b >> 52) & 0x7ff);
+    const mp_u64 fraction = b & ((1ULL << 52) - 1);
+    *neg = (int)(b >> 63);
+    if (biased == 0) {
+        *m = fraction;
+        *e = -1074;
+    } else {
+        *m = fraction | (1ULL << 52);
+        *e = biased - 1075;
+    }
+}
+
+__device__ mp_t mp_from_f64(double x, int bits) {
+    if (isnan(x)) return mp_special(MP_NAN, 0, bits);
+    if (isinf(x)) return mp_special(MP_INF, x < 0.0, bits);
+    int neg;
+    mp_u64 m;
+    long long e;
+    mp_decompose(x, &neg, &m, &e);
+    if (m == 0) return mp_special(MP_ZERO, neg, bits);
+    const int zeros = __clzll(m);
+    mp_t r = mp_special(MP_NORMAL, neg, bits);
+    r.s[MP_LIMBS - 1] = m << zeros;
+    r.exp = (int)(e + 64 - zeros);
+    return r;
+}
+
+// a * d correctly rounded at a's precision: L limb products
+__device__ mp_t mp_mul_f64(mp_t a, double d) {
+    if (a.kind != MP_NORMAL || !isfinite(d) || d == 0.0) return mp_mul(a, mp_from_f64(d, a.bits));
+    int neg;
+    mp_u64 m;
+    long long e;
+    mp_decompose(d, &neg, &m, &e);
+    mp_u64 p[MP_LIMBS + 1];
+    mp_u64 carry = 0;
+    for (int i = 0; i < MP_LIMBS; i++) {
+        const mp_u64 lo = a.s[i] * m, hi = __umul64hi(a.s[i], m);
+        const mp_u64 t = lo + carry;
+        carry = hi + (t < lo);
+        p[i] = t;
+    }
+    p[MP_LIMBS] = carry;
+    const long long scale = (long long)a.exp - 64LL * MP_LIMBS + e;
+    return mp_round(p, MP_LIMBS + 1, false, scale, a.neg != neg, a.bits);
+}
+
+// The nearest double (ties to even; subnormals on their grid; beyond the range an infinity).
+__device__ double mp_to_f64(const mp_t& a) {
+    if (a.kind == MP_NAN) return __longlong_as_double(0x7ff8000000000000LL);
+    const double sign = a.neg ? -1.0 : 1.0;
+    if (a.kind == MP_INF) return sign * __longlong_as_double(0x7ff0000000000000LL);
+    if (a.kind == MP_ZERO) return a.neg ? -0.0 : 0.0;
+    const long long e = a.exp;
+    if (e > 1024) return sign * __longlong_as_double(0x7ff0000000000000LL);
+    const long long p = e >= -1021 ? 53 : e + 1074;
+    const mp_u64 top = a.s[MP_LIMBS - 1];
+    bool below = false;
+    for (int i = 0; i < MP_LIMBS - 1; i++) below = below || a.s[i] != 0;
+    if (p <= 0) {
+        const bool above_half = p == 0 && (top != (1ULL << 63) || below);
+        return above_half ? sign * __longlong_as_double(1LL) : sign * 0.0;
+    }
+    const int lsb = 64 - (int)p;
+    const bool round_bit = (top >> (lsb - 1)) & 1;
+    const bool sticky = below || (top & ((1ULL << (lsb - 1)) - 1)) != 0;
+    mp_u64 m = top >> lsb;
+    if (round_bit && (sticky || (m & 1))) m += 1;
+    // m 2^(e - p), exact: in two steps where 2^(e - p) alone would leave the double range
+    const long long k = e - p;
+    double v = (double)m;
+    if (k >= -1022 && k <= 1023) return sign * v * __longlong_as_double((k + 1023) << 52);
+    const long long first = k < -1022 ? -1022 : 1023;
+    long long rest = k - first;
+    rest = rest < -1022 ? -1022 : (rest > 1023 ? 1023 : rest);
+    return sign * (v * __longlong_as_double((first + 1023) << 52)) *
+           __longlong_as_double((rest + 1023) << 52);
+}
+
+// ---- the packed form ----------------------------------------------------------------------
+
+__device__ __forceinline__ mp_u64 mp_header(const mp_t& a) {
+    return (mp_u64)(unsigned int)a.exp | ((mp_u64)(a.bits & 0xffff) << 32) |
+           ((mp_u64)(a.neg & 1) << 48) | ((mp_u64)a.kind << 56);
+}
+
+__device__ __forceinline__ mp_t mp_unpack(const mp_u64* limbs, long long stride, mp_u64 header) {
+    mp_t r;
+    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = limbs[i * stride];
+    r.exp = (int)(unsigned int)(header & 0xffffffffULL);
+    r.bits = (int)((header >> 32) & 0xffff);
+    r.neg = (int)((header >> 48) & 1);
+    r.kind = (int)(header >> 56);
+    return r;
+}
+
+__device__ __forceinline__ void mp_pack(const mp_t& a, mp_u64* limbs, long long stride,
+                                        mp_u64* header) {
+    for (int i = 0; i < MP_LIMBS; i++) limbs[i * stride] = a.s[i];
+    *header = mp_header(a);
+}
+
+// A check of the arithmetic against the CPU's (tests/gpu.rs): for each i, the operations of
+// a[i] and b[i] (and the double d[i]) packed one after the other into out, element-major:
+// add, sub, mul, div, sqrt |a|, mul_f64, from_f64(d) at a's bits; to_f64 into out_f64.
+// Operands are element-major too: L limbs, then the header.
+#define MP_CAT2(a, b) a##_l##b
+#define MP_CAT(a, b) MP_CAT2(a, b)
+#define MP_KERNEL(name) MP_CAT(name, MP_LIMBS)
+extern "C" __global__ void MP_KERNEL(mp_ops_check)(long long n, const mp_u64* a, const mp_u64* b,
+                                        const double* d, mp_u64* out, double* out_f64) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int W = MP_LIMBS + 1;
+    const mp_t x = mp_unpack(a + i * W, 1, a[i * W + MP_LIMBS]);
+    const mp_t y = mp_unpack(b + i * W, 1, b[i * W + MP_LIMBS]);
+    mp_t abs_x = x;
+    abs_x.neg = 0;
+    const mp_t r[7] = {mp_add(x, y), mp_sub(x, y), mp_mul(x, y), mp_div(x, y),
+                       mp_sqrt(abs_x), mp_mul_f64(x, d[i]), mp_from_f64(d[i], x.bits)};
+    for (int k = 0; k < 7; k++) {
+        mp_u64* o = out + (i * 7 + k) * W;
+        mp_pack(r[k], o, 1, o + MP_LIMBS);
+    }
+    out_f64[i] = mp_to_f64(x);
+}
+#endif

@@ -1,0 +1,146 @@
+//! `mp:<bits>`'s device arithmetic against the CPU's `MpFloat` (itself checked against MPFR by
+//! `tests/mpfloat_oracle.rs`), bit for bit: every limb count, precisions that fill their limbs
+//! and ones that do not, operands shaped to break rounding code (carries through every limb,
+//! cancellation, exact ties, the ends of the exponent range, doubles' subnormal range,
+//! specials).
+
+use precsolve::MpFloat;
+use precsolve::backend::cuda::CudaBackend;
+use precsolve::precision::mpfloat::{EMAX, EMIN};
+
+const CASES: usize = 20_000;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo) as u64) as i64
+    }
+}
+
+fn operand<const L: usize>(rng: &mut Rng, bits: u32) -> MpFloat<L> {
+    let shape = rng.below(8);
+    let mut digits = [0u64; L];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = match shape {
+            0 => u64::MAX,
+            1 => u64::from(i == L - 1) << 63 | u64::from(i == 0),
+            2 => rng.next() & rng.next() & rng.next(),
+            3 => !(rng.next() & rng.next()),
+            _ => rng.next(),
+        };
+    }
+    digits[L - 1] |= 1 << 63;
+    let exp = match rng.below(10) {
+        0 => rng.range(i64::from(EMIN), i64::from(EMIN) + 300),
+        1 => rng.range(i64::from(EMAX) - 300, i64::from(EMAX) + 1),
+        2 => rng.range(-1100, -1000),
+        3 | 4 => rng.range(-3000, 3000),
+        _ => rng.range(-8, 8),
+    };
+    let x = MpFloat::from_integer_exp(rng.below(2) == 1, &digits, exp - 64 * L as i64, bits);
+    if x.is_finite() {
+        x
+    } else {
+        MpFloat::from_f64_bits(1.5, bits)
+    }
+}
+
+fn partner<const L: usize>(rng: &mut Rng, a: &MpFloat<L>, bits: u32) -> MpFloat<L> {
+    match rng.below(12) {
+        0 => {
+            // a (1 + k 2^-j): most bits shared, so a - b cancels
+            let j = rng.range(1, i64::from(bits) + 8) as i32;
+            let k = rng.range(-3, 4) as f64;
+            a.add(a.mul_f64(k * 2f64.powi(-j)))
+        }
+        1 => a.neg(),
+        2 => match a.to_integer_exp() {
+            // half an ulp of a: a + b is a tie
+            Some((_, _, e)) if !a.is_zero() => {
+                let exp = e + 64 * L as i64 - i64::from(bits) - 1;
+                MpFloat::from_integer_exp(rng.below(2) == 1, &[1], exp, bits)
+            }
+            _ => operand(rng, bits),
+        },
+        3 => match rng.below(5) {
+            0 => MpFloat::zero(rng.below(2) == 1, bits),
+            1 => MpFloat::infinity(rng.below(2) == 1, bits),
+            2 => MpFloat::nan(bits),
+            _ => MpFloat::from_f64_bits(rng.range(-4, 5) as f64, bits),
+        },
+        _ => operand(rng, bits),
+    }
+}
+
+fn check_class<const L: usize>(gpu: &CudaBackend, bits: u32) -> Result<(), String> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(bits));
+    let (mut a, mut b, mut d) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..CASES {
+        let x: MpFloat<L> = operand(&mut rng, bits);
+        b.push(partner(&mut rng, &x, bits));
+        a.push(x);
+        d.push(match rng.below(4) {
+            0 => f64::from_bits(rng.range(1, 1 << 52) as u64),
+            1 => f64::from_bits(rng.next() & !(0x7ff << 52) | (rng.range(1, 2046) as u64) << 52),
+            _ => rng.range(-10_000, 10_000) as f64 / 1024.0,
+        });
+    }
+    let (got, doubles) = gpu.mp_ops_check(&a, &b, &d).map_err(|e| e.to_string())?;
+    let names = ["add", "sub", "mul", "div", "sqrt|a|", "mul_f64", "from_f64"];
+    let mut failures = Vec::new();
+    for i in 0..CASES {
+        let (x, y) = (a[i], b[i]);
+        let want = [
+            x.add(y),
+            x.sub(y),
+            x.mul(y),
+            x.div(y),
+            x.abs().sqrt(),
+            x.mul_f64(d[i]),
+            MpFloat::from_f64_bits(d[i], bits),
+        ];
+        for (k, w) in want.iter().enumerate() {
+            let g = got[7 * i + k];
+            if g.to_packed() != w.to_packed() && failures.len() < 8 {
+                failures.push(format!(
+                    "{}({x:?}, {y:?}, {:e}): GPU {g:?}, CPU {w:?}",
+                    names[k], d[i]
+                ));
+            }
+        }
+        if doubles[i].to_bits() != x.to_f64().to_bits() && failures.len() < 8 {
+            failures.push(format!(
+                "to_f64({x:?}): GPU {:e}, CPU {:e}",
+                doubles[i],
+                x.to_f64()
+            ));
+        }
+    }
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(format!("mp:{bits} ({L} limbs):\n{}", failures.join("\n"))),
+    }
+}
+
+pub fn mp_arithmetic(gpu: &CudaBackend) -> Result<(), String> {
+    check_class::<2>(gpu, 53)?;
+    check_class::<2>(gpu, 106)?;
+    check_class::<2>(gpu, 128)?;
+    check_class::<4>(gpu, 200)?;
+    check_class::<4>(gpu, 256)?;
+    check_class::<8>(gpu, 300)?;
+    check_class::<8>(gpu, 512)?;
+    check_class::<16>(gpu, 1024)?;
+    check_class::<32>(gpu, 1500)?;
+    check_class::<32>(gpu, 2048)
+}
