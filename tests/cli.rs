@@ -711,7 +711,7 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
             "solve",
             "poisson2d:12",
             "--precision",
-            "f64,mp:256",
+            "f64,mp:2048",
             "--backend",
             "cuda",
         ],
@@ -721,7 +721,8 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
     assert_ne!(out.status.code(), Some(EXIT_OK));
     assert!(stdout.is_empty(), "no report expected:\n{stdout}");
     assert!(
-        stderr.contains("mp:256 runs on the CPU only") && stderr.contains("--backend cpu"),
+        stderr.contains("mp:2048 has CUDA kernels up to mp:1024 only")
+            && stderr.contains("--backend cpu"),
         "{stderr}"
     );
     let json = solve_json(

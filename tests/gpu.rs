@@ -71,6 +71,7 @@ mod gpu_checks {
             "mp_arithmetic_matches_cpu_bit_for_bit",
             mp_arithmetic::mp_arithmetic,
         ),
+        ("mp_solves_match_cpu", mp_arithmetic::mp_solves),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.

@@ -144,3 +144,72 @@ pub fn mp_arithmetic(gpu: &CudaBackend) -> Result<(), String> {
     check_class::<32>(gpu, 1500)?;
     check_class::<32>(gpu, 2048)
 }
+
+/// Whole `mp:<bits>` solves on the GPU against the CPU's: CG and BiCGStab at 128, 256 and
+/// 1,024 bits, with and without ILU(0) (applied on the host for mp), the same iterations, stop
+/// reason, residual bits and solution values.
+pub fn mp_solves(_gpu: &CudaBackend) -> Result<(), String> {
+    use precsolve::{BackendChoice, Method, Solver, WorkingPrecision};
+    let err = |e: precsolve::Error| e.to_string();
+    let dir = std::env::var("PRECSOLVE_MATRICES")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/matrices").into());
+    let shared = |name: &str| format!("{dir}/{name}.mtx");
+    let cases = [
+        ("poisson3d:12".to_string(), Method::Cg, false, 80),
+        ("poisson3d:12".to_string(), Method::Bicgstab, true, 40),
+        (shared("bcsstk01"), Method::Cg, false, 200),
+        (shared("cage8"), Method::Bicgstab, false, 40),
+        (shared("sherman1"), Method::Bicgstab, true, 30),
+    ];
+    for (spec, method, ilu0, max_iter) in cases {
+        let a = precsolve::load_matrix(&spec).map_err(err)?;
+        let b = vec![1.0; a.nrows()];
+        for bits in [128, 256, 1024] {
+            let run = |backend| {
+                let mut solver = Solver::with_method(method)
+                    .tol(1e-300)
+                    .max_iter(max_iter)
+                    .backend(backend);
+                if ilu0 {
+                    solver = solver.ilu0();
+                }
+                solver
+                    .solve_in(WorkingPrecision::Mp(bits), &a, &b)
+                    .map_err(err)
+            };
+            let (g, c) = (run(BackendChoice::Cuda)?, run(BackendChoice::Cpu)?);
+            let label = format!("{spec} {method:?} mp:{bits} ilu0 {ilu0}");
+            let (gi, ci) = (&g.info, &c.info);
+            let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+            if gi.backend != "cuda"
+                || gi.iterations != ci.iterations
+                || gi.stop_reason != ci.stop_reason
+                || !same(gi.recurrence_residual, ci.recurrence_residual)
+                || !same(gi.true_residual, ci.true_residual)
+                || g.x != c.x
+            {
+                return Err(format!(
+                    "{label}: GPU ({}) {} iterations, {}, {:e}, {:e}; CPU {}, {}, {:e}, {:e}; x same: {}",
+                    gi.backend,
+                    gi.iterations,
+                    gi.stop_reason,
+                    gi.recurrence_residual,
+                    gi.true_residual,
+                    ci.iterations,
+                    ci.stop_reason,
+                    ci.recurrence_residual,
+                    ci.true_residual,
+                    g.x == c.x
+                ));
+            }
+            println!(
+                "    {label:>48}: {:>4} iterations, true residual {:.3e}, {:.1} us/it GPU, {:.1} us/it CPU, identical",
+                gi.iterations,
+                gi.true_residual,
+                gi.time_per_iteration() * 1e6,
+                ci.time_per_iteration() * 1e6
+            );
+        }
+    }
+    Ok(())
+}

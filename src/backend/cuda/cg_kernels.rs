@@ -19,7 +19,8 @@ impl CgKernels for CudaBackend {
         // y is both input and output: pass its address twice (the kernel reads each element
         // before the same thread writes it).
         let y_elem = match y.soa {
-            Some(t) => Elem::Td(t),
+            Some(Soa::Td(t)) => Elem::Td(t),
+            Some(Soa::Mp(m)) => Elem::Mp(m),
             None => Elem::Ptr(y.words.device_ptr_mut(&self.stream).0),
         };
         let mut args = self.stream.launch_builder(&f);

@@ -21,13 +21,25 @@ const COMMON: &[&str] = &[
 /// `mp:<bits>`'s device arithmetic, compiled once per limb count (`mp_l{L}`), with `MP_LIMBS`
 /// defined before it.
 const MP_SOURCE: &str = include_str!("../../../kernels/common/mp.cuh");
+/// The vector kernels of `mp:<bits>`: xprec.cu's templates instantiated for its operations,
+/// compiled once per precision (`mp{bits}`) after the common headers and `MP_SOURCE`.
+const MP_VECTOR_SOURCES: [&str; 2] = [
+    include_str!("../../../kernels/xprec.cu"),
+    include_str!("../../../kernels/xprec_mp.cu"),
+];
 const SOURCES: &[(&str, &str)] = &[
     ("spmv_csr", include_str!("../../../kernels/spmv_csr.cu")),
     ("blas1", include_str!("../../../kernels/blas1.cu")),
     ("bicgstab", include_str!("../../../kernels/bicgstab.cu")),
     ("ilu0", include_str!("../../../kernels/ilu0.cu")),
     ("ilu0_parts", include_str!("../../../kernels/ilu0_parts.cu")),
-    ("xprec", include_str!("../../../kernels/xprec.cu")),
+    (
+        "xprec",
+        concat!(
+            include_str!("../../../kernels/xprec.cu"),
+            include_str!("../../../kernels/xprec_td_qd.cu")
+        ),
+    ),
     ("cg", include_str!("../../../kernels/cg.cu")),
     (
         "cg_persistent",
@@ -98,6 +110,8 @@ impl KernelStore {
         }
         let source = if let Some(limbs) = mp_limbs_of(name) {
             mp_source_name(limbs)
+        } else if let Some(bits) = mp_bits_of(name) {
+            mp_vector_source_name(bits)
         } else if name.starts_with("cgs_") {
             "cg"
         } else if name.starts_with("cgp_") {
@@ -191,6 +205,33 @@ fn mp_limbs_of(name: &str) -> Option<usize> {
     limbs.parse().ok()
 }
 
+/// The precision of an `mp:<bits>` vector kernel's name (`axpy_mp256`, `dot_mp256_partial`,
+/// `convert_f64_to_mp256`: 256).
+pub(crate) fn mp_bits_of(name: &str) -> Option<u32> {
+    name.split('_').find_map(|part| {
+        let digits = part.strip_prefix("mp")?;
+        (!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| digits.parse().ok())
+            .flatten()
+    })
+}
+
+/// The source name of `mp:<bits>`'s vector kernels (`mp256`), one leaked string per precision
+/// a process uses.
+pub(crate) fn mp_vector_source_name(bits: u32) -> &'static str {
+    static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let name = format!("mp{bits}");
+    let mut names = NAMES.lock().expect("mp source names");
+    match names.iter().find(|n| **n == name) {
+        Some(n) => n,
+        None => {
+            let leaked: &'static str = Box::leak(name.into_boxed_str());
+            names.push(leaked);
+            leaked
+        }
+    }
+}
+
 /// The source name of `mp`'s kernels for `limbs` limbs (`mp_l4`), one leaked string per limb
 /// count.
 fn mp_source_name(limbs: usize) -> &'static str {
@@ -212,8 +253,24 @@ fn mp_source_name(limbs: usize) -> &'static str {
 /// NVRTC's PTX for the kernel source `source_name` (a name in `SOURCES`, or `mp_l{L}`) for
 /// `arch` (`sm_90`).
 fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
+    let mp_bits = source_name.strip_prefix("mp").and_then(|b| b.parse::<u32>().ok());
     let text = match source_name.strip_prefix("mp_l").map(str::parse::<usize>) {
         Some(Ok(limbs)) => format!("#define MP_LIMBS {limbs}\n{MP_SOURCE}"),
+        _ if mp_bits.is_some() => {
+            let bits = mp_bits.expect("checked");
+            let limbs = crate::precision::mpfloat::limbs_for(bits)
+                .ok_or_else(|| cuda_error("kernel source", source_name))?;
+            let mut text = COMMON.join("\n");
+            text.push_str(&format!(
+                "\n#define MP_LIMBS {limbs}\n#define MP_BITS {bits}\n#define MP_SUFFIX mp{bits}\n"
+            ));
+            text.push_str(MP_SOURCE);
+            for body in MP_VECTOR_SOURCES {
+                text.push('\n');
+                text.push_str(body);
+            }
+            text
+        }
         _ => {
             let (_, body) = SOURCES
                 .iter()
@@ -251,10 +308,12 @@ pub fn compile_kernel_sources(arch: &'static str) -> Result<Vec<&'static str>> {
         ));
     }
     let mp = crate::precision::mpfloat::LIMB_COUNTS.map(mp_source_name);
+    let mp_vectors = [mp_vector_source_name(256)];
     SOURCES
         .iter()
         .map(|&(name, _)| name)
         .chain(mp)
+        .chain(mp_vectors)
         .map(|name| compile_source(name, arch).map(|_| name))
         .collect()
 }

@@ -377,6 +377,10 @@ impl CudaBackend {
         if ilu.n == 0 {
             return Ok(());
         }
+        if ilu.host.is_none() && (P::KERNEL_SUFFIX == "mp" || Z::KERNEL_SUFFIX == "mp") {
+            // no mp kernels for the triangular solves: the CPU's solve, between two copies
+            ilu.host = Some(crate::backend::cpu::CpuIlu::new(ilu.factors.clone()));
+        }
         if let Some(host) = ilu.host.as_mut() {
             return self.ilu_solve_on_host(host, r, z);
         }

@@ -186,6 +186,12 @@ impl CudaBackend {
                 })
                 .collect(),
             Layout::Words(w) => unreachable!("no precision has {w} words per element"),
+            Layout::MpSoa(limbs) => (0..len)
+                .map(|i| {
+                    let w: Vec<u64> = (0..=limbs).map(|l| words[l * len + i].to_bits()).collect();
+                    vectors::mp_unpacked::<P>(&w)
+                })
+                .collect(),
             Layout::TdSoa => (0..len)
                 .map(|i| {
                     let pair = words[len + i / 2].to_bits();

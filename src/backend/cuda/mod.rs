@@ -60,6 +60,32 @@ pub struct TdPtr {
 // SAFETY: two device addresses, the layout of td_ptr in kernels/common/td.cuh.
 unsafe impl DeviceRepr for TdPtr {}
 
+/// An `mp:<bits>` vector (or one element of it) as kernels take it: `mp_ptr { u64* base; long
+/// long stride; }` (kernels/xprec_mp.cu): limb `l` of element `i` at `base[l * stride + i]`,
+/// the header word after the limbs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MpPtr {
+    base: u64,
+    stride: i64,
+}
+// SAFETY: a device address and an integer, the layout of mp_ptr.
+unsafe impl DeviceRepr for MpPtr {}
+
+/// An `mp:<bits>` scalar by value: its `N = L + 1` packed words (`mp_s`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct MpScalar<const N: usize>([u64; N]);
+// SAFETY: N 64-bit words, the layout of mp_s for MP_LIMBS = N - 1.
+unsafe impl<const N: usize> DeviceRepr for MpScalar<N> {}
+
+/// A vector laid out as a structure of arrays, as kernels take it.
+#[derive(Clone, Copy, Debug)]
+enum Soa {
+    Td(TdPtr),
+    Mp(MpPtr),
+}
+
 /// How a precision's elements lie in device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Layout {
@@ -67,6 +93,8 @@ enum Layout {
     Words(usize),
     /// td: `n` doubles, then `n` ints.
     TdSoa,
+    /// mp:<bits> with this many limbs: limb-major, `limbs + 1` words an element.
+    MpSoa(usize),
 }
 
 /// Doubles needed for `n` elements in `layout`.
@@ -74,6 +102,7 @@ fn words_for(layout: Layout, n: usize) -> usize {
     match layout {
         Layout::Words(w) => w * n,
         Layout::TdSoa => n + n.div_ceil(2),
+        Layout::MpSoa(limbs) => (limbs + 1) * n,
     }
 }
 
@@ -86,12 +115,14 @@ fn cast<A: 'static, B: Clone + 'static>(value: &A) -> Option<B> {
 enum Elem {
     Ptr(u64),
     Td(TdPtr),
+    Mp(MpPtr),
 }
 
 fn push_elem<'a>(args: &mut LaunchArgs<'a>, e: &'a Elem) {
     match e {
         Elem::Ptr(p) => args.arg(p),
         Elem::Td(t) => args.arg(t),
+        Elem::Mp(m) => args.arg(m),
     };
 }
 
@@ -103,7 +134,8 @@ trait PushVector<'a> {
 impl<'a> PushVector<'a> for LaunchArgs<'a> {
     fn vec<P>(&mut self, v: &'a CudaVector<P>) -> &mut Self {
         match &v.soa {
-            Some(p) => self.arg(p),
+            Some(Soa::Td(p)) => self.arg(p),
+            Some(Soa::Mp(p)) => self.arg(p),
             None => self.arg(&v.words),
         }
     }
@@ -131,8 +163,9 @@ pub struct CudaBackend {
 pub struct CudaVector<P> {
     pub(crate) words: CudaSlice<f64>,
     len: usize,
-    /// For td: the addresses of the `hi` and `lo` arrays inside `words`.
-    soa: Option<TdPtr>,
+    /// For td: the addresses of the `hi` and `lo` arrays inside `words`; for mp, the base and
+    /// stride of its limb arrays.
+    soa: Option<Soa>,
     _precision: PhantomData<P>,
 }
 
@@ -156,6 +189,10 @@ enum Scalar {
     F64(f64),
     Dd(Dd),
     Qd(Qd),
+    Mp2(MpScalar<3>),
+    Mp4(MpScalar<5>),
+    Mp8(MpScalar<9>),
+    Mp16(MpScalar<17>),
 }
 
 impl CudaBackend {
@@ -279,6 +316,11 @@ impl Backend for CudaBackend {
 
     fn zeros<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
         Self::suffix::<P>()?;
+        if let Layout::MpSoa(_) = Self::layout::<P>() {
+            // zeros at the solve's precision, as the CPU's (zeroed words are zeros of no
+            // precision)
+            return self.upload_values(&vec![P::zero(); n]);
+        }
         self.alloc_vector::<P>(n)
     }
 
@@ -370,7 +412,13 @@ impl Backend for CudaBackend {
 
     fn prepare<P: Precision>(&self) -> Result<()> {
         self.kernels
-            .compile_for(matches!(P::KERNEL_SUFFIX, "td" | "qd"))
+            .compile_for(matches!(P::KERNEL_SUFFIX, "td" | "qd"))?;
+        if P::KERNEL_SUFFIX == "mp" {
+            // mp:<bits>'s own source, compiled for its precision at first use: here, before
+            // a solve's clock starts
+            self.kernel::<P>("axpy")?;
+        }
+        Ok(())
     }
 
     fn axpy<P: Precision>(
@@ -461,5 +509,9 @@ fn push_scalar<'a>(args: &mut LaunchArgs<'a>, s: &'a Scalar) {
         Scalar::F64(v) => args.arg(v),
         Scalar::Dd(v) => args.arg(v),
         Scalar::Qd(v) => args.arg(v),
+        Scalar::Mp2(v) => args.arg(v),
+        Scalar::Mp4(v) => args.arg(v),
+        Scalar::Mp8(v) => args.arg(v),
+        Scalar::Mp16(v) => args.arg(v),
     };
 }

@@ -53,7 +53,7 @@ impl CudaBackend {
     fn spmv_dot_kernel<P: Precision>(a: &CudaMatrix, two: bool, wide: bool) -> Option<String> {
         // f64's own kernel reads a double x: it has nothing to widen
         let x_ok = !wide || P::KERNEL_SUFFIX == "f64";
-        let fused = a.lanes == 1 && a.nrows == a.ncols && P::KERNEL_SUFFIX != "qd" && x_ok;
+        let fused = a.lanes == 1 && a.nrows == a.ncols && !matches!(P::KERNEL_SUFFIX, "qd" | "mp") && x_ok;
         let layout = if a.slice_ptr.is_some() { "sell" } else { "nt1" };
         let dots = if two { "dot2" } else { "dot" };
         fused.then(|| format!("spmv_{dots}_{}_{layout}", P::KERNEL_SUFFIX))

@@ -2,11 +2,13 @@
 //! kernel arguments.
 
 use super::*;
+use crate::precision::mp::MAX_GPU_BITS;
 
 impl CudaBackend {
     pub(super) fn suffix<P: Precision>() -> Result<&'static str> {
         match P::KERNEL_SUFFIX {
             s @ ("f64" | "dd" | "td" | "qd") => Ok(s),
+            "mp" => Self::mp_suffix(),
             other => Err(Error::Backend {
                 backend: "cuda",
                 message: format!("precision {other} has no CUDA kernels"),
@@ -14,17 +16,45 @@ impl CudaBackend {
         }
     }
 
+    /// `mp{bits}`: the kernels of the solve's precision (its scope's), compiled for it.
+    fn mp_suffix() -> Result<&'static str> {
+        let refuse = |why: String| Error::Backend {
+            backend: "cuda",
+            message: why,
+        };
+        let bits = crate::precision::mp::current_bits()
+            .ok_or_else(|| refuse("an mp vector outside an mp solve's precision scope".into()))?;
+        if bits > MAX_GPU_BITS {
+            return Err(refuse(format!(
+                "mp:{bits} has no CUDA kernels: at most mp:{MAX_GPU_BITS} on the GPU (a \
+                 reduction keeps a block's values in shared memory); use --backend cpu"
+            )));
+        }
+        Ok(device::mp_vector_source_name(bits))
+    }
+
     pub(super) fn layout<P: Precision>() -> Layout {
-        if P::KERNEL_SUFFIX == "td" {
-            Layout::TdSoa
-        } else {
-            Layout::Words(P::BYTES / 8)
+        match P::KERNEL_SUFFIX {
+            "td" => Layout::TdSoa,
+            // MpFloat<L> is L limbs and 8 bytes of header
+            "mp" => Layout::MpSoa(P::BYTES / 8 - 1),
+            _ => Layout::Words(P::BYTES / 8),
         }
     }
 
     pub(super) fn scalar<P: Precision>(value: &P) -> Scalar {
         if let Some(q) = cast::<P, Qd>(value) {
             return Scalar::Qd(q);
+        }
+        if let Layout::MpSoa(_) = Self::layout::<P>() {
+            let w = mp_packed(value);
+            return match w.len() {
+                3 => Scalar::Mp2(MpScalar(std::array::from_fn(|i| w[i]))),
+                5 => Scalar::Mp4(MpScalar(std::array::from_fn(|i| w[i]))),
+                9 => Scalar::Mp8(MpScalar(std::array::from_fn(|i| w[i]))),
+                17 => Scalar::Mp16(MpScalar(std::array::from_fn(|i| w[i]))),
+                n => unreachable!("mp scalars of {n} words have no kernels (suffix refuses them)"),
+            };
         }
         let dd = value.to_dd();
         if Self::layout::<P>() == Layout::Words(1) {
@@ -39,13 +69,23 @@ impl CudaBackend {
     pub(super) fn alloc_vector<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
         let layout = Self::layout::<P>();
         let words = alloc_words(&self.stream, words_for(layout, n))?;
-        let soa = (layout == Layout::TdSoa).then(|| {
-            let (base, _sync) = words.device_ptr(&self.stream);
-            TdPtr {
-                hi: base,
-                lo: base + 8 * n as u64,
+        let soa = match layout {
+            Layout::TdSoa => {
+                let (base, _sync) = words.device_ptr(&self.stream);
+                Some(Soa::Td(TdPtr {
+                    hi: base,
+                    lo: base + 8 * n as u64,
+                }))
             }
-        });
+            Layout::MpSoa(_) => {
+                let (base, _sync) = words.device_ptr(&self.stream);
+                Some(Soa::Mp(MpPtr {
+                    base,
+                    stride: n as i64,
+                }))
+            }
+            Layout::Words(_) => None,
+        };
         Ok(CudaVector {
             words,
             len: n,
@@ -58,9 +98,13 @@ impl CudaBackend {
     pub(super) fn elem<P: Precision>(&self, v: &CudaVector<P>, index: usize) -> Elem {
         assert!(index < v.len, "element {index} of {}", v.len);
         match (&v.soa, Self::layout::<P>()) {
-            (Some(t), _) => Elem::Td(TdPtr {
+            (Some(Soa::Td(t)), _) => Elem::Td(TdPtr {
                 hi: t.hi + 8 * index as u64,
                 lo: t.lo + 4 * index as u64,
+            }),
+            (Some(Soa::Mp(m)), _) => Elem::Mp(MpPtr {
+                base: m.base + 8 * index as u64,
+                stride: m.stride,
             }),
             (None, layout) => {
                 let (base, _sync) = v.words.device_ptr(&self.stream);
@@ -109,6 +153,15 @@ impl CudaBackend {
                 }
             }
             Layout::Words(w) => unreachable!("no precision has {w} words per element"),
+            Layout::MpSoa(limbs) => {
+                // limb-major: limb l of every element, then every header
+                host.resize((limbs + 1) * len, 0.0);
+                for (i, v) in values.iter().enumerate() {
+                    for (l, w) in mp_packed(v).into_iter().enumerate() {
+                        host[l * len + i] = f64::from_bits(w);
+                    }
+                }
+            }
             Layout::TdSoa => {
                 let parts: Vec<(f64, i32)> = values
                     .iter()
@@ -129,4 +182,34 @@ impl CudaBackend {
         }
         Ok(())
     }
+}
+
+/// An mp value's packed words (`MpFloat::to_packed`: limbs, then the header).
+pub(super) fn mp_packed<P: Precision>(value: &P) -> Vec<u64> {
+    use crate::precision::MpFloat;
+    macro_rules! of {
+        ($($l:literal),*) => {$(
+            if let Some(x) = cast::<P, MpFloat<$l>>(value) {
+                let (sig, header) = x.to_packed();
+                return sig.into_iter().chain([header]).collect();
+            }
+        )*};
+    }
+    of!(2, 4, 8, 16, 32);
+    unreachable!("{} is not an mp precision", P::NAME)
+}
+
+/// The mp value of packed `words` (`L + 1` of them) as `P`, which is `MpFloat<L>`.
+pub(super) fn mp_unpacked<P: Precision>(words: &[u64]) -> P {
+    use crate::precision::MpFloat;
+    macro_rules! of {
+        ($($l:literal),*) => {$(
+            if words.len() == $l + 1 {
+                let x = MpFloat::<$l>::from_packed(std::array::from_fn(|i| words[i]), words[$l]);
+                return cast::<MpFloat<$l>, P>(&x).expect("an mp layout: P is MpFloat<L>");
+            }
+        )*};
+    }
+    of!(2, 4, 8, 16, 32);
+    unreachable!("no mp precision has {} words", words.len())
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# benches/results/mp-gpu.md: CG's time per iteration in mp:<bits> on the GPU against dd on the
+# GPU and mp:<bits> on the CPU backend of the same host (all its cores), poisson3d:N, a fixed
+# number of iterations (tol 1e-300). Prepare as benches/gpu/correctness.sh says (.gpu/solver),
+# cp benches/gpu/mp.sh .gpu/; on the device (carry .gpu): bash .gpu/mp.sh [N] > $OUT/mp-gpu.md
+set -uo pipefail
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+cd "$(dirname "$0")"
+n=${1:-200}
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+per_iteration() { # backend precision iterations
+  ./solver solve "poisson3d:$n" --backend "$1" --precision "$2" --tol 1e-300 --max-iter "$3" \
+    --format json 2>/dev/null |
+    python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"])'
+}
+echo "# mp:<bits> on the GPU: CG on poisson3d:$n"
+echo
+echo "- **Card**: $card; CPU backend: the same host's $(nproc) cores"
+echo "- **Command**: \`bash .gpu/mp.sh $n\` (benches/gpu/mp.sh), tol 1e-300, a fixed number of iterations"
+echo
+echo "| precision | GPU s/it | GPU / GPU dd | CPU s/it | CPU / GPU |"
+echo "|---|---:|---:|---:|---:|"
+dd=$(per_iteration cuda dd 50)
+echo "| dd | $dd | 1.00 | | |"
+for bits in 128 256 1024; do
+  g=$(per_iteration cuda "mp:$bits" 10)
+  c=$(per_iteration cpu "mp:$bits" 2)
+  python3 -c "g,c,d=$g,$c,$dd; print(f'| mp:$bits | {g:.3e} | {g/d:.1f} | {c:.3e} | {c/g:.1f} |')"
+done
