@@ -157,6 +157,7 @@ pub use api::{Control, LinearOperator, Preconditioner, Solved, Solver, read_matr
 pub use error::{Error, Result};
 #[cfg(feature = "mpfr")]
 pub use precision::Mpfr;
+pub use precision::mpfloat::MpVector;
 pub use precision::{Dd, MpFloat, Precision, Qd, Td};
 pub use precond::ilu0::IluRemedy;
 pub use solver::bicgstab::Shadow;
