@@ -18,7 +18,7 @@ median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 
 echo "# mp:<bits> on the CPU: the own MpFloat against MPFR"
 echo
-echo "- **Command**: \`bash benches/cpu/mp.sh\` (this file), after \`cargo build --release --features mpfr\`"
+echo "- **Command**: \`bash benches/cpu/mp.sh\` > benches/results/mp-cpu.md, after \`cargo build --release --features mpfr\`"
 echo "- **Commit**: $(git rev-parse --short HEAD); **machine**: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), one thread"
 echo "- CG, no preconditioner, a fixed number of iterations (tol 1e-300); median of 3 alternated runs."
 echo "  Both mp columns give the same iterations, residuals and solution bits (tests/mp.rs)."
