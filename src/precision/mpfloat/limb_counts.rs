@@ -37,10 +37,15 @@ pub(crate) use with_limbs;
 /// A vector of `MpFloat` in any of the limb counts.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MpVector {
+    /// 53 to 128 bits.
     L2(Vec<MpFloat<2>>),
+    /// 129 to 256 bits.
     L4(Vec<MpFloat<4>>),
+    /// 257 to 512 bits.
     L8(Vec<MpFloat<8>>),
+    /// 513 to 1,024 bits.
     L16(Vec<MpFloat<16>>),
+    /// 1,025 to 2,048 bits.
     L32(Vec<MpFloat<32>>),
 }
 
