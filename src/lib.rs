@@ -127,6 +127,7 @@ mod api;
 
 internal_modules! {
     backend;
+    distributed;
     escape;
     precision;
     precond;

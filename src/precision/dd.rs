@@ -360,6 +360,16 @@ impl Precision for Dd {
     fn to_dd(&self) -> Dd {
         *self
     }
+    fn write_words(&self, out: &mut Vec<u64>) {
+        out.extend([self.hi.to_bits(), self.lo.to_bits()]);
+    }
+    fn read_words(words: &mut &[u64]) -> Self {
+        let w = super::take_words(words, 2);
+        Dd {
+            hi: f64::from_bits(w[0]),
+            lo: f64::from_bits(w[1]),
+        }
+    }
     #[inline(always)]
     fn from_dd(x: Dd) -> Self {
         x

@@ -14,6 +14,12 @@ impl Precision for f64 {
     fn zero() -> Self {
         0.0
     }
+    fn write_words(&self, out: &mut Vec<u64>) {
+        out.push(self.to_bits());
+    }
+    fn read_words(words: &mut &[u64]) -> Self {
+        f64::from_bits(super::take_words(words, 1)[0])
+    }
     #[inline(always)]
     fn from_f64(x: f64) -> Self {
         x

@@ -278,4 +278,20 @@ pub trait Precision: sealed::Sealed + Clone + Debug + Send + Sync + PartialEq + 
     fn is_finite(&self) -> bool {
         self.to_f64().is_finite()
     }
+    /// Append the value's exact encoding as 64-bit words: how a value travels between the ranks
+    /// of a distributed solve (`crate::distributed`), as the bits of its layout.
+    #[doc(hidden)]
+    fn write_words(&self, out: &mut Vec<u64>);
+    /// The value [`write_words`](Precision::write_words) wrote at the front of `words`, which
+    /// is advanced past it.
+    #[doc(hidden)]
+    fn read_words(words: &mut &[u64]) -> Self;
+}
+
+/// The first `count` words of `words`, which is advanced past them (for
+/// [`Precision::read_words`]).
+pub(crate) fn take_words<'a>(words: &mut &'a [u64], count: usize) -> &'a [u64] {
+    let (head, rest) = words.split_at(count);
+    *words = rest;
+    head
 }

@@ -69,6 +69,46 @@ impl Precision for Mpfr {
     fn zero() -> Self {
         Mpfr(Float::new(bits_for_new_value()))
     }
+    /// `[precision, kind, exponent, digit count, digits...]`: a finite non-zero value is its
+    /// integer significand (the digits, least significant first, of its magnitude) times 2 to
+    /// the exponent; kinds are +0, -0, NaN, +inf, -inf, finite positive, finite negative.
+    fn write_words(&self, out: &mut Vec<u64>) {
+        let f = &self.0;
+        let kind: u64 = match f.classify() {
+            std::num::FpCategory::Zero => u64::from(f.is_sign_negative()),
+            std::num::FpCategory::Nan => 2,
+            std::num::FpCategory::Infinite => 3 + u64::from(f.is_sign_negative()),
+            _ => 5 + u64::from(f.is_sign_negative()),
+        };
+        out.extend([u64::from(f.prec()), kind]);
+        let Some((int, exp)) = f.to_integer_exp() else {
+            out.extend([0, 0]);
+            return;
+        };
+        let magnitude = int.as_abs();
+        let mut digits = vec![0u64; magnitude.significant_digits::<u64>()];
+        magnitude.write_digits(&mut digits, rug::integer::Order::Lsf);
+        out.extend([exp as i64 as u64, digits.len() as u64]);
+        out.extend(digits);
+    }
+    fn read_words(words: &mut &[u64]) -> Self {
+        let head = super::take_words(words, 4);
+        let (prec, kind, exp, count) = (head[0] as u32, head[1], head[2] as i64, head[3]);
+        let digits = super::take_words(words, count as usize);
+        let value = match kind {
+            0 => Float::with_val(prec, 0.0),
+            1 => Float::with_val(prec, -0.0),
+            2 => Float::with_val(prec, f64::NAN),
+            3 => Float::with_val(prec, f64::INFINITY),
+            4 => Float::with_val(prec, f64::NEG_INFINITY),
+            _ => {
+                let int = rug::Integer::from_digits(digits, rug::integer::Order::Lsf);
+                let magnitude = Float::with_val(prec, int) << exp as i32;
+                if kind == 6 { -magnitude } else { magnitude }
+            }
+        };
+        Mpfr(value)
+    }
     #[inline]
     fn one() -> Self {
         Mpfr(Float::with_val(bits_for_new_value(), 1u32))

@@ -608,6 +608,16 @@ impl Precision for Qd {
     const BYTES: usize = 32;
     super::precision_from_methods!(Qd);
 
+    fn write_words(&self, out: &mut Vec<u64>) {
+        out.extend(self.x.map(f64::to_bits));
+    }
+    fn read_words(words: &mut &[u64]) -> Self {
+        let w = super::take_words(words, 4);
+        Qd {
+            x: std::array::from_fn(|i| f64::from_bits(w[i])),
+        }
+    }
+
     #[inline(always)]
     fn to_dd(&self) -> Dd {
         Qd::to_dd(*self)

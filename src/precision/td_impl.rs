@@ -127,6 +127,13 @@ impl Precision for Td {
     const BYTES: usize = BYTES;
     /// Double-double: D+I is the storage format, kernels compute in DD and round on store.
     type Acc = Dd;
+    /// As its double-double value (exact both ways: every D+I value is one).
+    fn write_words(&self, out: &mut Vec<u64>) {
+        Td::to_dd(*self).write_words(out);
+    }
+    fn read_words(words: &mut &[u64]) -> Self {
+        Td::from_dd(Dd::read_words(words))
+    }
     #[inline(always)]
     fn to_acc(&self) -> std::borrow::Cow<'_, Dd> {
         std::borrow::Cow::Owned(Td::to_dd(*self))

@@ -3,6 +3,7 @@
 use super::{BicgstabSteps, CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
+use crate::distributed::DistributedBackend;
 use crate::error::Result;
 use crate::precision::exact_values::ExactValues;
 use crate::precision::Precision;
@@ -184,6 +185,14 @@ pub(crate) fn solve_typed<P: Precision>(
     };
     let x0 = problem.x0.as_ref();
     match resolved {
+        ResolvedBackend::Cpu if let Some(comm) = crate::distributed::current() => {
+            let backend = DistributedBackend::new(comm, a);
+            let matrix = |on: &DistributedBackend| on.matrix(a);
+            let (mut info, x) = run::<_, P>(&backend, matrix, &b, x0, recipe, params, monitor)?;
+            info.ranks = backend.comm().size();
+            info.times.communication = backend.communication().as_secs_f64();
+            Ok((info, x))
+        }
         ResolvedBackend::Cpu => {
             let backend = CpuBackend::new();
             let a = |on: &CpuBackend| on.matrix(a);

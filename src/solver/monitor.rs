@@ -363,6 +363,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
                 total: self.start.elapsed().as_secs_f64(),
                 precond: 0.0,
                 precond_setup: 0.0,
+                communication: 0.0,
             },
             time_to_target: self.time_to_target,
             history: self.history,
@@ -371,6 +372,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             ilu_remedy: None,
             denominator: self.denominator,
             phases: Vec::new(),
+            ranks: 1,
         })
     }
 }

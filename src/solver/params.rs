@@ -194,6 +194,9 @@ pub struct SolveTimes {
     pub precond: f64,
     /// Of `setup`: building the preconditioner (ILU(0) factorization and its upload).
     pub precond_setup: f64,
+    /// Of `total`: moving words between the ranks of a distributed solve (the halo exchanges
+    /// and the gathers of reduction partials, waiting included); 0 in one process.
+    pub communication: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -253,6 +256,8 @@ pub struct SolveInfo {
     pub denominator: f64,
     /// A precision ladder's rungs, in the order they ran (empty for a solve in one precision).
     pub phases: Vec<Phase>,
+    /// The processes (MPI ranks) the solve's rows were spread over: 1 in one process.
+    pub ranks: usize,
 }
 
 impl SolveInfo {

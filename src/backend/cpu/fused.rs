@@ -82,9 +82,9 @@ pub(super) fn spmv_dots<P: Precision>(
     }
 }
 
-/// `<x, y>` in the order of CG's `<p, q>` beside its SpMV ([`kernels::TILE_ROWS`]), not the
-/// order of `dot`.
-pub(super) fn dot_tiled<P: Precision>(x: &CpuVector<P>, y: &CpuVector<P>) -> P {
+/// The tile partials of `<x, y>` in the order of CG's `<p, q>` beside its SpMV
+/// ([`kernels::TILE_ROWS`]), not the order of `dot`.
+pub(super) fn dot_tiles<P: Precision>(x: &CpuVector<P>, y: &CpuVector<P>) -> Vec<P::Acc> {
     assert_eq!(x.len(), y.len(), "dot_tiled: lengths");
     let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
     let chunks: Vec<_> = chunks.zip(y.slice().chunks(DOT_CHUNK)).collect();
@@ -93,7 +93,7 @@ pub(super) fn dot_tiled<P: Precision>(x: &CpuVector<P>, y: &CpuVector<P>) -> P {
         kernels::dot_tiles::<P>(x, y, &mut tiles);
         tiles
     });
-    P::from_acc(kernels::sum_tiles(&tiles.concat()))
+    tiles.concat()
 }
 
 /// `r <- r - alpha q`, returning `<r, r>`.

@@ -18,7 +18,7 @@ use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, view_rows};
+pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, sum_partials, sum_tiles, view_rows};
 pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
 
@@ -76,6 +76,12 @@ pub struct CpuMatrix {
 impl CpuMatrix {
     pub fn new(csr: Arc<CsrMatrix>) -> Self {
         let lanes = spmv_lanes(&csr);
+        Self::with_lanes(csr, lanes)
+    }
+
+    /// With the lane count of another matrix's row sums: a rank's block of rows sums them as
+    /// the whole matrix does (`crate::distributed`).
+    pub fn with_lanes(csr: Arc<CsrMatrix>, lanes: usize) -> Self {
         CpuMatrix {
             csr,
             lanes,
@@ -96,6 +102,35 @@ impl CpuMatrix {
 impl CpuBackend {
     pub fn new() -> Self {
         CpuBackend
+    }
+
+    /// `dot`'s chunk partials, in order, before [`sum_partials`](kernels::sum_partials).
+    pub fn dot_partials<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Vec<P::Acc> {
+        assert_eq!(x.len(), y.len(), "dot: lengths");
+        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
+        let chunks: Vec<_> = chunks.zip(y.slice().chunks(DOT_CHUNK)).collect();
+        tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
+            kernels::dot_chunk::<P>(x, y)
+        })
+    }
+
+    /// `dot_wide`'s chunk partials, in order.
+    pub fn dot_wide_partials<P: Precision>(
+        &self,
+        x: &CpuVector<P>,
+        y: &CpuVector<f64>,
+    ) -> Vec<P::Acc> {
+        assert_eq!(x.len(), y.len(), "dot: lengths");
+        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
+        let chunks: Vec<_> = chunks.zip(y.0.chunks(DOT_CHUNK)).collect();
+        tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
+            kernels::dot_chunk_wide::<P>(x, y)
+        })
+    }
+
+    /// `dot_tiled`'s tile partials, in order, before [`sum_tiles`](kernels::sum_tiles).
+    pub fn dot_tiles<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Vec<P::Acc> {
+        fused::dot_tiles(x, y)
     }
 }
 
@@ -181,7 +216,7 @@ impl Backend for CpuBackend {
     }
 
     fn dot_tiled<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {
-        Ok(fused::dot_tiled(x, y))
+        Ok(P::from_acc(kernels::sum_tiles(&self.dot_tiles(x, y))))
     }
 
     fn spmv_dots_tiled<P: Precision>(
@@ -195,23 +230,12 @@ impl Backend for CpuBackend {
     }
 
     fn dot<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Result<P> {
-        assert_eq!(x.len(), y.len(), "dot: lengths");
         // The partials and their sum stay in `P::Acc`; the result is rounded to `P` once.
-        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
-        let chunks: Vec<_> = chunks.zip(y.slice().chunks(DOT_CHUNK)).collect();
-        let partials = tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
-            kernels::dot_chunk::<P>(x, y)
-        });
-        Ok(P::from_acc(kernels::sum_partials(&partials)))
+        Ok(P::from_acc(kernels::sum_partials(&self.dot_partials(x, y))))
     }
 
     fn dot_wide<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<f64>) -> Result<P> {
-        assert_eq!(x.len(), y.len(), "dot: lengths");
-        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
-        let chunks: Vec<_> = chunks.zip(y.0.chunks(DOT_CHUNK)).collect();
-        let partials = tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
-            kernels::dot_chunk_wide::<P>(x, y)
-        });
+        let partials = self.dot_wide_partials(x, y);
         Ok(P::from_acc(kernels::sum_partials(&partials)))
     }
 

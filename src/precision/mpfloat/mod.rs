@@ -292,6 +292,16 @@ impl<const L: usize> super::Precision for MpFloat<L> {
     fn unit_roundoff() -> f64 {
         mp::current_bits().map_or(Self::EPSILON, mp::unit_roundoff)
     }
+    /// [`to_packed`](MpFloat::to_packed)'s header, then the `L` limbs.
+    fn write_words(&self, out: &mut Vec<u64>) {
+        let (sig, header) = self.to_packed();
+        out.push(header);
+        out.extend(sig);
+    }
+    fn read_words(words: &mut &[u64]) -> Self {
+        let w = super::take_words(words, L + 1);
+        MpFloat::from_packed(std::array::from_fn(|i| w[i + 1]), w[0])
+    }
     super::acc_is_self!();
 
     #[inline]

@@ -1,0 +1,372 @@
+//! The CPU backend's kernels on a rank's rows, with the words that cross between ranks.
+//!
+//! A vector of the matrix's order is spread: each rank holds its rows. Any other vector (the
+//! scalar block of BiCGStab's fused steps) is held whole by every rank, which all compute it
+//! alike. Reductions gather the ranks' chunk (or tile) partials in rank order and sum them as
+//! the single process does; every rank then holds the same scalars and makes the same
+//! decisions, so the solvers run unchanged on this backend.
+
+use super::halo::Halo;
+use super::{CommClock, Communicator, Partition, decode, encode};
+use crate::backend::cpu::{CpuBackend, CpuIlu, CpuMatrix, CpuVector, sum_partials, sum_tiles};
+use crate::backend::{Backend, spmv_lanes};
+use crate::error::Result;
+use crate::precision::{HostSlice, HostSliceMut, Precision};
+use crate::precond::ilu0::Ilu0Factors;
+use crate::solver::{BicgstabKernels, CgKernels, HostSteps};
+use crate::sparse::CsrMatrix;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A rank's part of a distributed solve.
+pub struct DistributedBackend {
+    comm: Arc<dyn Communicator>,
+    partition: Partition,
+    cpu: CpuBackend,
+    clock: CommClock,
+}
+
+/// A vector on a [`DistributedBackend`]: this rank's rows of a vector of the matrix's order
+/// (`spread`), or the whole of a shorter one.
+#[derive(Clone, Debug)]
+pub struct DistVector<P: Precision> {
+    pub local: CpuVector<P>,
+    pub spread: bool,
+}
+
+/// This rank's rows of `A` (columns into its extended `x`) and its halo.
+pub struct DistMatrix {
+    cpu: CpuMatrix,
+    halo: Halo,
+}
+
+/// ILU(0) of the whole matrix, held by every rank: each application gathers `fl64(r)` and runs
+/// the single process's triangular solves, so the preconditioned solve keeps its bits at every
+/// rank count (the cost: the solves are not split, see the README's "Distributed solves").
+pub struct DistIlu {
+    cpu: CpuIlu,
+}
+
+impl DistributedBackend {
+    /// This rank's backend for solves of `a` (every rank holds `a` whole).
+    pub fn new(comm: Arc<dyn Communicator>, a: &CsrMatrix) -> DistributedBackend {
+        let partition = Partition::balanced(a, comm.size());
+        DistributedBackend {
+            comm,
+            partition,
+            cpu: CpuBackend::new(),
+            clock: CommClock::default(),
+        }
+    }
+
+    pub fn comm(&self) -> &Arc<dyn Communicator> {
+        &self.comm
+    }
+
+    pub fn partition(&self) -> &Partition {
+        &self.partition
+    }
+
+    /// Time spent exchanging and gathering words so far.
+    pub fn communication(&self) -> Duration {
+        self.clock.total()
+    }
+
+    fn n(&self) -> usize {
+        self.partition.n()
+    }
+
+    fn rows(&self) -> std::ops::Range<usize> {
+        self.partition.rows(self.comm.rank())
+    }
+
+    /// `values` as a vector: this rank's rows where it is of the matrix's order.
+    fn place<P: Precision>(&self, values: &[P]) -> DistVector<P> {
+        let spread = values.len() == self.n();
+        let mine = if spread { &values[self.rows()] } else { values };
+        DistVector {
+            local: CpuVector::from(mine.to_vec()),
+            spread,
+        }
+    }
+
+    /// Every rank's words, concatenated in rank order.
+    fn gather(&self, mine: Vec<u64>) -> Vec<u64> {
+        self.clock.time(|| self.comm.all_gather(&mine)).concat()
+    }
+
+    /// Every rank's partials, in rank order: the single process's list.
+    fn gather_partials<A: Precision>(&self, mine: Vec<A>) -> Vec<A> {
+        decode(&self.gather(encode(mine)))
+    }
+
+    /// `x` extended by the halo its rows' SpMV reads: `[below | own | above]`.
+    fn extended<P: Precision>(&self, a: &DistMatrix, x: &DistVector<P>) -> CpuVector<P> {
+        assert!(x.spread, "spmv of a vector that is not of the matrix's order");
+        let h = &a.halo;
+        let own = x.local.slice();
+        let sends: Vec<(usize, Vec<u64>)> = h
+            .sends
+            .iter()
+            .map(|(to, rows)| (*to, encode(rows.iter().map(|&i| own.get(i).into_owned()))))
+            .collect();
+        let words = P::zero().write_words_len();
+        let mut receives: Vec<(usize, Vec<u64>)> = h
+            .receives
+            .iter()
+            .map(|(from, range)| (*from, vec![0; range.len() * words]))
+            .collect();
+        self.clock.time(|| self.comm.exchange(&sends, &mut receives));
+        let mut halo = receives.iter().flat_map(|(_, w)| decode::<P>(w));
+        let mut values = Vec::with_capacity(h.extended_len());
+        values.extend(halo.by_ref().take(h.below));
+        values.extend(x.local.to_values());
+        values.extend(halo);
+        CpuVector::from(values)
+    }
+}
+
+/// The words one value of `P` takes (every value of a precision takes as many: mp values carry
+/// their fixed limb count, MPFR ones their digits, so those are measured per value).
+trait WordsLen {
+    fn write_words_len(&self) -> usize;
+}
+
+impl<P: Precision> WordsLen for P {
+    fn write_words_len(&self) -> usize {
+        let mut out = Vec::new();
+        self.write_words(&mut out);
+        out.len()
+    }
+}
+
+impl Backend for DistributedBackend {
+    type Vector<P: Precision> = DistVector<P>;
+    type Matrix = DistMatrix;
+    type Ilu = DistIlu;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<DistMatrix> {
+        assert_eq!(a.nrows(), self.n(), "the backend was made for another matrix");
+        let halo = Halo::new(a, &self.partition, self.comm.rank());
+        let cpu = CpuMatrix::with_lanes(Arc::new(halo.local.clone()), spmv_lanes(a));
+        Ok(DistMatrix { cpu, halo })
+    }
+
+    fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<DistIlu> {
+        Ok(DistIlu {
+            cpu: self.cpu.ilu(factors)?,
+        })
+    }
+
+    fn ilu_apply<P: Precision, Z: Precision>(
+        &self,
+        ilu: &mut DistIlu,
+        r: &DistVector<P>,
+        z: &mut DistVector<Z>,
+    ) -> Result<()> {
+        let mine: Vec<f64> = r.local.to_values().iter().map(P::to_f64).collect();
+        let r64 = CpuVector::from(decode::<f64>(&self.gather(encode(mine))));
+        let mut w = self.cpu.zeros::<f64>(self.n())?;
+        ilu.cpu.apply::<f64, f64>(r64.slice(), w.slice_mut());
+        let mut out = z.local.slice_mut();
+        for (k, &wi) in w.0[self.rows()].iter().enumerate() {
+            out.set(k, Z::from_f64(wi));
+        }
+        Ok(())
+    }
+
+    fn zeros<P: Precision>(&self, n: usize) -> Result<DistVector<P>> {
+        let spread = n == self.n();
+        let len = if spread { self.rows().len() } else { n };
+        Ok(DistVector {
+            local: self.cpu.zeros(len)?,
+            spread,
+        })
+    }
+
+    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<DistVector<P>> {
+        let spread = values.len() == self.n();
+        let mine = if spread { &values[self.rows()] } else { values };
+        Ok(DistVector {
+            local: self.cpu.vector_from_f64(mine)?,
+            spread,
+        })
+    }
+
+    fn upload<P: Precision>(&self, values: &[P]) -> Result<DistVector<P>> {
+        Ok(self.place(values))
+    }
+
+    fn to_host<P: Precision>(&self, x: &DistVector<P>) -> Result<Vec<P>> {
+        let mine = x.local.to_values();
+        match x.spread {
+            true => Ok(decode(&self.gather(encode(mine)))),
+            false => Ok(mine),
+        }
+    }
+
+    fn len<P: Precision>(&self, x: &DistVector<P>) -> usize {
+        match x.spread {
+            true => self.n(),
+            false => x.local.len(),
+        }
+    }
+
+    fn spmv<P: Precision>(
+        &self,
+        a: &DistMatrix,
+        x: &DistVector<P>,
+        y: &mut DistVector<P>,
+    ) -> Result<()> {
+        let ext = self.extended(a, x);
+        self.cpu.spmv(&a.cpu, &ext, &mut y.local)
+    }
+
+    fn spmv_wide<P: Precision>(
+        &self,
+        a: &DistMatrix,
+        x: &DistVector<f64>,
+        y: &mut DistVector<P>,
+    ) -> Result<()> {
+        let ext = self.extended(a, x);
+        self.cpu.spmv_wide(&a.cpu, &ext, &mut y.local)
+    }
+
+    fn residual<P: Precision>(
+        &self,
+        a: &DistMatrix,
+        b: &DistVector<f64>,
+        x: &DistVector<P>,
+        r: &mut DistVector<P>,
+    ) -> Result<()> {
+        let ext = self.extended(a, x);
+        self.cpu.residual(&a.cpu, &b.local, &ext, &mut r.local)
+    }
+
+    fn dot<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<P>) -> Result<P> {
+        let mine = self.cpu.dot_partials(&x.local, &y.local);
+        Ok(P::from_acc(sum_partials(&self.gather_partials(mine))))
+    }
+
+    fn dot_wide<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<f64>) -> Result<P> {
+        let mine = self.cpu.dot_wide_partials(&x.local, &y.local);
+        Ok(P::from_acc(sum_partials(&self.gather_partials(mine))))
+    }
+
+    fn dot_tiled<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<P>) -> Result<P> {
+        let mine = self.cpu.dot_tiles(&x.local, &y.local);
+        Ok(P::from_acc(sum_tiles(&self.gather_partials(mine))))
+    }
+
+    fn axpy<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &DistVector<P>,
+        y: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu.axpy(alpha, &x.local, &mut y.local)
+    }
+
+    fn axpy_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &DistVector<f64>,
+        y: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu.axpy_wide(alpha, &x.local, &mut y.local)
+    }
+
+    fn xpay<P: Precision>(&self, x: &DistVector<P>, beta: &P, y: &mut DistVector<P>) -> Result<()> {
+        self.cpu.xpay(&x.local, beta, &mut y.local)
+    }
+
+    fn xpay_wide<P: Precision>(
+        &self,
+        x: &DistVector<f64>,
+        beta: &P,
+        y: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu.xpay_wide(&x.local, beta, &mut y.local)
+    }
+
+    fn axpyz<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &DistVector<P>,
+        y: &DistVector<P>,
+        z: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu.axpyz(alpha, &x.local, &y.local, &mut z.local)
+    }
+
+    fn copy<P: Precision>(&self, x: &DistVector<P>, y: &mut DistVector<P>) -> Result<()> {
+        self.cpu.copy(&x.local, &mut y.local)
+    }
+
+    fn convert<P: Precision, Q: Precision>(
+        &self,
+        x: &DistVector<P>,
+        y: &mut DistVector<Q>,
+    ) -> Result<()> {
+        self.cpu.convert(&x.local, &mut y.local)
+    }
+}
+
+/// The fused steps: the element-wise ones are the CPU backend's on this rank's rows (for td,
+/// `bicgstab_direction` rounds once where its unfused default would round twice); those that
+/// end in a reduction keep their default bodies, the primitives above, to the same bits.
+impl CgKernels for DistributedBackend {
+    fn cg_direction<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &DistVector<P>,
+        beta: &P,
+        p: &mut DistVector<P>,
+        x: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu
+            .cg_direction(alpha, &z.local, beta, &mut p.local, &mut x.local)
+    }
+    fn cg_direction_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &DistVector<f64>,
+        beta: &P,
+        p: &mut DistVector<P>,
+        x: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu
+            .cg_direction_wide(alpha, &z.local, beta, &mut p.local, &mut x.local)
+    }
+}
+
+impl BicgstabKernels for DistributedBackend {
+    fn x_update<P: Precision>(
+        &self,
+        alpha: &P,
+        p: &DistVector<P>,
+        omega: &P,
+        s: &DistVector<P>,
+        x: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu
+            .x_update(alpha, &p.local, omega, &s.local, &mut x.local)
+    }
+    fn bicgstab_direction<P: Precision>(
+        &self,
+        r: &DistVector<P>,
+        beta: &P,
+        omega: &P,
+        v: &DistVector<P>,
+        p: &mut DistVector<P>,
+    ) -> Result<()> {
+        self.cpu
+            .bicgstab_direction(&r.local, beta, omega, &v.local, &mut p.local)
+    }
+}
+
+impl HostSteps for DistributedBackend {}

@@ -1,0 +1,136 @@
+//! The halo of a rank: the entries of `x` its rows read from other ranks, where they come from,
+//! what it sends in return, and its rows of `A` with columns that address its extended `x`.
+//!
+//! The extended `x` is `[halo below | own rows | halo above]`, each part in global order, so the
+//! column map is increasing: every row keeps its entries in their order, and the CPU kernels sum
+//! them in the lanes and tree of the single-process SpMV, to the same bits.
+
+use super::Partition;
+use crate::sparse::{CsrMatrix, Symmetry};
+use std::ops::Range;
+
+/// One rank's share of `A` and the exchange its SpMV needs.
+#[derive(Clone, Debug)]
+pub struct Halo {
+    /// This rank's rows of `A`, columns into the extended `x`.
+    pub local: CsrMatrix,
+    /// Entries of the extended `x` before this rank's own.
+    pub below: usize,
+    /// This rank's rows.
+    pub rows: Range<usize>,
+    /// Entries of the extended `x` after this rank's own.
+    pub above: usize,
+    /// `(rank, positions in the extended x)` this rank receives, in rank order.
+    pub receives: Vec<(usize, Range<usize>)>,
+    /// `(rank, this rank's row offsets)` this rank sends, in rank order and global order.
+    pub sends: Vec<(usize, Vec<usize>)>,
+}
+
+impl Halo {
+    /// The halo of `rank` under `partition` of `a` (every rank holds `a` whole and finds its
+    /// sends by scanning the others' rows: no messages to set up).
+    pub fn new(a: &CsrMatrix, partition: &Partition, rank: usize) -> Halo {
+        let rows = partition.rows(rank);
+        let (lo, hi) = (rows.start, rows.end);
+        let outside = |range: Range<usize>| {
+            let mut cols: Vec<usize> = range
+                .flat_map(|i| a.row(i).0.iter().map(|&j| j as usize))
+                .collect();
+            cols.sort_unstable();
+            cols.dedup();
+            cols
+        };
+        let needed = outside(rows.clone());
+        let below: Vec<usize> = needed.iter().copied().filter(|&j| j < lo).collect();
+        let above: Vec<usize> = needed.iter().copied().filter(|&j| j >= hi).collect();
+        let own = hi - lo;
+
+        let mut receives: Vec<(usize, Range<usize>)> = Vec::new();
+        let halo_positions = below
+            .iter()
+            .enumerate()
+            .chain(above.iter().enumerate().map(|(k, j)| (below.len() + own + k, j)))
+            .map(|(position, &j)| (position, partition.owner(j)));
+        for (position, owner) in halo_positions {
+            match receives.last_mut() {
+                Some((r, range)) if *r == owner && range.end == position => range.end += 1,
+                _ => receives.push((owner, position..position + 1)),
+            }
+        }
+
+        let sends = (0..partition.ranks())
+            .filter(|&m| m != rank)
+            .filter_map(|m| {
+                let mine: Vec<usize> = outside(partition.rows(m))
+                    .into_iter()
+                    .filter(|j| rows.contains(j))
+                    .map(|j| j - lo)
+                    .collect();
+                (!mine.is_empty()).then_some((m, mine))
+            })
+            .collect();
+
+        let column = |j: usize| {
+            if j < lo {
+                below.binary_search(&j).unwrap()
+            } else if j < hi {
+                below.len() + j - lo
+            } else {
+                below.len() + own + above.binary_search(&j).unwrap()
+            }
+        };
+        let first = a.row_ptr()[lo];
+        let row_ptr: Vec<usize> = a.row_ptr()[lo..=hi].iter().map(|p| p - first).collect();
+        let entries = first..a.row_ptr()[hi];
+        let col_idx: Vec<i32> = a.col_idx()[entries.clone()]
+            .iter()
+            .map(|&j| column(j as usize) as i32)
+            .collect();
+        let values = a.values()[entries].to_vec();
+        let ext = below.len() + own + above.len();
+        let local = CsrMatrix::try_from_parts(own, ext, row_ptr, col_idx, values, Symmetry::General)
+            .expect("a block of a valid matrix with an increasing column map is valid");
+        Halo {
+            local,
+            below: below.len(),
+            rows,
+            above: above.len(),
+            receives,
+            sends,
+        }
+    }
+
+    /// Entries of the extended `x`.
+    pub fn extended_len(&self) -> usize {
+        self.below + self.rows.len() + self.above
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::DOT_CHUNK;
+    use crate::sparse::poisson2d;
+
+    #[test]
+    fn each_rank_receives_what_the_others_send_it() {
+        let a = poisson2d(200); // 40,000 rows, 5 chunks
+        let p = Partition::from_starts(vec![0, DOT_CHUNK, 3 * DOT_CHUNK, 40_000]);
+        let halos: Vec<Halo> = (0..3).map(|r| Halo::new(&a, &p, r)).collect();
+        for (r, halo) in halos.iter().enumerate() {
+            for (from, range) in &halo.receives {
+                let (_, sent) = halos[*from].sends.iter().find(|(to, _)| *to == r).unwrap();
+                assert_eq!(sent.len(), range.len(), "rank {from} to {r}");
+            }
+            // A 5-point stencil of width 200 reads 200 rows on each side of a block.
+            let expected = |k: usize| if k == 0 || k == 3 { 0 } else { 200 };
+            let boundary = |row: usize| [0, DOT_CHUNK, 3 * DOT_CHUNK, 40_000].iter().position(|&s| s == row).unwrap();
+            assert_eq!(halo.below, expected(boundary(halo.rows.start)));
+            assert_eq!(halo.above, expected(boundary(halo.rows.end)));
+            // Every row keeps its entries and values in order.
+            for (i, global) in halo.rows.clone().enumerate() {
+                assert_eq!(halo.local.row(i).1, a.row(global).1);
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Solves over several processes (MPI ranks) or threads standing in for them: the rows of `A`
+//! and of every vector in contiguous blocks, one per rank, and every reduction in the one global
+//! order, so a distributed solve gives the bits of the single-process solve at any rank count.
+//!
+//! - [`Partition`]: the row blocks, balanced by nonzeros, starting at multiples of the dot
+//!   product's chunk ([`DOT_CHUNK`](crate::backend::cpu::DOT_CHUNK) rows), so each rank's chunk
+//!   partials are a run of the global list; gathered in rank order, they are summed as one
+//!   process sums them.
+//! - [`halo`]: which entries of `x` each rank's rows read from the others, and the local matrix
+//!   whose columns address `[halo below | own rows | halo above]` in the global order.
+//! - [`DistributedBackend`]: the CPU backend's kernels on each rank's rows, with the halo
+//!   exchange before each SpMV and the gathers of reduction partials.
+//! - [`Communicator`]: what moves the words: MPI ([`mpi`], cargo feature `mpi`) or a group of
+//!   threads in one process ([`ThreadGroup`], for tests and for machines without MPI).
+//!
+//! Values travel as the words of their layout ([`Precision::write_words`]).
+
+mod backend;
+pub mod halo;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+mod partition;
+mod threads;
+
+pub use backend::{DistIlu, DistMatrix, DistVector, DistributedBackend};
+pub use partition::Partition;
+pub use threads::ThreadGroup;
+
+use crate::precision::Precision;
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The ranks of a distributed solve and how words move between them. Every rank calls the same
+/// operations in the same order (one program, many ranks).
+pub trait Communicator: Send + Sync {
+    /// This rank, `0..size()`.
+    fn rank(&self) -> usize;
+    /// How many ranks.
+    fn size(&self) -> usize;
+    /// Every rank's `mine`, in rank order.
+    fn all_gather(&self, mine: &[u64]) -> Vec<Vec<u64>>;
+    /// Send `sends[k].1` to rank `sends[k].0` and fill `receives[k].1` from rank
+    /// `receives[k].0` (the lengths are known to both sides).
+    fn exchange(&self, sends: &[(usize, Vec<u64>)], receives: &mut [(usize, Vec<u64>)]);
+    /// What to call the transport in reports (`mpi`, `threads`).
+    fn kind(&self) -> &'static str;
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<dyn Communicator>>> = const { RefCell::new(None) };
+}
+
+/// Solves started on this thread while the guard lives run distributed over `comm` (where it
+/// has more than one rank).
+pub struct CommScope {
+    previous: Option<Arc<dyn Communicator>>,
+}
+
+impl CommScope {
+    pub fn enter(comm: Arc<dyn Communicator>) -> CommScope {
+        let previous = CURRENT.with(|c| c.borrow_mut().replace(comm));
+        CommScope { previous }
+    }
+}
+
+impl Drop for CommScope {
+    fn drop(&mut self) {
+        CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
+    }
+}
+
+/// The communicator of this thread's solves, where it has more than one rank.
+pub fn current() -> Option<Arc<dyn Communicator>> {
+    CURRENT.with(|c| c.borrow().clone()).filter(|c| c.size() > 1)
+}
+
+/// `values` as words.
+pub fn encode<P: Precision>(values: impl IntoIterator<Item = P>) -> Vec<u64> {
+    let mut out = Vec::new();
+    for v in values {
+        v.write_words(&mut out);
+    }
+    out
+}
+
+/// The values [`encode`] wrote.
+pub fn decode<P: Precision>(mut words: &[u64]) -> Vec<P> {
+    let mut out = Vec::new();
+    while !words.is_empty() {
+        out.push(P::read_words(&mut words));
+    }
+    out
+}
+
+/// Time spent moving words, summed over a solve (the report's communication time).
+#[derive(Debug, Default)]
+pub struct CommClock {
+    nanos: std::sync::atomic::AtomicU64,
+}
+
+impl CommClock {
+    /// Run `f`, adding its time.
+    pub fn time<T>(&self, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        let spent = start.elapsed().as_nanos() as u64;
+        self.nanos
+            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
+        out
+    }
+
+    pub fn total(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}

@@ -1,0 +1,112 @@
+//! Rows in contiguous blocks, one per rank, balanced by nonzeros.
+
+use crate::backend::cpu::DOT_CHUNK;
+use crate::sparse::CsrMatrix;
+use std::ops::Range;
+
+/// Rank `k` owns rows `starts[k]..starts[k + 1]`. Every start is a multiple of
+/// [`DOT_CHUNK`]: a dot product's chunks (and the tiles of the tiled order, which divide them)
+/// never straddle two ranks, so each rank computes whole partials and the gathered list is the
+/// single process's. A matrix of fewer than `DOT_CHUNK` rows a rank leaves ranks without rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    starts: Vec<usize>,
+}
+
+impl Partition {
+    /// `ranks` blocks of `a`'s rows, each boundary the chunk boundary whose nonzeros before it
+    /// are nearest `k / ranks` of the total.
+    pub fn balanced(a: &CsrMatrix, ranks: usize) -> Partition {
+        assert!(ranks > 0, "a partition needs a rank");
+        let n = a.nrows();
+        let row_ptr = a.row_ptr();
+        let boundaries: Vec<usize> = (0..n.div_ceil(DOT_CHUNK))
+            .map(|c| c * DOT_CHUNK)
+            .chain([n])
+            .collect();
+        let nnz = a.nnz() as f64;
+        let mut starts = vec![0];
+        let mut at = 0; // index into `boundaries` of the last start
+        for k in 1..ranks {
+            let target = nnz * k as f64 / ranks as f64;
+            let distance = |i: usize| (row_ptr[boundaries[i]] as f64 - target).abs();
+            while at + 1 < boundaries.len() && distance(at + 1) <= distance(at) {
+                at += 1;
+            }
+            starts.push(boundaries[at]);
+        }
+        starts.push(n);
+        Partition { starts }
+    }
+
+    /// The blocks given by their starts (the first 0, the last the row count), each a multiple
+    /// of [`DOT_CHUNK`] but the last.
+    pub fn from_starts(starts: Vec<usize>) -> Partition {
+        assert!(starts.len() >= 2 && starts[0] == 0, "partition starts");
+        let n = *starts.last().unwrap();
+        for w in starts.windows(2) {
+            assert!(w[0] <= w[1], "partition starts must not decrease");
+            assert!(
+                w[0] == n || w[0].is_multiple_of(DOT_CHUNK),
+                "partition starts at multiples of {DOT_CHUNK}"
+            );
+        }
+        Partition { starts }
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Rows in all.
+    pub fn n(&self) -> usize {
+        *self.starts.last().unwrap()
+    }
+
+    /// The rows of `rank`.
+    pub fn rows(&self, rank: usize) -> Range<usize> {
+        self.starts[rank]..self.starts[rank + 1]
+    }
+
+    /// The rank owning row `i`.
+    pub fn owner(&self, i: usize) -> usize {
+        self.starts.partition_point(|&s| s <= i) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sparse::generate::poisson2d;
+
+    #[test]
+    fn blocks_cover_the_rows_at_chunk_boundaries_balanced_by_nonzeros() {
+        let a = poisson2d(300); // 90,000 rows: 11 chunks
+        let p = Partition::balanced(&a, 3);
+        assert_eq!(p.ranks(), 3);
+        assert_eq!(p.rows(0).start, 0);
+        assert_eq!(p.rows(2).end, a.nrows());
+        let mut counts = Vec::new();
+        for k in 0..3 {
+            let rows = p.rows(k);
+            assert!(rows.start.is_multiple_of(DOT_CHUNK));
+            counts.push(a.row_ptr()[rows.end] - a.row_ptr()[rows.start]);
+            assert_eq!(p.owner(rows.start), k);
+            assert_eq!(p.owner(rows.end - 1), k);
+        }
+        // Within a chunk's nonzeros of a third each.
+        let chunk_nnz = 5 * DOT_CHUNK;
+        for c in counts {
+            assert!((c as i64 - a.nnz() as i64 / 3).unsigned_abs() as usize <= chunk_nnz);
+        }
+    }
+
+    #[test]
+    fn a_matrix_of_one_chunk_stays_on_one_rank() {
+        let a = poisson2d(20);
+        let p = Partition::balanced(&a, 4);
+        let owners: Vec<_> = (0..4).filter(|&k| !p.rows(k).is_empty()).collect();
+        assert_eq!(owners.len(), 1);
+        assert_eq!(p.rows(owners[0]), 0..400);
+    }
+}

@@ -1,0 +1,113 @@
+//! Ranks as threads of one process: the [`Communicator`] of the tests, which check the bits of
+//! distributed solves at several rank counts without MPI, and of machines without it.
+
+use super::Communicator;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Messages in flight between the threads of a group, by (from, to, sequence number).
+#[derive(Default)]
+struct Mailbox {
+    messages: Mutex<HashMap<(usize, usize, u64), Vec<u64>>>,
+    arrived: Condvar,
+}
+
+/// One thread's rank in a group: messages to each rank are numbered in the order they are sent,
+/// and taken in that order.
+pub struct ThreadGroup {
+    rank: usize,
+    size: usize,
+    mailbox: Arc<Mailbox>,
+    sent: Mutex<Vec<u64>>,
+    taken: Mutex<Vec<u64>>,
+}
+
+impl ThreadGroup {
+    /// Run `body` on `ranks` threads, each with its rank's communicator; the results in rank
+    /// order.
+    pub fn run<T: Send>(
+        ranks: usize,
+        body: impl Fn(Arc<dyn Communicator>) -> T + Sync,
+    ) -> Vec<T> {
+        let mailbox = Arc::new(Mailbox::default());
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..ranks)
+                .map(|rank| {
+                    let comm: Arc<dyn Communicator> = Arc::new(ThreadGroup {
+                        rank,
+                        size: ranks,
+                        mailbox: Arc::clone(&mailbox),
+                        sent: Mutex::new(vec![0; ranks]),
+                        taken: Mutex::new(vec![0; ranks]),
+                    });
+                    let body = &body;
+                    scope.spawn(move || body(comm))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        })
+    }
+
+    fn send(&self, to: usize, words: Vec<u64>) {
+        let seq = {
+            let mut sent = self.sent.lock().unwrap();
+            sent[to] += 1;
+            sent[to]
+        };
+        let mut messages = self.mailbox.messages.lock().unwrap();
+        messages.insert((self.rank, to, seq), words);
+        self.mailbox.arrived.notify_all();
+    }
+
+    fn receive(&self, from: usize) -> Vec<u64> {
+        let seq = {
+            let mut taken = self.taken.lock().unwrap();
+            taken[from] += 1;
+            taken[from]
+        };
+        let key = (from, self.rank, seq);
+        let mut messages = self.mailbox.messages.lock().unwrap();
+        loop {
+            if let Some(words) = messages.remove(&key) {
+                return words;
+            }
+            messages = self.mailbox.arrived.wait(messages).unwrap();
+        }
+    }
+}
+
+impl Communicator for ThreadGroup {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn all_gather(&self, mine: &[u64]) -> Vec<Vec<u64>> {
+        for to in (0..self.size).filter(|&r| r != self.rank) {
+            self.send(to, mine.to_vec());
+        }
+        (0..self.size)
+            .map(|from| match from == self.rank {
+                true => mine.to_vec(),
+                false => self.receive(from),
+            })
+            .collect()
+    }
+    fn exchange(&self, sends: &[(usize, Vec<u64>)], receives: &mut [(usize, Vec<u64>)]) {
+        for (to, words) in sends {
+            self.send(*to, words.clone());
+        }
+        for (from, words) in receives.iter_mut() {
+            let got = self.receive(*from);
+            assert_eq!(got.len(), words.len(), "halo from rank {from}: length");
+            *words = got;
+        }
+    }
+    fn kind(&self) -> &'static str {
+        "threads"
+    }
+}
