@@ -281,6 +281,14 @@ fn run(cli: Cli, progress: &MultiProgress) -> anyhow::Result<u8> {
         allow_special_files: cli.allow_special_files,
         ..ReadLimits::default()
     };
+    if !matches!(cli.command, Command::Solve(_))
+        && let Some(ranks) = mpirun_ranks().filter(|&r| r > 1)
+    {
+        anyhow::bail!(
+            "started as {ranks} MPI ranks: only `solver solve` spreads a solve over ranks; run \
+             this command in one process"
+        );
+    }
     match cli.command {
         Command::Solve(args) => run_solve(raw, args, &limits, progress),
         Command::Info(args) => run_info(raw, args, &limits),
@@ -501,6 +509,36 @@ fn read_x0(
     )
 }
 
+/// The rank count `mpirun` (Open MPI) or `mpiexec` (MPICH's Hydra) started this process among.
+fn mpirun_ranks() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
+/// The MPI ranks this solve is spread over, where `mpirun` started several (cargo feature
+/// `mpi`); without the feature, several ranks are an error rather than N identical solves.
+fn mpi_world() -> anyhow::Result<Option<Arc<dyn precsolve::distributed::Communicator>>> {
+    #[cfg(feature = "mpi")]
+    {
+        let world =
+            precsolve::distributed::mpi::MpiWorld::initialize().context("initialising MPI")?;
+        use precsolve::distributed::Communicator as _;
+        if world.size() > 1 {
+            return Ok(Some(Arc::new(world)));
+        }
+        Ok(None)
+    }
+    #[cfg(not(feature = "mpi"))]
+    match mpirun_ranks().filter(|&r| r > 1) {
+        Some(ranks) => anyhow::bail!(
+            "started as {ranks} MPI ranks, but this solver was built without MPI: build it with \
+             `cargo build --release --features mpi` (needs an MPI such as Open MPI)"
+        ),
+        None => Ok(None),
+    }
+}
+
 fn run_solve(
     mut raw: RawConfig,
     args: SolveArgs,
@@ -509,6 +547,26 @@ fn run_solve(
 ) -> anyhow::Result<u8> {
     apply_overrides(&mut raw, &args);
     let mut config: Config = raw.validate()?;
+    // Over MPI ranks every rank solves its rows on the CPU backend; rank 0 reports.
+    let world = mpi_world()?;
+    let _ranks = world.clone().map(precsolve::distributed::CommScope::enter);
+    let root = world.as_ref().is_none_or(|w| w.rank() == 0);
+    if let Some(world) = &world {
+        if config.backend == BackendChoice::Cuda {
+            anyhow::bail!(
+                "a solve over {} MPI ranks runs on the CPU backend (--backend cpu): GPUs are \
+                 not spread over ranks yet",
+                world.size()
+            );
+        }
+        config.backend = BackendChoice::Cpu;
+        if config.threads == 0 {
+            // All cores, shared among the ranks (one host's; give --threads on several).
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+            config.threads = (cores / world.size()).max(1);
+        }
+        config.quiet |= !root;
+    }
     config.params.record_history = args.history.is_some();
     // Output paths are checked before any work: a bad one fails now, not after the solves.
     let history_out = args
@@ -595,6 +653,9 @@ fn run_solve(
         config.params.criterion,
         &infos,
     );
+    if !root {
+        return Ok(exit_status(&report));
+    }
     match config.format {
         OutputFormat::Table => print!("{}", report.to_table()),
         OutputFormat::Json => println!("{}", report.to_json()),
@@ -605,11 +666,15 @@ fn run_solve(
     if let (Some(out), Some(x), Some(info)) = (x_out, &last_x, infos.last()) {
         out.commit(solution_text(x, info.precision).as_bytes())?;
     }
-    Ok(if report.all_converged() {
+    Ok(exit_status(&report))
+}
+
+fn exit_status(report: &SolveReport) -> u8 {
+    if report.all_converged() {
         0
     } else {
         EXIT_NOT_CONVERGED
-    })
+    }
 }
 
 /// A progress line on stderr for solves that run longer than a second.

@@ -73,6 +73,10 @@ pub struct RunReport {
     /// A precision ladder's rungs, in the order they ran.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
+    /// The processes (MPI ranks) the rows were spread over.
+    pub ranks: usize,
+    /// Of `total_time`: moving words between ranks (0 in one process).
+    pub communication_time: f64,
 }
 
 impl From<&SolveInfo> for RunReport {
@@ -97,6 +101,8 @@ impl From<&SolveInfo> for RunReport {
             ilu_remedy: info.ilu_remedy.clone(),
             restarts: info.restarts,
             phases: info.phases.clone(),
+            ranks: info.ranks,
+            communication_time: info.times.communication,
         }
     }
 }
@@ -250,6 +256,14 @@ impl SolveReport {
             &|r| r.time_to_target.map_or("not reached".into(), sci),
             blanks(),
         );
+        if self.runs.iter().any(|r| r.ranks > 1) {
+            row("ranks", &|r| r.ranks.to_string(), blanks());
+            row(
+                "communication [s]",
+                &|r| sci(r.communication_time),
+                blanks(),
+            );
+        }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
             .collect();

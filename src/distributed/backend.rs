@@ -11,11 +11,13 @@ use super::{CommClock, Communicator, Partition, decode, encode};
 use crate::backend::cpu::{CpuBackend, CpuIlu, CpuMatrix, CpuVector, sum_partials, sum_tiles};
 use crate::backend::{Backend, spmv_lanes};
 use crate::error::Result;
-use crate::precision::{HostSlice, HostSliceMut, Precision};
+use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision};
 use crate::precond::ilu0::Ilu0Factors;
 use crate::solver::{BicgstabKernels, CgKernels, HostSteps};
 use crate::sparse::CsrMatrix;
-use std::sync::Arc;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A rank's part of a distributed solve.
@@ -38,6 +40,9 @@ pub struct DistVector<P: Precision> {
 pub struct DistMatrix {
     cpu: CpuMatrix,
     halo: Halo,
+    /// The extended `x` of each precision, kept between SpMVs: a new one each time cost a
+    /// fresh allocation (and its page faults) per product.
+    scratch: Mutex<HashMap<TypeId, Box<dyn Any + Send>>>,
 }
 
 /// ILU(0) of the whole matrix, held by every rank: each application gathers `fl64(r)` and runs
@@ -100,8 +105,14 @@ impl DistributedBackend {
         decode(&self.gather(encode(mine)))
     }
 
-    /// `x` extended by the halo its rows' SpMV reads: `[below | own | above]`.
-    fn extended<P: Precision>(&self, a: &DistMatrix, x: &DistVector<P>) -> CpuVector<P> {
+    /// `f(extended x)`, the extended `x` being `[below | own | above]`: the halo its rows'
+    /// SpMV reads, received from the ranks that own it, around this rank's own values.
+    fn with_extended<P: Precision, T>(
+        &self,
+        a: &DistMatrix,
+        x: &DistVector<P>,
+        f: impl FnOnce(&CpuVector<P>) -> T,
+    ) -> T {
         assert!(x.spread, "spmv of a vector that is not of the matrix's order");
         let h = &a.halo;
         let own = x.local.slice();
@@ -116,13 +127,37 @@ impl DistributedBackend {
             .iter()
             .map(|(from, range)| (*from, vec![0; range.len() * words]))
             .collect();
+        let kept = a.scratch.lock().unwrap().remove(&TypeId::of::<P>());
+        let mut ext = kept
+            .and_then(|b| b.downcast::<CpuVector<P>>().ok())
+            .map(|b| *b)
+            .unwrap_or_else(|| CpuVector(<P::Vector as HostVector<P>>::filled(h.extended_len(), &P::zero())));
+        {
+            let (_, rest) = ext.slice_mut().split_at_mut(h.below);
+            let (mut mid, _) = rest.split_at_mut(h.rows.len());
+            if let Some(from) = own.as_slice() {
+                if let Ok(to) = P::Vector::lend(&mut mid).into_slice() {
+                    to.clone_from_slice(from);
+                }
+            } else {
+                (0..own.len()).for_each(|i| mid.set(i, own.get(i).into_owned()));
+            }
+        }
         self.clock.time(|| self.comm.exchange(&sends, &mut receives));
-        let mut halo = receives.iter().flat_map(|(_, w)| decode::<P>(w));
-        let mut values = Vec::with_capacity(h.extended_len());
-        values.extend(halo.by_ref().take(h.below));
-        values.extend(x.local.to_values());
-        values.extend(halo);
-        CpuVector::from(values)
+        {
+            let mut out = ext.slice_mut();
+            for ((_, range), (_, words)) in h.receives.iter().zip(&receives) {
+                for (k, value) in decode::<P>(words).into_iter().enumerate() {
+                    out.set(range.start + k, value);
+                }
+            }
+        }
+        let result = f(&ext);
+        a.scratch
+            .lock()
+            .unwrap()
+            .insert(TypeId::of::<P>(), Box::new(ext));
+        result
     }
 }
 
@@ -153,7 +188,11 @@ impl Backend for DistributedBackend {
         assert_eq!(a.nrows(), self.n(), "the backend was made for another matrix");
         let halo = Halo::new(a, &self.partition, self.comm.rank());
         let cpu = CpuMatrix::with_lanes(Arc::new(halo.local.clone()), spmv_lanes(a));
-        Ok(DistMatrix { cpu, halo })
+        Ok(DistMatrix {
+            cpu,
+            halo,
+            scratch: Mutex::default(),
+        })
     }
 
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<DistIlu> {
@@ -222,8 +261,7 @@ impl Backend for DistributedBackend {
         x: &DistVector<P>,
         y: &mut DistVector<P>,
     ) -> Result<()> {
-        let ext = self.extended(a, x);
-        self.cpu.spmv(&a.cpu, &ext, &mut y.local)
+        self.with_extended(a, x, |ext| self.cpu.spmv(&a.cpu, ext, &mut y.local))
     }
 
     fn spmv_wide<P: Precision>(
@@ -232,8 +270,7 @@ impl Backend for DistributedBackend {
         x: &DistVector<f64>,
         y: &mut DistVector<P>,
     ) -> Result<()> {
-        let ext = self.extended(a, x);
-        self.cpu.spmv_wide(&a.cpu, &ext, &mut y.local)
+        self.with_extended(a, x, |ext| self.cpu.spmv_wide(&a.cpu, ext, &mut y.local))
     }
 
     fn residual<P: Precision>(
@@ -243,8 +280,9 @@ impl Backend for DistributedBackend {
         x: &DistVector<P>,
         r: &mut DistVector<P>,
     ) -> Result<()> {
-        let ext = self.extended(a, x);
-        self.cpu.residual(&a.cpu, &b.local, &ext, &mut r.local)
+        self.with_extended(a, x, |ext| {
+            self.cpu.residual(&a.cpu, &b.local, ext, &mut r.local)
+        })
     }
 
     fn dot<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<P>) -> Result<P> {

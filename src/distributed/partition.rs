@@ -77,7 +77,7 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sparse::generate::poisson2d;
+    use crate::sparse::poisson2d;
 
     #[test]
     fn blocks_cover_the_rows_at_chunk_boundaries_balanced_by_nonzeros() {

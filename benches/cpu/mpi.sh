@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# benches/results/mpi-cpu.md: one process with 2 threads against `mpirun -np 2` (one thread a
+# rank) on the same machine, CG on poisson3d:100 (10^6 rows), f64 and dd, 100 iterations,
+# runs alternated, median of 5 per-iteration times. Needs the `mpi` build:
+#   cargo build --release --features mpi && bash benches/cpu/mpi.sh
+# No pipefail: the solver exits 3 here (not converged at tol 1e-300), by design.
+set -eu
+cd "$(dirname "$0")/../.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+solver=target/release/solver
+matrix=${MATRIX:-poisson3d:100}
+args=(solve "$matrix" --method cg --precision f64,dd --tol 1e-300 --max-iter 100 --format json --quiet)
+per_iter() {
+    python3 -c '
+import json, sys
+runs = json.load(sys.stdin)["runs"]
+print(" ".join("%r %r" % (r["time_per_iteration"], r["communication_time"] / max(r["iterations"], 1)) for r in runs))'
+}
+one=() two=()
+for rep in 1 2 3 4 5; do
+    one+=("$("$solver" "${args[@]}" --backend cpu --threads 2 | per_iter)")
+    two+=("$(mpirun --oversubscribe -np 2 "$solver" "${args[@]}" | per_iter)")
+done
+python3 - "$matrix" "${one[@]}" -- "${two[@]}" <<'PY'
+import statistics, sys
+matrix, rest = sys.argv[1], sys.argv[2:]
+cut = rest.index("--")
+one = [list(map(float, r.split())) for r in rest[:cut]]
+two = [list(map(float, r.split())) for r in rest[cut + 1:]]
+med = lambda rows, k: statistics.median(r[k] for r in rows)
+print(f"| {matrix} CG | 1 process, 2 threads [ms/it] | mpirun -np 2 [ms/it] | of which communication [ms/it] | ratio |")
+print("|---|---:|---:|---:|---:|")
+for name, k in (("f64", 0), ("dd", 2)):
+    a, b, c = med(one, k), med(two, k), med(two, k + 1)
+    print(f"| {name} | {a*1e3:.2f} | {b*1e3:.2f} | {c*1e3:.3f} | {b/a:.2f} |")
+PY

@@ -1,0 +1,145 @@
+//! `mpirun -np 2` and `-np 3` give the bits of one process (issue #31): iterations, residuals
+//! and the solution file, for CG and BiCGStab, with and without ILU(0), in f64, dd and qd. Needs
+//! the `mpi` feature and `mpirun` on the PATH (`.ci/run` installs Open MPI); runs oversubscribed
+//! on a 2-core machine.
+#![cfg(feature = "mpi")]
+
+use std::path::Path;
+use std::process::Command;
+
+/// `[mpirun -np N] solver solve ARGS --format json --write-x X`: the report's numbers that must
+/// match (serde_json writes the shortest text that reads back to each double) and `x`'s file.
+fn run(ranks: usize, args: &[&str], dir: &Path) -> (Vec<String>, String) {
+    let solver = env!("CARGO_BIN_EXE_solver");
+    let x_file = dir.join(format!("x{ranks}.txt"));
+    let x_arg = x_file.to_str().unwrap();
+    let mut tail: Vec<&str> = vec!["solve"];
+    tail.extend(args);
+    tail.extend([
+        "--format",
+        "json",
+        "--quiet",
+        "--write-x",
+        x_arg,
+        "--threads",
+        "1",
+    ]);
+    let mut command = match ranks {
+        1 => Command::new(solver),
+        n => {
+            let mut c = Command::new("mpirun");
+            c.args(["--oversubscribe", "-np", &n.to_string(), solver]);
+            c
+        }
+    };
+    // Open MPI refuses to run as root unless told it may (CI containers run as root).
+    command
+        .args(&tail)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = command
+        .output()
+        .expect("mpirun is on the PATH (.ci/run installs Open MPI)");
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{ranks} ranks, {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let numbers = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["ranks"].as_u64(), Some(ranks as u64));
+            format!(
+                "{} {} {} {}",
+                r["iterations"], r["stop_reason"], r["recurrence_residual"], r["true_residual"]
+            )
+        })
+        .collect();
+    (numbers, std::fs::read_to_string(&x_file).unwrap())
+}
+
+fn same_bits_over_ranks(args: &[&str], dir: &Path) {
+    let (want, want_x) = run(1, args, dir);
+    assert!(!want_x.is_empty());
+    for ranks in [2, 3] {
+        let (got, got_x) = run(ranks, args, dir);
+        assert_eq!(got, want, "{ranks} ranks: {args:?}");
+        assert!(
+            got_x == want_x,
+            "{ranks} ranks: {args:?}: the solutions differ"
+        );
+    }
+}
+
+/// A nonsymmetric convection-diffusion operator on a `k x k` grid, as a Matrix Market file.
+fn convection_diffusion(k: usize, path: &Path) {
+    let mut text = String::from("%%MatrixMarket matrix coordinate real general\n");
+    let mut entries = Vec::new();
+    for i in 0..k {
+        for j in 0..k {
+            let row = i * k + j + 1;
+            entries.push((row, row, 4.6));
+            if i > 0 {
+                entries.push((row, row - k, -1.4));
+            }
+            if i + 1 < k {
+                entries.push((row, row + k, -0.6));
+            }
+            if j > 0 {
+                entries.push((row, row - 1, -1.3));
+            }
+            if j + 1 < k {
+                entries.push((row, row + 1, -0.7));
+            }
+        }
+    }
+    text.push_str(&format!("{} {} {}\n", k * k, k * k, entries.len()));
+    for (r, c, v) in entries {
+        text.push_str(&format!("{r} {c} {v}\n"));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn cg_over_2_and_3_ranks_gives_the_bits_of_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    // 28,900 rows: four dot chunks, so every rank holds rows.
+    let common = ["poisson2d:170", "--method", "cg", "--tol", "1e-14"];
+    for precision in ["f64", "dd"] {
+        let mut args = common.to_vec();
+        args.extend(["--precision", precision, "--max-iter", "400"]);
+        same_bits_over_ranks(&args, dir.path());
+        args.extend(["--precond", "ilu0"]);
+        same_bits_over_ranks(&args, dir.path());
+    }
+    let mut args = common.to_vec();
+    args.extend(["--precision", "qd", "--max-iter", "40"]);
+    same_bits_over_ranks(&args, dir.path());
+}
+
+#[test]
+fn bicgstab_over_2_and_3_ranks_gives_the_bits_of_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("convection.mtx");
+    convection_diffusion(170, &matrix);
+    let common = [
+        matrix.to_str().unwrap(),
+        "--method",
+        "bicgstab",
+        "--tol",
+        "1e-14",
+    ];
+    for precision in ["f64", "dd"] {
+        let mut args = common.to_vec();
+        args.extend(["--precision", precision, "--max-iter", "300"]);
+        same_bits_over_ranks(&args, dir.path());
+        args.extend(["--precond", "ilu0"]);
+        same_bits_over_ranks(&args, dir.path());
+    }
+    let mut args = common.to_vec();
+    args.extend(["--precision", "qd", "--max-iter", "30"]);
+    same_bits_over_ranks(&args, dir.path());
+}
