@@ -3,8 +3,14 @@
 //! precision, at 2 and 3 ranks. The ranks here are threads of one process
 //! (`distributed::ThreadGroup`); `.ci/run` runs the same through MPI (`tests/mpi.rs`).
 
-use precsolve::distributed::{CommScope, ThreadGroup};
+mod common;
+
+use common::matrices::{shared_matrices, shared_matrix};
+use precsolve::backend::Backend;
+use precsolve::backend::cpu::CpuBackend;
+use precsolve::distributed::{CommScope, DistributedBackend, ThreadGroup};
 use precsolve::{BackendChoice, CsrMatrix, Solution, Solver, Symmetry, WorkingPrecision};
+use precsolve::{Dd, Precision, Qd, Td};
 use std::sync::Arc;
 
 /// A convection-diffusion operator on a `k x k` grid (upwind convection: nonsymmetric), of
@@ -110,5 +116,82 @@ fn bicgstab_gives_the_single_process_bits_at_2_and_3_ranks() {
     }
     for precision in ["td", "qd", "mp:192"] {
         same_bits_at_every_count(&a, "bicgstab", false, precision, 20);
+    }
+}
+
+/// `dot` and `dot_wide` over 2 to 5 ranks against the single process's, for lengths whose
+/// blocks split a dot chunk between ranks (and, with 5 ranks on 2,025 rows, put several ranks
+/// inside one chunk, whose lanes then pass through each in turn).
+fn dots_match<P: Precision>() {
+    for k in [45, 170, 200] {
+        let a = precsolve::poisson2d(k);
+        let n = a.nrows();
+        let x: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 1000) as f64 / 997.0 - 0.5)
+            .collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| ((i * 104729) % 1000) as f64 / 991.0 - 0.4)
+            .collect();
+        let cpu = CpuBackend::new();
+        let (xv, yv) = (
+            cpu.vector_from_f64::<P>(&x).unwrap(),
+            cpu.vector_from_f64::<P>(&y).unwrap(),
+        );
+        let y64 = cpu.vector_from_f64::<f64>(&y).unwrap();
+        let want = format!(
+            "{:?} {:?} {:?}",
+            cpu.dot(&xv, &yv).unwrap(),
+            cpu.dot_wide(&xv, &y64).unwrap(),
+            cpu.dot_tiled(&xv, &yv).unwrap()
+        );
+        for ranks in 2..=5 {
+            let got = ThreadGroup::run(ranks, |comm| {
+                let backend = DistributedBackend::new(comm, &a);
+                let (xv, yv) = (
+                    backend.vector_from_f64::<P>(&x).unwrap(),
+                    backend.vector_from_f64::<P>(&y).unwrap(),
+                );
+                let y64 = backend.vector_from_f64::<f64>(&y).unwrap();
+                format!(
+                    "{:?} {:?} {:?}",
+                    backend.dot(&xv, &yv).unwrap(),
+                    backend.dot_wide(&xv, &y64).unwrap(),
+                    backend.dot_tiled(&xv, &yv).unwrap()
+                )
+            });
+            for (rank, g) in got.iter().enumerate() {
+                assert_eq!(g, &want, "{} n={n}: rank {rank} of {ranks}", P::NAME);
+            }
+        }
+    }
+}
+
+#[test]
+fn dot_products_over_ranks_give_the_single_process_bits() {
+    dots_match::<f64>();
+    dots_match::<Td>();
+    dots_match::<Dd>();
+    dots_match::<Qd>();
+}
+
+#[test]
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's checkouts and CI)"
+)]
+fn shared_matrices_over_ranks_give_the_single_process_bits() {
+    let dir = shared_matrices();
+    let load = |name| precsolve::load_matrix(&shared_matrix(&dir, name)).unwrap();
+    // SPD, 1,138 rows: blocks of 256-row multiples over 2 and 3 ranks.
+    let bus = load("1138_bus");
+    for precision in ["f64", "dd"] {
+        same_bits_at_every_count(&bus, "cg", false, precision, 300);
+        same_bits_at_every_count(&bus, "cg", true, precision, 100);
+    }
+    // Nonsymmetric, 1,015 rows.
+    let cage = load("cage8");
+    for precision in ["f64", "dd"] {
+        same_bits_at_every_count(&cage, "bicgstab", false, precision, 100);
+        same_bits_at_every_count(&cage, "bicgstab", true, precision, 50);
     }
 }

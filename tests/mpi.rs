@@ -4,6 +4,9 @@
 //! on a 2-core machine.
 #![cfg(feature = "mpi")]
 
+mod common;
+
+use common::matrices::{shared_matrices, shared_matrix};
 use std::path::Path;
 use std::process::Command;
 
@@ -142,4 +145,34 @@ fn bicgstab_over_2_and_3_ranks_gives_the_bits_of_one_process() {
     let mut args = common.to_vec();
     args.extend(["--precision", "qd", "--max-iter", "30"]);
     same_bits_over_ranks(&args, dir.path());
+}
+
+#[test]
+#[cfg_attr(
+    not(shared_matrices),
+    ignore = "needs ../shared/matrices (the team's checkouts and CI)"
+)]
+fn shared_matrices_over_2_and_3_ranks_give_the_bits_of_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = shared_matrices();
+    let cage = shared_matrix(&shared, "cage8");
+    let bus = shared_matrix(&shared, "1138_bus");
+    for (matrix, method) in [(&cage, "bicgstab"), (&bus, "cg")] {
+        for precond in ["none", "ilu0"] {
+            let args = [
+                matrix.as_str(),
+                "--method",
+                method,
+                "--precision",
+                "f64,dd",
+                "--precond",
+                precond,
+                "--tol",
+                "1e-14",
+                "--max-iter",
+                "200",
+            ];
+            same_bits_over_ranks(&args, dir.path());
+        }
+    }
 }

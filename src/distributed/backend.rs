@@ -8,15 +8,19 @@
 
 use super::halo::Halo;
 use super::{CommClock, Communicator, Partition, decode, encode};
-use crate::backend::cpu::{CpuBackend, CpuIlu, CpuMatrix, CpuVector, sum_partials, sum_tiles};
+use crate::backend::cpu::{
+    CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, dot_lanes_of,
+    dot_partials_of, finish_lanes, sum_partials, sum_tiles,
+};
 use crate::backend::{Backend, spmv_lanes};
 use crate::error::Result;
-use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision};
+use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
 use crate::precond::ilu0::Ilu0Factors;
 use crate::solver::{BicgstabKernels, CgKernels, HostSteps};
 use crate::sparse::CsrMatrix;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -98,6 +102,63 @@ impl DistributedBackend {
     /// Every rank's words, concatenated in rank order.
     fn gather(&self, mine: Vec<u64>) -> Vec<u64> {
         self.clock.time(|| self.comm.all_gather(&mine)).concat()
+    }
+
+    /// `<x, y>` over this rank's rows `x` and `y`, to the bits of the single process's `dot`.
+    ///
+    /// The chunks of `dot` ([`DOT_CHUNK`] rows) may be split between ranks, whose blocks start
+    /// at multiples of [`DOT_THREADS`]: a chunk's lane sums are then carried from the rank
+    /// holding its first rows to the next ([`dot_lanes_of`]), and the rank holding its last
+    /// rows finishes its partial. Each rank sends the lanes of the chunk its block ends in
+    /// before it waits for those of the chunk it starts in, so the carries overlap.
+    fn dot_of<P: Precision>(&self, x: SliceOf<'_, P>, y: DotOperand<'_, P>) -> P {
+        let rows = self.rows();
+        let (lo, hi, n) = (rows.start, rows.end, self.n());
+        let mut mine: Vec<P::Acc> = Vec::new();
+        if lo < hi {
+            let start_of = |at: usize| at / DOT_CHUNK * DOT_CHUNK;
+            let end_of = |at: usize| (start_of(at) + DOT_CHUNK).min(n);
+            let local = |r: &Range<usize>| {
+                let xs = x.split_at(r.start - lo).1.split_at(r.len()).0;
+                (xs, y.range(r.start - lo..r.end - lo))
+            };
+            let zeros = || vec![P::Acc::zero(); DOT_THREADS];
+            // The chunk this block starts inside, and the one it ends inside (if another).
+            let head = (lo % DOT_CHUNK != 0).then(|| lo..end_of(lo).min(hi));
+            let tail = (end_of(hi - 1) > hi && start_of(hi - 1) >= lo).then(|| start_of(hi - 1)..hi);
+            let mut sends = Vec::new();
+            if let Some(tail) = &tail {
+                let mut lanes = zeros();
+                let (xs, ys) = local(tail);
+                dot_lanes_of::<P>(xs, ys, &mut lanes);
+                sends.push((self.partition.owner(hi), encode(lanes)));
+            }
+            let lanes_words = DOT_THREADS * P::Acc::zero().write_words_len();
+            let mut receives: Vec<(usize, Vec<u64>)> = head
+                .iter()
+                .map(|_| (self.partition.owner(lo - 1), vec![0; lanes_words]))
+                .collect();
+            self.clock.time(|| self.comm.exchange(&sends, &mut receives));
+            if let Some(head) = &head {
+                let mut lanes: Vec<P::Acc> = decode(&receives[0].1);
+                let (xs, ys) = local(head);
+                dot_lanes_of::<P>(xs, ys, &mut lanes);
+                if head.end == end_of(lo) {
+                    let chunk = end_of(lo) - start_of(lo);
+                    mine.push(finish_lanes(&mut lanes, chunk));
+                } else {
+                    // The block lies inside one chunk: pass its lanes on.
+                    let send = [(self.partition.owner(hi), encode(lanes))];
+                    self.clock.time(|| self.comm.exchange(&send, &mut []));
+                }
+            }
+            let middle = head.map_or(lo, |h| h.end)..tail.map_or(hi, |t| t.start);
+            if !middle.is_empty() {
+                let (xs, ys) = local(&middle);
+                mine.extend(dot_partials_of::<P>(xs, ys));
+            }
+        }
+        P::from_acc(sum_partials(&self.gather_partials(mine)))
     }
 
     /// Every rank's partials, in rank order: the single process's list.
@@ -286,16 +347,24 @@ impl Backend for DistributedBackend {
     }
 
     fn dot<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<P>) -> Result<P> {
-        let mine = self.cpu.dot_partials(&x.local, &y.local);
-        Ok(P::from_acc(sum_partials(&self.gather_partials(mine))))
+        if !x.spread {
+            return self.cpu.dot(&x.local, &y.local);
+        }
+        Ok(self.dot_of(x.local.slice(), DotOperand::Own(y.local.slice())))
     }
 
     fn dot_wide<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<f64>) -> Result<P> {
-        let mine = self.cpu.dot_wide_partials(&x.local, &y.local);
-        Ok(P::from_acc(sum_partials(&self.gather_partials(mine))))
+        if !x.spread {
+            return self.cpu.dot_wide(&x.local, &y.local);
+        }
+        Ok(self.dot_of(x.local.slice(), DotOperand::Wide(&y.local.0)))
     }
 
     fn dot_tiled<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<P>) -> Result<P> {
+        if !x.spread {
+            return self.cpu.dot_tiled(&x.local, &y.local);
+        }
+        // Tiles of `TILE_ROWS` rows never straddle two blocks: the partials just concatenate.
         let mine = self.cpu.dot_tiles(&x.local, &y.local);
         Ok(P::from_acc(sum_tiles(&self.gather_partials(mine))))
     }

@@ -1,13 +1,14 @@
 //! Rows in contiguous blocks, one per rank, balanced by nonzeros.
 
-use crate::backend::cpu::DOT_CHUNK;
+use crate::backend::cpu::TILE_ROWS;
 use crate::sparse::CsrMatrix;
 use std::ops::Range;
 
-/// Rank `k` owns rows `starts[k]..starts[k + 1]`. Every start is a multiple of
-/// [`DOT_CHUNK`]: a dot product's chunks (and the tiles of the tiled order, which divide them)
-/// never straddle two ranks, so each rank computes whole partials and the gathered list is the
-/// single process's. A matrix of fewer than `DOT_CHUNK` rows a rank leaves ranks without rows.
+/// Rank `k` owns rows `starts[k]..starts[k + 1]`. Every start is a multiple of [`TILE_ROWS`]
+/// (256): the tiles of the tiled dot order never straddle two ranks, and a chunk of `dot`
+/// (8,192 rows, whole rounds of 256 lanes) that does is summed across them lane by lane
+/// (`DistributedBackend::dot_of`). A matrix of fewer than 256 rows a rank leaves ranks
+/// without rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Partition {
     starts: Vec<usize>,
@@ -20,8 +21,8 @@ impl Partition {
         assert!(ranks > 0, "a partition needs a rank");
         let n = a.nrows();
         let row_ptr = a.row_ptr();
-        let boundaries: Vec<usize> = (0..n.div_ceil(DOT_CHUNK))
-            .map(|c| c * DOT_CHUNK)
+        let boundaries: Vec<usize> = (0..n.div_ceil(TILE_ROWS))
+            .map(|c| c * TILE_ROWS)
             .chain([n])
             .collect();
         let nnz = a.nnz() as f64;
@@ -40,15 +41,15 @@ impl Partition {
     }
 
     /// The blocks given by their starts (the first 0, the last the row count), each a multiple
-    /// of [`DOT_CHUNK`] but the last.
+    /// of [`TILE_ROWS`] but the last.
     pub fn from_starts(starts: Vec<usize>) -> Partition {
         assert!(starts.len() >= 2 && starts[0] == 0, "partition starts");
         let n = *starts.last().unwrap();
         for w in starts.windows(2) {
             assert!(w[0] <= w[1], "partition starts must not decrease");
             assert!(
-                w[0] == n || w[0].is_multiple_of(DOT_CHUNK),
-                "partition starts at multiples of {DOT_CHUNK}"
+                w[0] == n || w[0].is_multiple_of(TILE_ROWS),
+                "partition starts at multiples of {TILE_ROWS}"
             );
         }
         Partition { starts }
@@ -80,8 +81,8 @@ mod tests {
     use crate::sparse::poisson2d;
 
     #[test]
-    fn blocks_cover_the_rows_at_chunk_boundaries_balanced_by_nonzeros() {
-        let a = poisson2d(300); // 90,000 rows: 11 chunks
+    fn blocks_cover_the_rows_at_tile_boundaries_balanced_by_nonzeros() {
+        let a = poisson2d(300);
         let p = Partition::balanced(&a, 3);
         assert_eq!(p.ranks(), 3);
         assert_eq!(p.rows(0).start, 0);
@@ -89,24 +90,24 @@ mod tests {
         let mut counts = Vec::new();
         for k in 0..3 {
             let rows = p.rows(k);
-            assert!(rows.start.is_multiple_of(DOT_CHUNK));
+            assert!(rows.start.is_multiple_of(TILE_ROWS));
             counts.push(a.row_ptr()[rows.end] - a.row_ptr()[rows.start]);
             assert_eq!(p.owner(rows.start), k);
             assert_eq!(p.owner(rows.end - 1), k);
         }
-        // Within a chunk's nonzeros of a third each.
-        let chunk_nnz = 5 * DOT_CHUNK;
+        // Within a tile's nonzeros of a third each.
+        let chunk_nnz = 5 * TILE_ROWS;
         for c in counts {
             assert!((c as i64 - a.nnz() as i64 / 3).unsigned_abs() as usize <= chunk_nnz);
         }
     }
 
     #[test]
-    fn a_matrix_of_one_chunk_stays_on_one_rank() {
-        let a = poisson2d(20);
+    fn a_matrix_of_one_tile_stays_on_one_rank() {
+        let a = poisson2d(15);
         let p = Partition::balanced(&a, 4);
         let owners: Vec<_> = (0..4).filter(|&k| !p.rows(k).is_empty()).collect();
         assert_eq!(owners.len(), 1);
-        assert_eq!(p.rows(owners[0]), 0..400);
+        assert_eq!(p.rows(owners[0]), 0..225);
     }
 }

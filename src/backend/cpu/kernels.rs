@@ -487,6 +487,30 @@ fma_kernel! {
     }
 }
 
+fma_kernel! {
+    /// [`dot_chunk`]'s lane sums carried on over more rows of the same chunk: `x` and `y` start
+    /// a round of lanes (a multiple of [`DOT_THREADS`] rows into the chunk) and `lanes` hold
+    /// the sums of the rows before them, as the chunk's owner left them. A chunk split between
+    /// two ranks is summed so, by one and then the other, to the bits of one [`dot_chunk`]
+    /// (`crate::distributed`); [`finish_lanes`] then gives its partial.
+    fn dot_lanes<P, Y: AccSource<P>>(x: SliceOf<'_, P>, y: Y, lanes: &mut [P::Acc]) {
+        assert_eq!(x.len(), y.len(), "dot_lanes: lengths");
+        assert_eq!(lanes.len(), DOT_THREADS, "dot_lanes: lanes");
+        for base in (0..x.len()).step_by(DOT_THREADS) {
+            let count = DOT_THREADS.min(x.len() - base);
+            for (t, lane) in lanes[..count].iter_mut().enumerate() {
+                let (xi, yi) = (x.load(base + t), y.load(base + t));
+                *lane = lane.add(&xi.mul(&yi));
+            }
+        }
+    }
+}
+
+/// The partial of a chunk of `chunk_len` elements from its lane sums ([`dot_lanes`]).
+pub fn finish_lanes<A: Precision>(lanes: &mut [A], chunk_len: usize) -> A {
+    tree_reduce_prefix(lanes, chunk_len.min(DOT_THREADS))
+}
+
 /// Sum of the chunk results (in `Acc`, as [`dot_chunk`] returns them), in the order of the
 /// GPU's final one-block stage; the caller rounds the sum to `P`.
 pub fn sum_partials<A: Precision>(partials: &[A]) -> A {

@@ -18,7 +18,10 @@ use crate::sparse::CsrMatrix;
 use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
-pub use kernels::{DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, sum_partials, sum_tiles, view_rows};
+pub use kernels::{
+    DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, TILE_ROWS, finish_lanes, sum_partials, sum_tiles,
+    view_rows,
+};
 pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
 
@@ -106,12 +109,7 @@ impl CpuBackend {
 
     /// `dot`'s chunk partials, in order, before [`sum_partials`](kernels::sum_partials).
     pub fn dot_partials<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Vec<P::Acc> {
-        assert_eq!(x.len(), y.len(), "dot: lengths");
-        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
-        let chunks: Vec<_> = chunks.zip(y.slice().chunks(DOT_CHUNK)).collect();
-        tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
-            kernels::dot_chunk::<P>(x, y)
-        })
+        dot_partials_of::<P>(x.slice(), DotOperand::Own(y.slice()))
     }
 
     /// `dot_wide`'s chunk partials, in order.
@@ -120,12 +118,7 @@ impl CpuBackend {
         x: &CpuVector<P>,
         y: &CpuVector<f64>,
     ) -> Vec<P::Acc> {
-        assert_eq!(x.len(), y.len(), "dot: lengths");
-        let chunks = x.slice().chunks(DOT_CHUNK).into_iter();
-        let chunks: Vec<_> = chunks.zip(y.0.chunks(DOT_CHUNK)).collect();
-        tasks::map(chunks, work::<P>(x.len()), |_, (x, y)| {
-            kernels::dot_chunk_wide::<P>(x, y)
-        })
+        dot_partials_of::<P>(x.slice(), DotOperand::Wide(&y.0))
     }
 
     /// `dot_tiled`'s tile partials, in order, before [`sum_tiles`](kernels::sum_tiles).
@@ -333,6 +326,52 @@ impl Backend for CpuBackend {
             kernels::convert_chunk::<P, Q>(x, y)
         });
         Ok(())
+    }
+}
+
+/// The other operand of a dot product: a vector of `P`, or a double vector read widened.
+pub enum DotOperand<'a, P: Precision> {
+    Own(SliceOf<'a, P>),
+    Wide(&'a [f64]),
+}
+
+impl<P: Precision> Clone for DotOperand<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P: Precision> Copy for DotOperand<'_, P> {}
+
+impl<'a, P: Precision> DotOperand<'a, P> {
+    /// Elements `range` of the operand.
+    pub fn range(self, range: std::ops::Range<usize>) -> Self {
+        match self {
+            DotOperand::Own(y) => {
+                DotOperand::Own(y.split_at(range.start).1.split_at(range.len()).0)
+            }
+            DotOperand::Wide(y) => DotOperand::Wide(&y[range]),
+        }
+    }
+}
+
+/// The chunk partials of `<x, y>` over slices that start a chunk, in order, on the pool.
+pub fn dot_partials_of<P: Precision>(x: SliceOf<'_, P>, y: DotOperand<'_, P>) -> Vec<P::Acc> {
+    let starts: Vec<usize> = (0..x.len()).step_by(DOT_CHUNK).collect();
+    tasks::map(starts, work::<P>(x.len()), |_, start| {
+        let range = start..(start + DOT_CHUNK).min(x.len());
+        let xs = x.split_at(range.start).1.split_at(range.len()).0;
+        match y.range(range) {
+            DotOperand::Own(ys) => kernels::dot_chunk::<P>(xs, ys),
+            DotOperand::Wide(ys) => kernels::dot_chunk_wide::<P>(xs, ys),
+        }
+    })
+}
+
+/// [`kernels::dot_lanes`] over either kind of operand.
+pub fn dot_lanes_of<P: Precision>(x: SliceOf<'_, P>, y: DotOperand<'_, P>, lanes: &mut [P::Acc]) {
+    match y {
+        DotOperand::Own(y) => kernels::dot_lanes::<P, _>(x, kernels::Native(y), lanes),
+        DotOperand::Wide(y) => kernels::dot_lanes::<P, _>(x, kernels::Widened(y), lanes),
     }
 }
 
