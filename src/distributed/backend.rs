@@ -12,7 +12,7 @@ use crate::backend::cpu::{
     CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, dot_lanes_of,
     dot_partials_of, finish_lanes, sum_partials, sum_tiles,
 };
-use crate::backend::{Backend, spmv_lanes};
+use crate::backend::{Backend, Operand, OperandOf, TiledDots, cg_step_accepts, spmv_lanes};
 use crate::error::Result;
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
 use crate::precond::ilu0::Ilu0Factors;
@@ -22,7 +22,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A rank's part of a distributed solve.
 pub struct DistributedBackend {
@@ -44,6 +44,8 @@ pub struct DistVector<P: Precision> {
 pub struct DistMatrix {
     cpu: CpuMatrix,
     halo: Halo,
+    /// Rows (from a tile's start) that read no halo entry: computed while the halo travels.
+    interior: Range<usize>,
     /// The extended `x` of each precision, kept between SpMVs: a new one each time cost a
     /// fresh allocation (and its page faults) per product.
     scratch: Mutex<HashMap<TypeId, Box<dyn Any + Send>>>,
@@ -138,7 +140,8 @@ impl DistributedBackend {
                 .iter()
                 .map(|_| (self.partition.owner(lo - 1), vec![0; lanes_words]))
                 .collect();
-            self.clock.time(|| self.comm.exchange(&sends, &mut receives));
+            self.clock
+                .time(|| self.comm.exchange(&sends, &mut receives, &mut || ()));
             if let Some(head) = &head {
                 let mut lanes: Vec<P::Acc> = decode(&receives[0].1);
                 let (xs, ys) = local(head);
@@ -149,7 +152,8 @@ impl DistributedBackend {
                 } else {
                     // The block lies inside one chunk: pass its lanes on.
                     let send = [(self.partition.owner(hi), encode(lanes))];
-                    self.clock.time(|| self.comm.exchange(&send, &mut []));
+                    self.clock
+                        .time(|| self.comm.exchange(&send, &mut [], &mut || ()));
                 }
             }
             let middle = head.map_or(lo, |h| h.end)..tail.map_or(hi, |t| t.start);
@@ -174,6 +178,19 @@ impl DistributedBackend {
         x: &DistVector<P>,
         f: impl FnOnce(&CpuVector<P>) -> T,
     ) -> T {
+        self.with_extended_overlapped(a, x, |_| (), |ext, ()| f(ext))
+    }
+
+    /// [`with_extended`](Self::with_extended) in two parts: `interior(extended x)` while the
+    /// halo is in flight (only this rank's own values are in place: the rows
+    /// [`DistMatrix::interior`] read nothing else), then `rest(extended x, its result)`.
+    fn with_extended_overlapped<P: Precision, I, T>(
+        &self,
+        a: &DistMatrix,
+        x: &DistVector<P>,
+        interior: impl FnOnce(&CpuVector<P>) -> I,
+        rest: impl FnOnce(&CpuVector<P>, I) -> T,
+    ) -> T {
         assert!(x.spread, "spmv of a vector that is not of the matrix's order");
         let h = &a.halo;
         let own = x.local.slice();
@@ -192,19 +209,37 @@ impl DistributedBackend {
         let mut ext = kept
             .and_then(|b| b.downcast::<CpuVector<P>>().ok())
             .map(|b| *b)
-            .unwrap_or_else(|| CpuVector(<P::Vector as HostVector<P>>::filled(h.extended_len(), &P::zero())));
+            .unwrap_or_else(|| {
+                CpuVector(<P::Vector as HostVector<P>>::filled(
+                    h.extended_len(),
+                    &P::zero(),
+                ))
+            });
         {
             let (_, rest) = ext.slice_mut().split_at_mut(h.below);
             let (mut mid, _) = rest.split_at_mut(h.rows.len());
-            if let Some(from) = own.as_slice() {
-                if let Ok(to) = P::Vector::lend(&mut mid).into_slice() {
-                    to.clone_from_slice(from);
-                }
-            } else {
-                (0..own.len()).for_each(|i| mid.set(i, own.get(i).into_owned()));
+            match own.as_slice() {
+                Some(from) => match P::Vector::lend(&mut mid).into_slice() {
+                    Ok(to) => to.clone_from_slice(from),
+                    Err(_) => unreachable!("a vector stored as values has a slice of them"),
+                },
+                None => (0..own.len()).for_each(|i| mid.set(i, own.get(i).into_owned())),
             }
         }
-        self.clock.time(|| self.comm.exchange(&sends, &mut receives));
+        let (mut inside, mut busy) = (None, Duration::ZERO);
+        let started = Instant::now();
+        {
+            let mut interior = Some(interior);
+            let mut during = || {
+                let t = Instant::now();
+                inside = interior.take().map(|f| f(&ext));
+                busy = t.elapsed();
+            };
+            self.comm.exchange(&sends, &mut receives, &mut during);
+        }
+        // Communication is the exchange's time less the interior rows' work done meanwhile.
+        self.clock.add(started.elapsed().saturating_sub(busy));
+        let inside = inside.expect("the exchange runs `during`");
         {
             let mut out = ext.slice_mut();
             for ((_, range), (_, words)) in h.receives.iter().zip(&receives) {
@@ -213,13 +248,14 @@ impl DistributedBackend {
                 }
             }
         }
-        let result = f(&ext);
+        let result = rest(&ext, inside);
         a.scratch
             .lock()
             .unwrap()
             .insert(TypeId::of::<P>(), Box::new(ext));
         result
     }
+
 }
 
 /// The words one value of `P` takes (every value of a precision takes as many: mp values carry
@@ -251,6 +287,7 @@ impl Backend for DistributedBackend {
         let cpu = CpuMatrix::with_lanes(Arc::new(halo.local.clone()), spmv_lanes(a));
         Ok(DistMatrix {
             cpu,
+            interior: halo.interior(),
             halo,
             scratch: Mutex::default(),
         })
@@ -360,6 +397,65 @@ impl Backend for DistributedBackend {
         Ok(self.dot_of(x.local.slice(), DotOperand::Wide(&y.local.0)))
     }
 
+    /// The SpMV with its dots summed while the rows are in cache, as on one process; the tile
+    /// partials of the ranks gathered together (one gather for both dots of `SelfAnd`).
+    fn spmv_dots_tiled<P: Precision>(
+        &self,
+        a: &DistMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, DistVector<P>>,
+        q: &mut DistVector<P>,
+    ) -> Result<(P, P)> {
+        let local_dots = match dots {
+            TiledDots::With(w) => TiledDots::With(&w.local),
+            TiledDots::SelfAnd(w) => TiledDots::SelfAnd(&w.local),
+        };
+        // The interior rows while the halo travels, then the rows before and after them; the
+        // tiles in row order.
+        let (n, inner) = (q.local.len(), a.interior.clone());
+        let q = std::cell::RefCell::new(&mut q.local);
+        let part = |ext: OperandOf<'_, CpuBackend, P>, rows: Range<usize>| {
+            let mut q = q.borrow_mut();
+            self.cpu.spmv_dot_tiles(&a.cpu, ext, local_dots, &mut q, rows)
+        };
+        let whole = |ext: OperandOf<'_, CpuBackend, P>, mid: [Vec<P::Acc>; 2]| {
+            let [head, tail] = [0..inner.start, inner.end..n].map(|rows| part(ext, rows));
+            std::array::from_fn::<_, 2, _>(|k| [&head[k], &mid[k], &tail[k]].map(|v| v.as_slice()).concat())
+        };
+        let tiles = match x {
+            Operand::Own(x) => self.with_extended_overlapped(
+                a,
+                x,
+                |e| part(Operand::Own(e), inner.clone()),
+                |e, mid| whole(Operand::Own(e), mid),
+            ),
+            Operand::Wide(x) => self.with_extended_overlapped(
+                a,
+                x,
+                |e| part(Operand::Wide(e), inner.clone()),
+                |e, mid| whole(Operand::Wide(e), mid),
+            ),
+        };
+        // Both lists in one gather: the first's length leads each rank's words.
+        let [first, second] = tiles;
+        let mut words = vec![first.len() as u64];
+        words.extend(encode(first));
+        words.extend(encode(second));
+        let all = self.clock.time(|| self.comm.all_gather(&words));
+        let (mut firsts, mut seconds) = (Vec::new(), Vec::new());
+        for rank in all {
+            let values: Vec<P::Acc> = decode(&rank[1..]);
+            let (f, s) = values.split_at(rank[0] as usize);
+            firsts.extend_from_slice(f);
+            seconds.extend_from_slice(s);
+        }
+        let first = P::from_acc(sum_tiles(&firsts));
+        Ok(match dots {
+            TiledDots::With(_) => (first, P::zero()),
+            TiledDots::SelfAnd(_) => (first, P::from_acc(sum_tiles(&seconds))),
+        })
+    }
+
     fn dot_tiled<P: Precision>(&self, x: &DistVector<P>, y: &DistVector<P>) -> Result<P> {
         if !x.spread {
             return self.cpu.dot_tiled(&x.local, &y.local);
@@ -427,6 +523,22 @@ impl Backend for DistributedBackend {
 /// `bicgstab_direction` rounds once where its unfused default would round twice); those that
 /// end in a reduction keep their default bodies, the primitives above, to the same bits.
 impl CgKernels for DistributedBackend {
+    /// The default's steps with the SpMV and `<p, q>` fused as on one process.
+    fn cg_step<P: Precision>(
+        &self,
+        a: &DistMatrix,
+        rho: &P,
+        p: &DistVector<P>,
+        q: &mut DistVector<P>,
+        r: &mut DistVector<P>,
+    ) -> Result<(P, P)> {
+        let (pq, _) = self.spmv_dots_tiled(a, Operand::Own(p), TiledDots::With(p), q)?;
+        if !cg_step_accepts(&pq) {
+            return Ok((pq, P::zero()));
+        }
+        let rr = self.axpy_norm(&rho.div(&pq).neg(), q, r)?;
+        Ok((pq, rr))
+    }
     fn cg_direction<P: Precision>(
         &self,
         alpha: &P,

@@ -6,6 +6,7 @@
 //! them in the lanes and tree of the single-process SpMV, to the same bits.
 
 use super::Partition;
+use crate::backend::cpu::TILE_ROWS;
 use crate::sparse::{CsrMatrix, Symmetry};
 use std::ops::Range;
 
@@ -100,6 +101,25 @@ impl Halo {
         }
     }
 
+    /// Rows from the first tile after the last row that reads the halo below, to the tile
+    /// start at or before the first row that reads the halo above (empty where they cross):
+    /// the rows a rank computes before its halo has arrived.
+    pub fn interior(&self) -> Range<usize> {
+        let own = self.below..self.below + self.rows.len();
+        let reads = |i: usize, outside: &dyn Fn(usize) -> bool| {
+            self.local.row(i).0.iter().any(|&j| outside(j as usize))
+        };
+        let n = self.rows.len();
+        let first = (0..n)
+            .rev()
+            .find(|&i| reads(i, &|j| j < own.start))
+            .map_or(0, |i| (i + 1).next_multiple_of(TILE_ROWS));
+        let end = (0..n)
+            .find(|&i| reads(i, &|j| j >= own.end))
+            .map_or(n, |i| i / TILE_ROWS * TILE_ROWS);
+        first.min(n)..end.max(first.min(n))
+    }
+
     /// Entries of the extended `x`.
     pub fn extended_len(&self) -> usize {
         self.below + self.rows.len() + self.above
@@ -127,6 +147,15 @@ mod tests {
             let boundary = |row: usize| [0, DOT_CHUNK, 3 * DOT_CHUNK, 40_000].iter().position(|&s| s == row).unwrap();
             assert_eq!(halo.below, expected(boundary(halo.rows.start)));
             assert_eq!(halo.above, expected(boundary(halo.rows.end)));
+            // The interior reads no halo, starts a tile, and leaves out only the rows near
+            // the block's ends (a stencil of width 200, two tiles at most each side).
+            let inner = halo.interior();
+            let own = halo.below..halo.below + halo.rows.len();
+            assert!(inner.start.is_multiple_of(TILE_ROWS));
+            assert!(inner.len() + 4 * TILE_ROWS >= halo.rows.len(), "rank {r}: {inner:?}");
+            for i in inner {
+                assert!(halo.local.row(i).0.iter().all(|&j| own.contains(&(j as usize))));
+            }
             // Every row keeps its entries and values in order.
             for (i, global) in halo.rows.clone().enumerate() {
                 assert_eq!(halo.local.row(i).1, a.row(global).1);

@@ -41,8 +41,14 @@ pub trait Communicator: Send + Sync {
     /// Every rank's `mine`, in rank order.
     fn all_gather(&self, mine: &[u64]) -> Vec<Vec<u64>>;
     /// Send `sends[k].1` to rank `sends[k].0` and fill `receives[k].1` from rank
-    /// `receives[k].0` (the lengths are known to both sides).
-    fn exchange(&self, sends: &[(usize, Vec<u64>)], receives: &mut [(usize, Vec<u64>)]);
+    /// `receives[k].0` (the lengths are known to both sides), running `during` while the
+    /// messages are in flight.
+    fn exchange(
+        &self,
+        sends: &[(usize, Vec<u64>)],
+        receives: &mut [(usize, Vec<u64>)],
+        during: &mut dyn FnMut(),
+    );
     /// What to call the transport in reports (`mpi`, `threads`).
     fn kind(&self) -> &'static str;
 }
@@ -104,10 +110,14 @@ impl CommClock {
     pub fn time<T>(&self, f: impl FnOnce() -> T) -> T {
         let start = Instant::now();
         let out = f();
-        let spent = start.elapsed().as_nanos() as u64;
-        self.nanos
-            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
+        self.add(start.elapsed());
         out
+    }
+
+    /// Add `spent`.
+    pub fn add(&self, spent: Duration) {
+        self.nanos
+            .fetch_add(spent.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn total(&self) -> Duration {

@@ -64,7 +64,12 @@ impl Communicator for MpiWorld {
             .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
             .collect()
     }
-    fn exchange(&self, sends: &[(usize, Vec<u64>)], receives: &mut [(usize, Vec<u64>)]) {
+    fn exchange(
+        &self,
+        sends: &[(usize, Vec<u64>)],
+        receives: &mut [(usize, Vec<u64>)],
+        during: &mut dyn FnMut(),
+    ) {
         mpi::request::scope(|scope| {
             let mut pending = Vec::new();
             for (from, words) in receives.iter_mut() {
@@ -78,6 +83,7 @@ impl Communicator for MpiWorld {
                     process.immediate_send(scope, &words[..])
                 })
                 .collect();
+            during();
             for request in pending {
                 request.wait();
             }

@@ -10,6 +10,8 @@ use std::sync::{Arc, Condvar, Mutex};
 struct Mailbox {
     messages: Mutex<HashMap<(usize, usize, u64), Vec<u64>>>,
     arrived: Condvar,
+    /// A rank panicked: the others stop waiting for it (and panic too) instead of hanging.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 /// One thread's rank in a group: messages to each rank are numbered in the order they are sent,
@@ -40,8 +42,16 @@ impl ThreadGroup {
                         sent: Mutex::new(vec![0; ranks]),
                         taken: Mutex::new(vec![0; ranks]),
                     });
-                    let body = &body;
-                    scope.spawn(move || body(comm))
+                    let (body, mailbox) = (&body, Arc::clone(&mailbox));
+                    scope.spawn(move || {
+                        let run = std::panic::AssertUnwindSafe(|| body(comm));
+                        std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+                            let _guard = mailbox.messages.lock();
+                            mailbox.abandoned.store(true, std::sync::atomic::Ordering::SeqCst);
+                            mailbox.arrived.notify_all();
+                            std::panic::resume_unwind(panic)
+                        })
+                    })
                 })
                 .collect();
             handles
@@ -74,6 +84,9 @@ impl ThreadGroup {
             if let Some(words) = messages.remove(&key) {
                 return words;
             }
+            if self.mailbox.abandoned.load(std::sync::atomic::Ordering::SeqCst) {
+                panic!("rank {from} panicked; rank {} stops waiting for it", self.rank);
+            }
             messages = self.mailbox.arrived.wait(messages).unwrap();
         }
     }
@@ -97,10 +110,16 @@ impl Communicator for ThreadGroup {
             })
             .collect()
     }
-    fn exchange(&self, sends: &[(usize, Vec<u64>)], receives: &mut [(usize, Vec<u64>)]) {
+    fn exchange(
+        &self,
+        sends: &[(usize, Vec<u64>)],
+        receives: &mut [(usize, Vec<u64>)],
+        during: &mut dyn FnMut(),
+    ) {
         for (to, words) in sends {
             self.send(*to, words.clone());
         }
+        during();
         for (from, words) in receives.iter_mut() {
             let got = self.receive(*from);
             assert_eq!(got.len(), words.len(), "halo from rank {from}: length");

@@ -34,20 +34,52 @@ pub(super) fn spmv_dots<P: Precision>(
     dots: TiledDots<'_, CpuVector<P>>,
     q: &mut CpuVector<P>,
 ) -> (P, P) {
+    assert_eq!(a.csr.nrows(), a.csr.ncols(), "spmv_dots: a square matrix");
+    let tiles = spmv_dot_tiles(a, x, dots, q, 0..a.csr.nrows());
+    let total = |k: usize| P::from_acc(kernels::sum_tiles(&tiles[k]));
+    match dots {
+        TiledDots::With(_) => (total(0), P::zero()),
+        TiledDots::SelfAnd(_) => (total(0), total(1)),
+    }
+}
+
+/// [`spmv_dots`]'s tile partials, in order (the second list empty for [`TiledDots::With`]),
+/// for rows of a matrix whose `x` may be longer than `q` (a rank's rows, `x` with its halo).
+/// Only `rows` (a range starting a tile) are computed, and only their tiles returned: a rank
+/// computes its interior rows while its halo is in flight, then the others.
+pub(super) fn spmv_dot_tiles<P: Precision>(
+    a: &CpuMatrix,
+    x: Operand<'_, CpuVector<P>, CpuVector<f64>>,
+    dots: TiledDots<'_, CpuVector<P>>,
+    q: &mut CpuVector<P>,
+    rows: std::ops::Range<usize>,
+) -> [Vec<P::Acc>; 2] {
     let csr = &*a.csr;
     let w = dots.other();
     assert!(
         operand_len(&x) == csr.ncols() && q.len() == csr.nrows() && w.len() == q.len(),
         "spmv_dots: lengths"
     );
-    assert_eq!(csr.nrows(), csr.ncols(), "spmv_dots: a square matrix");
+    if rows.is_empty() {
+        return Default::default();
+    }
+    assert!(
+        rows.start.is_multiple_of(kernels::TILE_ROWS) && rows.end <= csr.nrows(),
+        "spmv_dots: rows"
+    );
     let sell = a.sell_for::<P>();
     let ws = w.slice();
     // Tasks of whole tiles, balanced by nonzeros: the tile partials are the same whoever
     // computes them, and they are collected in order.
-    let work = super::spmv_work::<P>(csr);
-    let ranges = tasks::row_ranges(csr, tasks::task_count(work), kernels::TILE_ROWS);
-    let pieces = tasks::split_mut(q.slice_mut(), &ranges);
+    let share = (csr.row_ptr()[rows.end] - csr.row_ptr()[rows.start]) + rows.len();
+    let work = share.saturating_mul(tasks::cost::<P>());
+    let ranges: Vec<_> = tasks::row_ranges(csr, tasks::task_count(work), kernels::TILE_ROWS)
+        .into_iter()
+        .map(|r| r.start.max(rows.start)..r.end.min(rows.end))
+        .filter(|r| !r.is_empty())
+        .collect();
+    let (_, from_rows) = q.slice_mut().split_at_mut(rows.start);
+    let pieces = tasks::split_mut(from_rows, &ranges);
     let jobs: Vec<_> = pieces.into_iter().zip(&ranges).collect();
     let tiles: Vec<[Vec<P::Acc>; 2]> = tasks::map(jobs, work, |_, (mut out, range)| {
         let (first, len) = (range.start, out.len());
@@ -72,14 +104,8 @@ pub(super) fn spmv_dots<P: Precision>(
         }
         sums
     });
-    let total = |k: usize| {
-        let all: Vec<P::Acc> = tiles.iter().flat_map(|t| t[k].iter().cloned()).collect();
-        P::from_acc(kernels::sum_tiles(&all))
-    };
-    match dots {
-        TiledDots::With(_) => (total(0), P::zero()),
-        TiledDots::SelfAnd(_) => (total(0), total(1)),
-    }
+    let all = |k: usize| tiles.iter().flat_map(|t| t[k].iter().cloned()).collect();
+    [all(0), all(1)]
 }
 
 /// The tile partials of `<x, y>` in the order of CG's `<p, q>` beside its SpMV

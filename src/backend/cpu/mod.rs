@@ -121,6 +121,21 @@ impl CpuBackend {
         dot_partials_of::<P>(x.slice(), DotOperand::Wide(&y.0))
     }
 
+    /// `q <- A x` with the tile partials of the dots `dots` asks for (see
+    /// [`Backend::spmv_dots_tiled`]), before [`sum_tiles`](kernels::sum_tiles); `x` may be
+    /// longer than `q` (a rank's rows of `A` with its halo).
+    /// Only `rows` (starting a tile) are computed.
+    pub fn spmv_dot_tiles<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CpuVector<P>>,
+        q: &mut CpuVector<P>,
+        rows: std::ops::Range<usize>,
+    ) -> [Vec<P::Acc>; 2] {
+        fused::spmv_dot_tiles(a, x, dots, q, rows)
+    }
+
     /// `dot_tiled`'s tile partials, in order, before [`sum_tiles`](kernels::sum_tiles).
     pub fn dot_tiles<P: Precision>(&self, x: &CpuVector<P>, y: &CpuVector<P>) -> Vec<P::Acc> {
         fused::dot_tiles(x, y)
