@@ -126,12 +126,7 @@ fn dots_match<P: Precision>() {
     for k in [45, 170, 200] {
         let a = precsolve::poisson2d(k);
         let n = a.nrows();
-        let x: Vec<f64> = (0..n)
-            .map(|i| ((i * 7919) % 1000) as f64 / 997.0 - 0.5)
-            .collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| ((i * 104729) % 1000) as f64 / 991.0 - 0.4)
-            .collect();
+        let (x, y) = common::dot_operands(n);
         let cpu = CpuBackend::new();
         let (xv, yv) = (
             cpu.vector_from_f64::<P>(&x).unwrap(),

@@ -25,12 +25,7 @@ fn dot_products_do_not_depend_on_thread_count() {
     let backend = CpuBackend::new();
     // Awkward length: several dot chunks plus a ragged tail.
     let n = 3 * precsolve::backend::cpu::DOT_CHUNK + 1234;
-    let x: Vec<f64> = (0..n)
-        .map(|i| ((i * 7919) % 1000) as f64 / 997.0 - 0.5)
-        .collect();
-    let y: Vec<f64> = (0..n)
-        .map(|i| ((i * 104729) % 1000) as f64 / 991.0 - 0.4)
-        .collect();
+    let (x, y) = common::dot_operands(n);
     let dots = |t| {
         in_pool(t, || {
             let (xd, yd) = (
