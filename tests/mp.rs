@@ -695,3 +695,34 @@ mod same_bits_as_mpfr {
         }
     }
 }
+
+/// `mp-mpfr` over ranks (issue #31): MPFR values travel in a fixed number of words, so a
+/// distributed solve keeps the single process's bits (ranks as threads).
+#[cfg(feature = "mpfr")]
+#[test]
+fn mpfr_solves_over_ranks_give_the_single_process_bits() {
+    use precsolve::distributed::{CommScope, ThreadGroup};
+    use precsolve::{BackendChoice, Solver};
+    let a = precsolve::poisson2d(60); // 3,600 rows: blocks of 256-row multiples
+    let b = vec![1.0; a.nrows()];
+    let precision: WorkingPrecision = "mp-mpfr:160".parse().unwrap();
+    let solve = || {
+        let s = Solver::cg()
+            .backend(BackendChoice::Cpu)
+            .tol(1e-40)
+            .max_iter(40)
+            .solve_in(precision, &a, &b)
+            .unwrap();
+        format!("{} {:?} {:?}", s.info.iterations, s.info.true_residual, s.x)
+    };
+    let alone = solve();
+    for got in ThreadGroup::run(3, |comm| {
+        let _scope = CommScope::enter(comm);
+        solve()
+    }) {
+        assert!(
+            got == alone,
+            "mp-mpfr:160 over 3 ranks differs from one process"
+        );
+    }
+}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # benches/results/mpi-cpu.md: one process with 2 threads against `mpirun -np 2` (one thread a
 # rank) on the same machine, CG on poisson3d:100 (10^6 rows), f64 and dd, 100 iterations,
-# runs alternated, median of 5 per-iteration times. Needs the `mpi` build:
-#   cargo build --release --features mpi && bash benches/cpu/mpi.sh
+# runs alternated, median of 5 per-iteration times; then the fixed reduction order against a
+# plain MPI_Allreduce (examples/allreduce_cost.rs). Needs the `mpi` build:
+#   cargo build --release --features mpi --bin solver --example allreduce_cost
+#   bash benches/cpu/mpi.sh
 # No pipefail: the solver exits 3 here (not converged at tol 1e-300), by design.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -34,3 +36,5 @@ for name, k in (("f64", 0), ("dd", 2)):
     a, b, c = med(one, k), med(two, k), med(two, k + 1)
     print(f"| {name} | {a*1e3:.2f} | {b*1e3:.2f} | {c*1e3:.3f} | {b/a:.2f} |")
 PY
+echo
+mpirun --oversubscribe -np 2 target/release/examples/allreduce_cost

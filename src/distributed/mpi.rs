@@ -21,6 +21,11 @@ unsafe impl Send for MpiWorld {}
 unsafe impl Sync for MpiWorld {}
 
 impl MpiWorld {
+    /// `MPI_COMM_WORLD` itself, for what the [`Communicator`] trait does not offer.
+    pub fn raw(&self) -> &SimpleCommunicator {
+        &self.world
+    }
+
     /// Initialise MPI; `None` where it was initialised already.
     pub fn initialize() -> Option<MpiWorld> {
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)?;

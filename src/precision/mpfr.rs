@@ -71,7 +71,9 @@ impl Precision for Mpfr {
     }
     /// `[precision, kind, exponent, digit count, digits...]`: a finite non-zero value is its
     /// integer significand (the digits, least significant first, of its magnitude) times 2 to
-    /// the exponent; kinds are +0, -0, NaN, +inf, -inf, finite positive, finite negative.
+    /// the exponent; kinds are +0, -0, NaN, +inf, -inf, finite positive, finite negative. The
+    /// digits are always `ceil(precision / 64)` words, so every value of a precision takes as
+    /// many (a rank sizes its receive buffers by one value's).
     fn write_words(&self, out: &mut Vec<u64>) {
         let f = &self.0;
         let kind: u64 = match f.classify() {
@@ -80,15 +82,16 @@ impl Precision for Mpfr {
             std::num::FpCategory::Infinite => 3 + u64::from(f.is_sign_negative()),
             _ => 5 + u64::from(f.is_sign_negative()),
         };
-        out.extend([u64::from(f.prec()), kind]);
-        let Some((int, exp)) = f.to_integer_exp() else {
-            out.extend([0, 0]);
-            return;
+        let mut digits = vec![0u64; f.prec().div_ceil(64) as usize];
+        let exp = match f.to_integer_exp() {
+            Some((int, exp)) => {
+                int.as_abs()
+                    .write_digits(&mut digits, rug::integer::Order::Lsf);
+                exp
+            }
+            None => 0,
         };
-        let magnitude = int.as_abs();
-        let mut digits = vec![0u64; magnitude.significant_digits::<u64>()];
-        magnitude.write_digits(&mut digits, rug::integer::Order::Lsf);
-        out.extend([exp as i64 as u64, digits.len() as u64]);
+        out.extend([u64::from(f.prec()), kind, exp as i64 as u64, digits.len() as u64]);
         out.extend(digits);
     }
     fn read_words(words: &mut &[u64]) -> Self {
@@ -196,5 +199,37 @@ impl Precision for Mpfr {
     #[inline]
     fn is_finite(&self) -> bool {
         self.0.is_finite()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_every_kind_in_a_fixed_length() {
+        let prec = 300;
+        let values = [
+            Float::with_val(prec, 0.0),
+            Float::with_val(prec, -0.0),
+            Float::with_val(prec, f64::INFINITY),
+            Float::with_val(prec, f64::NEG_INFINITY),
+            Float::with_val(prec, 1) / 3u32,
+            -Float::with_val(prec, Float::with_val(prec, 2).sqrt() << 1000i32),
+            Float::with_val(prec, Float::with_val(prec, 1) >> 100_000i32),
+        ];
+        let mut lengths = Vec::new();
+        for v in values {
+            let mut words = Vec::new();
+            Mpfr(v.clone()).write_words(&mut words);
+            lengths.push(words.len());
+            let mut rest = &words[..];
+            let back = Mpfr::read_words(&mut rest);
+            assert!(rest.is_empty());
+            assert_eq!(back.0.prec(), prec);
+            assert_eq!(back.0.is_sign_negative(), v.is_sign_negative());
+            assert!(back.0 == v || (back.0.is_zero() && v.is_zero()), "{v}");
+        }
+        assert!(lengths.windows(2).all(|w| w[0] == w[1]), "{lengths:?}");
     }
 }
