@@ -9,8 +9,8 @@
 use super::halo::Halo;
 use super::{CommClock, Communicator, Partition, decode, encode};
 use crate::backend::cpu::{
-    CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, dot_lanes_of,
-    dot_partials_of, finish_lanes, sum_partials, sum_tiles,
+    CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, copy_chunk,
+    dot_lanes_of, dot_partials_of, finish_lanes, sum_partials, sum_tiles,
 };
 use crate::backend::{Backend, Operand, OperandOf, TiledDots, cg_step_accepts, spmv_lanes};
 use crate::error::Result;
@@ -56,6 +56,8 @@ pub struct DistMatrix {
 /// rank count (the cost: the solves are not split, see the README's "Distributed solves").
 pub struct DistIlu {
     cpu: CpuIlu,
+    /// The whole `z` of an application, kept between them.
+    w: CpuVector<f64>,
 }
 
 impl DistributedBackend {
@@ -91,13 +93,12 @@ impl DistributedBackend {
         self.partition.rows(self.comm.rank())
     }
 
-    /// `values` as a vector: this rank's rows where it is of the matrix's order.
-    fn place<P: Precision>(&self, values: &[P]) -> DistVector<P> {
-        let spread = values.len() == self.n();
-        let mine = if spread { &values[self.rows()] } else { values };
-        DistVector {
-            local: CpuVector::from(mine.to_vec()),
-            spread,
+    /// What this rank holds of `values`: its rows where they are of the matrix's order (then
+    /// `true`: spread), else all of them.
+    fn mine<'v, T>(&self, values: &'v [T]) -> (&'v [T], bool) {
+        match values.len() == self.n() {
+            true => (&values[self.rows()], true),
+            false => (values, false),
         }
     }
 
@@ -215,17 +216,8 @@ impl DistributedBackend {
                     &P::zero(),
                 ))
             });
-        {
-            let (_, rest) = ext.slice_mut().split_at_mut(h.below);
-            let (mut mid, _) = rest.split_at_mut(h.rows.len());
-            match own.as_slice() {
-                Some(from) => match P::Vector::lend(&mut mid).into_slice() {
-                    Ok(to) => to.clone_from_slice(from),
-                    Err(_) => unreachable!("a vector stored as values has a slice of them"),
-                },
-                None => (0..own.len()).for_each(|i| mid.set(i, own.get(i).into_owned())),
-            }
-        }
+        let (_, from_own) = ext.slice_mut().split_at_mut(h.below);
+        copy_chunk::<P>(own, from_own.split_at_mut(h.rows.len()).0);
         let (mut inside, mut busy) = (None, Duration::ZERO);
         let started = Instant::now();
         {
@@ -255,11 +247,11 @@ impl DistributedBackend {
             .insert(TypeId::of::<P>(), Box::new(ext));
         result
     }
-
 }
 
-/// The words one value of `P` takes (every value of a precision takes as many: mp values carry
-/// their fixed limb count, MPFR ones their digits, so those are measured per value).
+/// The words one value of `P` takes: every value of a precision takes as many (mp values their
+/// limb count, MPFR ones the digits of their precision), which only a value can tell for the
+/// precisions chosen at run time.
 trait WordsLen {
     fn write_words_len(&self) -> usize;
 }
@@ -296,6 +288,7 @@ impl Backend for DistributedBackend {
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<DistIlu> {
         Ok(DistIlu {
             cpu: self.cpu.ilu(factors)?,
+            w: self.cpu.zeros(self.n())?,
         })
     }
 
@@ -307,10 +300,9 @@ impl Backend for DistributedBackend {
     ) -> Result<()> {
         let mine: Vec<f64> = r.local.to_values().iter().map(P::to_f64).collect();
         let r64 = CpuVector::from(decode::<f64>(&self.gather(encode(mine))));
-        let mut w = self.cpu.zeros::<f64>(self.n())?;
-        ilu.cpu.apply::<f64, f64>(r64.slice(), w.slice_mut());
+        ilu.cpu.apply::<f64, f64>(r64.slice(), ilu.w.slice_mut());
         let mut out = z.local.slice_mut();
-        for (k, &wi) in w.0[self.rows()].iter().enumerate() {
+        for (k, &wi) in ilu.w.0[self.rows()].iter().enumerate() {
             out.set(k, Z::from_f64(wi));
         }
         Ok(())
@@ -326,8 +318,7 @@ impl Backend for DistributedBackend {
     }
 
     fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<DistVector<P>> {
-        let spread = values.len() == self.n();
-        let mine = if spread { &values[self.rows()] } else { values };
+        let (mine, spread) = self.mine(values);
         Ok(DistVector {
             local: self.cpu.vector_from_f64(mine)?,
             spread,
@@ -335,7 +326,11 @@ impl Backend for DistributedBackend {
     }
 
     fn upload<P: Precision>(&self, values: &[P]) -> Result<DistVector<P>> {
-        Ok(self.place(values))
+        let (mine, spread) = self.mine(values);
+        Ok(DistVector {
+            local: self.cpu.upload(mine)?,
+            spread,
+        })
     }
 
     fn to_host<P: Precision>(&self, x: &DistVector<P>) -> Result<Vec<P>> {

@@ -9,7 +9,7 @@
 
 use super::simd_dd;
 use crate::precision::{
-    Dd, HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf, fma_available,
+    Dd, HostSlice, HostSliceMut, HostVector, Precision, SliceMutOf, SliceOf, fma_available,
 };
 use crate::sparse::{ColumnIndex, CsrMatrix, CsrView};
 use std::borrow::Cow;
@@ -715,9 +715,16 @@ pub fn bicgstab_direction_chunk<P: Precision>(
     bicgstab_direction_chunk_scalar::<P>(r, beta, omega, v, p);
 }
 
-/// `y <- x` (the values as stored: no rounding).
+/// `y <- x` (the values as stored: no rounding); one slice copy where both are stored as
+/// values.
 pub fn copy_chunk<P: Precision>(x: SliceOf<'_, P>, mut y: SliceMutOf<'_, P>) {
     assert_eq!(x.len(), y.len(), "copy: lengths");
+    if let Some(xs) = x.as_slice()
+        && let Ok(ys) = <P::Vector as HostVector<P>>::lend(&mut y).into_slice()
+    {
+        ys.clone_from_slice(xs);
+        return;
+    }
     for i in 0..x.len() {
         y.set(i, x.get(i).into_owned());
     }

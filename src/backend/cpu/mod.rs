@@ -19,8 +19,8 @@ use rayon::prelude::*;
 use std::sync::{Arc, OnceLock};
 
 pub use kernels::{
-    DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, TILE_ROWS, finish_lanes, sum_partials, sum_tiles,
-    view_rows,
+    DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, TILE_ROWS, copy_chunk, finish_lanes, sum_partials,
+    sum_tiles, view_rows,
 };
 pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
@@ -358,6 +358,17 @@ impl<P: Precision> Clone for DotOperand<'_, P> {
 impl<P: Precision> Copy for DotOperand<'_, P> {}
 
 impl<'a, P: Precision> DotOperand<'a, P> {
+    pub fn len(self) -> usize {
+        match self {
+            DotOperand::Own(y) => y.len(),
+            DotOperand::Wide(y) => y.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
     /// Elements `range` of the operand.
     pub fn range(self, range: std::ops::Range<usize>) -> Self {
         match self {
@@ -371,6 +382,7 @@ impl<'a, P: Precision> DotOperand<'a, P> {
 
 /// The chunk partials of `<x, y>` over slices that start a chunk, in order, on the pool.
 pub fn dot_partials_of<P: Precision>(x: SliceOf<'_, P>, y: DotOperand<'_, P>) -> Vec<P::Acc> {
+    assert_eq!(x.len(), y.len(), "dot: lengths");
     let starts: Vec<usize> = (0..x.len()).step_by(DOT_CHUNK).collect();
     tasks::map(starts, work::<P>(x.len()), |_, start| {
         let range = start..(start + DOT_CHUNK).min(x.len());
