@@ -174,6 +174,10 @@ struct SolveArgs {
     /// precision: each value with the digits that read back exactly.
     #[arg(long, value_name = "FILE")]
     write_x: Option<PathBuf>,
+    /// Spread each CUDA solve over this many GPUs of this host (`all`: every one), their rows
+    /// in blocks, NCCL between them; the same bits as one GPU.
+    #[arg(long, value_name = "N|all")]
+    devices: Option<Devices>,
     /// Write per-iteration residuals of every run as CSV (BiCGStab's half steps marked in the
     /// `step` column).
     #[arg(long, value_name = "FILE.csv")]
@@ -539,6 +543,54 @@ fn mpi_world() -> anyhow::Result<Option<Arc<dyn precsolve::distributed::Communic
     }
 }
 
+/// `--devices`: a count of GPUs, or all of them.
+#[derive(Clone, Copy, Debug)]
+enum Devices {
+    Count(usize),
+    All,
+}
+
+impl std::str::FromStr for Devices {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all" => Ok(Devices::All),
+            _ => match s.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Devices::Count(n)),
+                _ => Err(format!("`{s}` is not a GPU count (1, 2, ...) or `all`")),
+            },
+        }
+    }
+}
+
+/// The GPUs `--devices` asks for, opened together; `None` for one.
+#[cfg(feature = "cuda")]
+fn device_group(
+    devices: Option<Devices>,
+    backend: BackendChoice,
+) -> anyhow::Result<Option<precsolve::distributed::devices::DeviceScope>> {
+    use precsolve::distributed::devices::{DeviceGroup, DeviceScope};
+    let count = match devices {
+        None | Some(Devices::Count(1)) => return Ok(None),
+        Some(Devices::Count(n)) => Some(n),
+        Some(Devices::All) => None,
+    };
+    if backend != BackendChoice::Cuda {
+        anyhow::bail!("--devices spreads CUDA solves over GPUs: give it with --backend cuda");
+    }
+    let group = DeviceGroup::open(count).context("opening the GPUs of --devices")?;
+    log::info!("solving over {}", group.describe());
+    Ok((group.len() > 1).then(|| DeviceScope::enter(Arc::new(group))))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn device_group(devices: Option<Devices>, _: BackendChoice) -> anyhow::Result<Option<()>> {
+    match devices {
+        None | Some(Devices::Count(1)) => Ok(None),
+        Some(_) => anyhow::bail!("--devices needs the CUDA backend, and this build has none"),
+    }
+}
+
 fn run_solve(
     mut raw: RawConfig,
     args: SolveArgs,
@@ -566,7 +618,13 @@ fn run_solve(
             config.threads = (cores / world.size()).max(1);
         }
         config.quiet |= !root;
+        if args.devices.is_some() {
+            anyhow::bail!(
+                "--devices spreads a solve over the GPUs of one process, not of MPI ranks"
+            );
+        }
     }
+    let _devices = device_group(args.devices, config.backend)?;
     config.params.record_history = args.history.is_some();
     // Output paths are checked before any work: a bad one fails now, not after the solves.
     let history_out = args

@@ -75,6 +75,8 @@ pub struct RunReport {
     pub phases: Vec<Phase>,
     /// The processes (MPI ranks) the rows were spread over.
     pub ranks: usize,
+    /// The GPUs of one process the rows were spread over (`--devices`).
+    pub devices: usize,
     /// Of `total_time`: moving words between ranks (0 in one process).
     pub communication_time: f64,
 }
@@ -102,6 +104,7 @@ impl From<&SolveInfo> for RunReport {
             restarts: info.restarts,
             phases: info.phases.clone(),
             ranks: info.ranks,
+            devices: info.devices,
             communication_time: info.times.communication,
         }
     }
@@ -256,8 +259,9 @@ impl SolveReport {
             &|r| r.time_to_target.map_or("not reached".into(), sci),
             blanks(),
         );
-        if self.runs.iter().any(|r| r.ranks > 1) {
+        if self.runs.iter().any(|r| r.ranks > 1 || r.devices > 1) {
             row("ranks", &|r| r.ranks.to_string(), blanks());
+            row("devices", &|r| r.devices.to_string(), blanks());
             row(
                 "communication [s]",
                 &|r| sci(r.communication_time),

@@ -79,14 +79,20 @@ fn same_bits_at_every_count(a: &CsrMatrix, method: &str, ilu: bool, precision: &
     let alone = solve(a, method, ilu, precision, iters);
     assert!(alone.info.iterations > 0);
     assert_eq!(alone.info.ranks, 1);
-    for ranks in [2, 3] {
+    // Ranks on the CPU's DistributedBackend, and on BlockBackend (the layout of the GPUs'
+    // `--devices` solves) over the CPU's kernels.
+    for (ranks, blocks) in [(2, false), (3, false), (2, true), (3, true)] {
         let spread = ThreadGroup::run(ranks, |comm| {
-            let _scope = CommScope::enter(comm);
+            let _scope = match blocks {
+                true => CommScope::enter_blocks(comm),
+                false => CommScope::enter(comm),
+            };
             solve(a, method, ilu, precision, iters)
         });
         let (want, want_x) = fingerprint(&alone);
         for (rank, s) in spread.iter().enumerate() {
-            let what = format!("{method} {precision} ilu0={ilu}: rank {rank} of {ranks}");
+            let what =
+                format!("{method} {precision} ilu0={ilu} blocks={blocks}: rank {rank} of {ranks}");
             assert_eq!(s.info.ranks, ranks, "{what}");
             let (got, got_x) = fingerprint(s);
             assert_eq!(got, want, "{what}");

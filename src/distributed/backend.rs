@@ -7,7 +7,7 @@
 //! decisions, so the solvers run unchanged on this backend.
 
 use super::halo::Halo;
-use super::{CommClock, Communicator, Partition, decode, encode};
+use super::{CommClock, Communicator, Partition, decode, encode, words_per_value};
 use crate::backend::cpu::{
     CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, copy_chunk,
     dot_lanes_of, dot_partials_of, finish_lanes, sum_partials, sum_tiles,
@@ -136,7 +136,7 @@ impl DistributedBackend {
                 dot_lanes_of::<P>(xs, ys, &mut lanes);
                 sends.push((self.partition.owner(hi), encode(lanes)));
             }
-            let lanes_words = DOT_THREADS * P::Acc::zero().write_words_len();
+            let lanes_words = DOT_THREADS * words_per_value::<P::Acc>();
             let mut receives: Vec<(usize, Vec<u64>)> = head
                 .iter()
                 .map(|_| (self.partition.owner(lo - 1), vec![0; lanes_words]))
@@ -200,7 +200,7 @@ impl DistributedBackend {
             .iter()
             .map(|(to, rows)| (*to, encode(rows.iter().map(|&i| own.get(i).into_owned()))))
             .collect();
-        let words = P::zero().write_words_len();
+        let words = words_per_value::<P>();
         let mut receives: Vec<(usize, Vec<u64>)> = h
             .receives
             .iter()
@@ -246,21 +246,6 @@ impl DistributedBackend {
             .unwrap()
             .insert(TypeId::of::<P>(), Box::new(ext));
         result
-    }
-}
-
-/// The words one value of `P` takes: every value of a precision takes as many (mp values their
-/// limb count, MPFR ones the digits of their precision), which only a value can tell for the
-/// precisions chosen at run time.
-trait WordsLen {
-    fn write_words_len(&self) -> usize;
-}
-
-impl<P: Precision> WordsLen for P {
-    fn write_words_len(&self) -> usize {
-        let mut out = Vec::new();
-        self.write_words(&mut out);
-        out.len()
     }
 }
 

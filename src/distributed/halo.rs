@@ -31,17 +31,35 @@ impl Halo {
     /// The halo of `rank` under `partition` of `a` (every rank holds `a` whole and finds its
     /// sends by scanning the others' rows: no messages to set up).
     pub fn new(a: &CsrMatrix, partition: &Partition, rank: usize) -> Halo {
+        Self::build(a, partition, rank, false)
+    }
+
+    /// [`new`](Self::new) with each rank's part of the halo widened to the whole span of rows
+    /// between the first and the last it needs: every message is then one contiguous run of
+    /// the sender's rows, which a GPU sends from where it lies (no packing kernel). For banded
+    /// matrices the span is the set; elsewhere it costs the rows between.
+    pub fn spans(a: &CsrMatrix, partition: &Partition, rank: usize) -> Halo {
+        Self::build(a, partition, rank, true)
+    }
+
+    fn build(a: &CsrMatrix, partition: &Partition, rank: usize, spans: bool) -> Halo {
         let rows = partition.rows(rank);
         let (lo, hi) = (rows.start, rows.end);
-        let outside = |range: Range<usize>| {
+        // The columns of rows `range` that `keep` keeps, sorted once: filtered first, so a
+        // block's scan costs its nonzeros, not a sort of them.
+        let outside = |range: Range<usize>, keep: &dyn Fn(usize) -> bool| {
             let mut cols: Vec<usize> = range
                 .flat_map(|i| a.row(i).0.iter().map(|&j| j as usize))
+                .filter(|&j| keep(j))
                 .collect();
             cols.sort_unstable();
             cols.dedup();
+            if spans {
+                cols = widen_to_spans(&cols, partition);
+            }
             cols
         };
-        let needed = outside(rows.clone());
+        let needed = outside(rows.clone(), &|j| !rows.contains(&j));
         let below: Vec<usize> = needed.iter().copied().filter(|&j| j < lo).collect();
         let above: Vec<usize> = needed.iter().copied().filter(|&j| j >= hi).collect();
         let own = hi - lo;
@@ -62,9 +80,8 @@ impl Halo {
         let sends = (0..partition.ranks())
             .filter(|&m| m != rank)
             .filter_map(|m| {
-                let mine: Vec<usize> = outside(partition.rows(m))
+                let mine: Vec<usize> = outside(partition.rows(m), &|j| rows.contains(&j))
                     .into_iter()
-                    .filter(|j| rows.contains(j))
                     .map(|j| j - lo)
                     .collect();
                 (!mine.is_empty()).then_some((m, mine))
@@ -124,6 +141,20 @@ impl Halo {
     pub fn extended_len(&self) -> usize {
         self.below + self.rows.len() + self.above
     }
+}
+
+/// `cols` (sorted) with the rows between each rank's first and last of them added.
+fn widen_to_spans(cols: &[usize], partition: &Partition) -> Vec<usize> {
+    let mut out = Vec::with_capacity(cols.len());
+    let mut k = 0;
+    while k < cols.len() {
+        let owner = partition.owner(cols[k]);
+        let end = partition.rows(owner).end;
+        let last = cols[k..].partition_point(|&j| j < end) + k - 1;
+        out.extend(cols[k]..=cols[last]);
+        k = last + 1;
+    }
+    out
 }
 
 #[cfg(test)]

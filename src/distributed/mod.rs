@@ -10,12 +10,17 @@
 //!   whose columns address `[halo below | own rows | halo above]` in the global order.
 //! - [`DistributedBackend`]: the CPU backend's kernels on each rank's rows, with the halo
 //!   exchange before each SpMV and the gathers of reduction partials.
+//! - [`BlockBackend`]: any backend's kernels on blocks of whole chunks, over extended vectors
+//!   (the GPUs of `--devices`, NCCL moving the words; [`BlockKernels`] is what a backend adds).
 //! - [`Communicator`]: what moves the words: MPI ([`mpi`], cargo feature `mpi`) or a group of
 //!   threads in one process ([`ThreadGroup`], for tests and for machines without MPI).
 //!
 //! Values travel as the words of their layout ([`Precision::write_words`]).
 
 mod backend;
+mod blocks;
+#[cfg(feature = "cuda")]
+pub mod devices;
 pub mod halo;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -23,6 +28,9 @@ mod partition;
 mod threads;
 
 pub use backend::{DistIlu, DistMatrix, DistVector, DistributedBackend};
+pub use blocks::{
+    BlockBackend, BlockIlu, BlockKernels, BlockMatrix, BlockVector, Reduction, TwoPartials,
+};
 pub use partition::Partition;
 pub use threads::ThreadGroup;
 
@@ -55,30 +63,53 @@ pub trait Communicator: Send + Sync {
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<dyn Communicator>>> = const { RefCell::new(None) };
+    static IN_BLOCKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Solves started on this thread while the guard lives run distributed over `comm` (where it
 /// has more than one rank).
 pub struct CommScope {
     previous: Option<Arc<dyn Communicator>>,
+    previous_blocks: bool,
 }
 
 impl CommScope {
+    /// On the CPU's [`DistributedBackend`].
     pub fn enter(comm: Arc<dyn Communicator>) -> CommScope {
+        Self::enter_as(comm, false)
+    }
+
+    /// On [`BlockBackend`] over the CPU backend: the layout of the GPUs' `--devices` solves,
+    /// which the tests check with the CPU's kernels.
+    pub fn enter_blocks(comm: Arc<dyn Communicator>) -> CommScope {
+        Self::enter_as(comm, true)
+    }
+
+    fn enter_as(comm: Arc<dyn Communicator>, blocks: bool) -> CommScope {
         let previous = CURRENT.with(|c| c.borrow_mut().replace(comm));
-        CommScope { previous }
+        let previous_blocks = IN_BLOCKS.with(|b| b.replace(blocks));
+        CommScope {
+            previous,
+            previous_blocks,
+        }
     }
 }
 
 impl Drop for CommScope {
     fn drop(&mut self) {
         CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
+        IN_BLOCKS.with(|b| b.set(self.previous_blocks));
     }
 }
 
 /// The communicator of this thread's solves, where it has more than one rank.
 pub fn current() -> Option<Arc<dyn Communicator>> {
     CURRENT.with(|c| c.borrow().clone()).filter(|c| c.size() > 1)
+}
+
+/// Whether this thread's distributed CPU solves run on [`BlockBackend`].
+pub fn in_blocks() -> bool {
+    IN_BLOCKS.with(|b| b.get())
 }
 
 /// `values` as words.
@@ -97,6 +128,15 @@ pub fn decode<P: Precision>(mut words: &[u64]) -> Vec<P> {
         out.push(P::read_words(&mut words));
     }
     out
+}
+
+/// The words one value of `P` takes: every value of a precision takes as many (mp values their
+/// limb count, MPFR ones the digits of their precision), which only a value can tell for the
+/// precisions chosen at run time.
+pub fn words_per_value<P: Precision>() -> usize {
+    let mut out = Vec::new();
+    P::zero().write_words(&mut out);
+    out.len()
 }
 
 /// Time spent moving words, summed over a solve (the report's communication time).

@@ -15,14 +15,22 @@ pub struct Partition {
 }
 
 impl Partition {
-    /// `ranks` blocks of `a`'s rows, each boundary the chunk boundary whose nonzeros before it
+    /// `ranks` blocks of `a`'s rows, each boundary the tile boundary whose nonzeros before it
     /// are nearest `k / ranks` of the total.
     pub fn balanced(a: &CsrMatrix, ranks: usize) -> Partition {
+        Self::balanced_at(a, ranks, TILE_ROWS)
+    }
+
+    /// [`balanced`](Self::balanced) with every start a multiple of `align` rows (a multiple of
+    /// [`TILE_ROWS`]): `DOT_CHUNK` for the blocks of [`BlockBackend`](super::BlockBackend),
+    /// whose ranks then hold whole chunks of `dot`.
+    pub fn balanced_at(a: &CsrMatrix, ranks: usize, align: usize) -> Partition {
         assert!(ranks > 0, "a partition needs a rank");
+        assert!(align.is_multiple_of(TILE_ROWS), "blocks start at tiles");
         let n = a.nrows();
         let row_ptr = a.row_ptr();
-        let boundaries: Vec<usize> = (0..n.div_ceil(TILE_ROWS))
-            .map(|c| c * TILE_ROWS)
+        let boundaries: Vec<usize> = (0..n.div_ceil(align))
+            .map(|c| c * align)
             .chain([n])
             .collect();
         let nnz = a.nnz() as f64;

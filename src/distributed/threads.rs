@@ -31,33 +31,58 @@ impl ThreadGroup {
         ranks: usize,
         body: impl Fn(Arc<dyn Communicator>) -> T + Sync,
     ) -> Vec<T> {
-        let mailbox = Arc::new(Mailbox::default());
+        let mut out = vec![];
         std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..ranks)
+            let first = scope.spawn(|| Self::run_here(ranks, &body, &body));
+            out = first.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        });
+        out
+    }
+
+    /// [`run`](Self::run) with rank 0's `first` on this thread (which may hold what cannot
+    /// cross threads: a solve's monitor) and the other ranks' `rest` on threads of their own.
+    pub fn run_here<T: Send>(
+        ranks: usize,
+        first: impl FnOnce(Arc<dyn Communicator>) -> T,
+        rest: impl Fn(Arc<dyn Communicator>) -> T + Sync,
+    ) -> Vec<T> {
+        let mailbox = Arc::new(Mailbox::default());
+        let member = |rank| -> Arc<dyn Communicator> {
+            Arc::new(ThreadGroup {
+                rank,
+                size: ranks,
+                mailbox: Arc::clone(&mailbox),
+                sent: Mutex::new(vec![0; ranks]),
+                taken: Mutex::new(vec![0; ranks]),
+            })
+        };
+        // A rank that panics tells the others, which stop waiting for it (and panic too).
+        let guarded = |body: &mut dyn FnMut() -> T| {
+            let run = std::panic::AssertUnwindSafe(body);
+            std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+                let _guard = mailbox.messages.lock();
+                mailbox.abandoned.store(true, std::sync::atomic::Ordering::SeqCst);
+                mailbox.arrived.notify_all();
+                std::panic::resume_unwind(panic)
+            })
+        };
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..ranks)
                 .map(|rank| {
-                    let comm: Arc<dyn Communicator> = Arc::new(ThreadGroup {
-                        rank,
-                        size: ranks,
-                        mailbox: Arc::clone(&mailbox),
-                        sent: Mutex::new(vec![0; ranks]),
-                        taken: Mutex::new(vec![0; ranks]),
-                    });
-                    let (body, mailbox) = (&body, Arc::clone(&mailbox));
-                    scope.spawn(move || {
-                        let run = std::panic::AssertUnwindSafe(|| body(comm));
-                        std::panic::catch_unwind(run).unwrap_or_else(|panic| {
-                            let _guard = mailbox.messages.lock();
-                            mailbox.abandoned.store(true, std::sync::atomic::Ordering::SeqCst);
-                            mailbox.arrived.notify_all();
-                            std::panic::resume_unwind(panic)
-                        })
-                    })
+                    let (rest, comm, guarded) = (&rest, member(rank), &guarded);
+                    scope.spawn(move || guarded(&mut || rest(comm.clone())))
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
+            let mut first = Some(first);
+            let comm = member(0);
+            let head = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                guarded(&mut || (first.take().expect("rank 0 runs once"))(comm.clone()))
+            }));
+            let mut out = vec![head.unwrap_or_else(|e| std::panic::resume_unwind(e))];
+            for h in handles {
+                out.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            out
         })
     }
 

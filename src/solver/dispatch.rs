@@ -1,9 +1,9 @@
 //! The one place where runtime choices (backend x precision x method) become generic calls.
 
-use super::{BicgstabSteps, CgSteps, Monitor, Params, SolveInfo, bicgstab, cg};
+use super::{BicgstabSteps, CgSteps, Monitor, NoMonitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
-use crate::distributed::DistributedBackend;
+use crate::distributed::{BlockBackend, DistributedBackend};
 use crate::error::Result;
 use crate::precision::exact_values::ExactValues;
 use crate::precision::Precision;
@@ -185,6 +185,27 @@ pub(crate) fn solve_typed<P: Precision>(
     };
     let x0 = problem.x0.as_ref();
     match resolved {
+        ResolvedBackend::Cpu
+            if let Some(comm) = crate::distributed::current()
+                && crate::distributed::in_blocks() =>
+        {
+            let link = crate::backend::cpu::CpuLink::new(comm.clone());
+            let backend = BlockBackend::new(CpuBackend::new(), link, comm, a);
+            let (mut info, x) = backend.fail_together(run_blocks::<_, P>(
+                &backend, a, &b, x0, recipe, params, monitor,
+            ))?;
+            info.ranks = backend.comm().size();
+            Ok((info, x))
+        }
+        #[cfg(feature = "cuda")]
+        ResolvedBackend::Cuda if let Some(group) = crate::distributed::devices::current() => {
+            let on = |backend: &BlockBackend<_>, monitor: &mut dyn Monitor| {
+                run_blocks::<_, P>(backend, a, &b, x0, recipe, params, monitor)
+            };
+            let (mut info, x) = group.run(a, |gpu| on(gpu, monitor), |gpu| on(gpu, &mut NoMonitor))?;
+            info.devices = group.len();
+            Ok((info, x))
+        }
         ResolvedBackend::Cpu if let Some(comm) = crate::distributed::current() => {
             let backend = DistributedBackend::new(comm, a);
             let matrix = |on: &DistributedBackend| on.matrix(a);
@@ -205,6 +226,22 @@ pub(crate) fn solve_typed<P: Precision>(
             run::<_, P>(backend, a, &b, x0, recipe, params, monitor)
         }
     }
+}
+
+/// [`run`] on a rank of a block solve, with the communication time.
+fn run_blocks<B: crate::distributed::BlockKernels, P: Precision>(
+    backend: &BlockBackend<B>,
+    a: &std::sync::Arc<CsrMatrix>,
+    b: &[f64],
+    x0: Option<&ExactValues>,
+    recipe: Recipe<'_>,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<(SolveInfo, Vec<P>)> {
+    let matrix = |on: &BlockBackend<B>| on.matrix(a);
+    let (mut info, x) = run::<_, P>(backend, matrix, b, x0, recipe, params, monitor)?;
+    info.times.communication = backend.communication().as_secs_f64();
+    Ok((info, x))
 }
 
 /// One solve on `backend` in `P`: the matrix made available by `matrix`, `b` and `x0` uploaded

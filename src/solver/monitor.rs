@@ -373,6 +373,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             denominator: self.denominator,
             phases: Vec::new(),
             ranks: 1,
+            devices: 1,
         })
     }
 }

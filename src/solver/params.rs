@@ -258,6 +258,8 @@ pub struct SolveInfo {
     pub phases: Vec<Phase>,
     /// The processes (MPI ranks) the solve's rows were spread over: 1 in one process.
     pub ranks: usize,
+    /// The GPUs of one process the rows were spread over (`--devices`): 1 otherwise.
+    pub devices: usize,
 }
 
 impl SolveInfo {

@@ -5,6 +5,7 @@
 //! boundaries depend on the length alone) in the GPU kernels' order and then reduce the chunk
 //! results the same way, so the result is the same bits with 1, 2 or 64 threads, and on the GPU.
 
+mod blocks;
 mod kernels;
 mod simd_dd;
 mod tasks;
@@ -22,6 +23,7 @@ pub use kernels::{
     DOT_CHUNK, DOT_PER_THREAD, DOT_THREADS, TILE_ROWS, copy_chunk, finish_lanes, sum_partials,
     sum_tiles, view_rows,
 };
+pub use blocks::CpuLink;
 pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
 

@@ -7,6 +7,7 @@
 //! match the CPU bit for bit (checked on the device by `tests/gpu.rs`).
 
 mod bicgstab;
+mod blocks;
 mod bicgstab_kernels;
 mod cg;
 mod cg_kernels;
@@ -20,6 +21,7 @@ mod sell;
 mod spmv_dot;
 mod vectors;
 
+pub use blocks::{CudaPartials, NcclComms, NcclLink};
 pub use device::{compile_kernel_sources, probe};
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluPlacement, IluSchedule};
 pub use persistent::Persistent;
@@ -202,6 +204,11 @@ impl CudaBackend {
             backend: "cuda",
             message,
         })?;
+        Self::on_context(ctx)
+    }
+
+    /// A backend on the GPU of `ctx`, its kernels compiled for it at first use.
+    fn on_context(ctx: Arc<CudaContext>) -> Result<Self> {
         // SAFETY: the backend uses one stream for every allocation, copy and launch.
         unsafe { ctx.disable_event_tracking() };
         // A stream of its own, not the legacy default one, which no graph can be captured on.

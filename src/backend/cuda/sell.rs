@@ -94,7 +94,17 @@ impl CudaBackend {
     /// layout sums each row in one thread, the CPU's order only where `spmv_lanes(a)` is 1: for
     /// other matrices it is an error.
     pub fn matrix_with_layout(&self, a: &Arc<CsrMatrix>, layout: SpmvLayout) -> Result<CudaMatrix> {
-        let lanes = spmv_lanes(a);
+        self.matrix_in(a, layout, spmv_lanes(a))
+    }
+
+    /// [`matrix_with_layout`](Self::matrix_with_layout) with its rows summed in `lanes` lanes
+    /// (a block of rows of a larger matrix sums them as the whole does).
+    pub(super) fn matrix_in(
+        &self,
+        a: &Arc<CsrMatrix>,
+        layout: SpmvLayout,
+        lanes: usize,
+    ) -> Result<CudaMatrix> {
         if layout == SpmvLayout::Sell && lanes != 1 {
             return Err(unsupported(format!(
                 "the sliced layout sums a row in one thread, and this matrix's rows take {lanes} \

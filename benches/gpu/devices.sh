@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Issue #31 on a 2-GPU machine: `solver solve --devices 2` against one GPU and the CPU (the same
+# iterations, residual bits and solution file), then DD CG on poisson3d:400 on 1 and 2 GPUs,
+# then a solve too large for one GPU's memory on 2. Writes benches/results/multi-gpu.md's
+# tables to $OUT.
+#
+#   cargo build --release && mkdir -p .gpu && cp target/release/solver benches/gpu/devices.sh .gpu/
+#   (device) bash .gpu/devices.sh [checks|speed|big ...]
+set -u
+S=${SOLVER:-.gpu/solver}
+OUT=${OUT:-/tmp/devices}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+STEPS=${*:-checks speed big}
+
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+nvidia-smi topo -m | head -4
+
+# A convection-diffusion operator on a k x k grid (upwind: nonsymmetric), as tests/distributed.rs.
+convdiff() {
+    python3 - "$1" <<'EOF'
+import sys
+k = int(sys.argv[1]); n = k * k
+rows = []
+for i in range(k):
+    for j in range(k):
+        r = i * k + j + 1
+        e = [(r, 4.6)]
+        if i > 0: e.append((r - k, -1.4))
+        if i + 1 < k: e.append((r + k, -0.6))
+        if j > 0: e.append((r - 1, -1.3))
+        if j + 1 < k: e.append((r + 1, -0.7))
+        rows.append((r, e))
+nnz = sum(len(e) for _, e in rows)
+out = ["%%MatrixMarket matrix coordinate real general", f"{n} {n} {nnz}"]
+out += [f"{r} {c} {v}" for r, e in rows for c, v in e]
+print("\n".join(out))
+EOF
+}
+
+# The numbers that must match, one line a precision (shortest round-trip text of each double).
+fingerprint() {
+    python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    print(r["precision"], r["iterations"], json.dumps(r["stop_reason"]), repr(r["recurrence_residual"]), repr(r["true_residual"]), "devices", r["devices"])
+' "$1"
+}
+
+# `check ARGS`: one GPU, two GPUs and the CPU; the residual lines (less the device count) and
+# the --write-x files must be equal.
+check() {
+    local tag=$1; shift
+    for run in "cuda 1" "cuda 2" "cpu 1"; do
+        read -r backend devices <<<"$run"
+        local name=$OUT/$tag.$backend$devices
+        if ! "$S" solve "$@" --backend "$backend" --devices "$devices" --format json --quiet \
+            --write-x "$name.x.mtx" >"$name.json" 2>"$name.err"; then
+            echo "FAIL $tag $backend x$devices: $(tail -3 "$name.err")"
+            return
+        fi
+        fingerprint "$name.json" | sed 's/ devices [0-9]*$//' >"$name.fp"
+    done
+    local base=$OUT/$tag.cuda1
+    if cmp -s "$base.fp" "$OUT/$tag.cuda2.fp" && cmp -s "$base.x.mtx" "$OUT/$tag.cuda2.x.mtx" &&
+        cmp -s "$base.fp" "$OUT/$tag.cpu1.fp" && cmp -s "$base.x.mtx" "$OUT/$tag.cpu1.x.mtx"; then
+        echo "SAME $tag: $(tr '\n' ';' <"$base.fp")"
+    else
+        echo "DIFF $tag"
+        diff "$base.fp" "$OUT/$tag.cuda2.fp"
+        diff "$base.fp" "$OUT/$tag.cpu1.fp"
+    fi
+}
+
+for step in $STEPS; do
+    case $step in
+    checks)
+        convdiff 300 >"$OUT/convdiff300.mtx"
+        tight=(--tol 1e-300)
+        check cg-p60 poisson3d:60 --method cg --precision f64,td,dd,qd "${tight[@]}" --max-iter 100
+        check cg-p60-ilu poisson3d:60 --method cg --precision f64,dd --precond ilu0 "${tight[@]}" --max-iter 40
+        check cg-p60-mp poisson3d:60 --method cg --precision mp:256 "${tight[@]}" --max-iter 15
+        check bicgstab-cd300 "$OUT/convdiff300.mtx" --method bicgstab --precision f64,td,dd,qd "${tight[@]}" --max-iter 100
+        check bicgstab-cd300-ilu "$OUT/convdiff300.mtx" --method bicgstab --precision f64,dd --precond ilu0 "${tight[@]}" --max-iter 30
+        ;;
+    speed)
+        for d in 1 2 1 2; do
+            "$S" solve poisson3d:400 --backend cuda --devices $d --method cg --precision f64,dd \
+                --tol 1e-300 --max-iter 300 --format json --quiet >"$OUT/speed.$d.json" 2>"$OUT/speed.$d.err" ||
+                tail -3 "$OUT/speed.$d.err"
+            python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    print("poisson3d:400", r["precision"], "devices", r["devices"], "iterations", r["iterations"],
+          "ms/it %.3f" % (1e3 * r["time_per_iteration"]), "comm s %.3f" % r["communication_time"],
+          "setup s %.2f" % r["setup_time"], "true res", r["true_residual"])
+' "$OUT/speed.$d.json"
+        done
+        ;;
+    big)
+        # mp:1024 CG holds x, r, p, q (136 bytes an element), b (8) and the CSR (12 a nonzero,
+        # 4 a row): about 640 bytes a row of a 7-point Poisson matrix. Sized to exceed one GPU's
+        # memory by 10%.
+        mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)
+        k=$(python3 -c "print(int(($mib * 2**20 * 1.10 / 640) ** (1 / 3)) + 1)")
+        echo "big: poisson3d:$k, $((k * k * k)) rows, about $((k * k * k * 640 / 1000000000)) GB against $((mib / 1024)) GiB a GPU"
+        for d in 1 2; do
+            "$S" solve poisson3d:"$k" --backend cuda --devices $d --method cg --precision mp:1024 \
+                --tol 1e-300 --max-iter 5 --format json --quiet >"$OUT/big.$d.json" 2>"$OUT/big.$d.err"
+            echo "devices $d: exit $?; $(grep -iE 'error' "$OUT/big.$d.err" | head -3 | tr '\n' ' ')"
+            [ -s "$OUT/big.$d.json" ] && python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    print("  ", r["precision"], "devices", r["devices"], "iterations", r["iterations"], "ms/it %.1f" % (1e3 * r["time_per_iteration"]),
+          "setup s %.1f" % r["setup_time"], "true res", r["true_residual"])
+' "$OUT/big.$d.json"
+        done
+        ;;
+    esac
+done

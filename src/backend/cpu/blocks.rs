@@ -1,0 +1,143 @@
+//! The CPU's side of [`BlockBackend`](crate::distributed::BlockBackend): partials are values on
+//! the host, and a [`Communicator`] moves them and the halos. It lets the tests check the
+//! block layout (extended vectors, runs of partials) on any machine; the GPUs run the same
+//! code with NCCL (`backend/cuda/blocks.rs`).
+
+use super::{DotOperand, dot_partials_of};
+use super::{CpuBackend, CpuMatrix, CpuVector, copy_chunk, sum_partials, sum_tiles};
+use crate::backend::{Operand, OperandOf, TiledDots};
+use crate::distributed::{
+    BlockKernels, TwoPartials, CommClock, Communicator, Reduction, decode, encode, words_per_value,
+};
+use crate::error::Result;
+use crate::precision::{HostSlice, HostSliceMut, Precision};
+use crate::sparse::CsrMatrix;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The ranks of a block solve on CPUs.
+pub struct CpuLink {
+    pub comm: Arc<dyn Communicator>,
+    clock: CommClock,
+}
+
+impl CpuLink {
+    pub fn new(comm: Arc<dyn Communicator>) -> Self {
+        CpuLink {
+            comm,
+            clock: CommClock::default(),
+        }
+    }
+}
+
+impl BlockKernels for CpuBackend {
+    type Link = CpuLink;
+    type Partials<P: Precision> = Vec<P::Acc>;
+
+    fn matrix_with_lanes(&self, a: &Arc<CsrMatrix>, lanes: usize) -> Result<CpuMatrix> {
+        Ok(CpuMatrix::with_lanes(a.clone(), lanes))
+    }
+
+    fn dot_partials<P: Precision>(
+        &self,
+        x: &CpuVector<P>,
+        y: OperandOf<'_, Self, P>,
+    ) -> Result<Vec<P::Acc>> {
+        let y = match y {
+            Operand::Own(y) => DotOperand::Own(y.slice()),
+            Operand::Wide(y) => DotOperand::Wide(&y.0),
+        };
+        Ok(dot_partials_of::<P>(x.slice(), y))
+    }
+
+    fn tile_partials<P: Precision>(
+        &self,
+        x: &CpuVector<P>,
+        y: &CpuVector<P>,
+    ) -> Result<Vec<P::Acc>> {
+        Ok(self.dot_tiles(x, y))
+    }
+
+    fn spmv_tile_partials<P: Precision>(
+        &self,
+        a: &CpuMatrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, CpuVector<P>>,
+        q: &mut CpuVector<P>,
+    ) -> Result<TwoPartials<Self, P>> {
+        let rows = 0..q.len();
+        let [first, second] = self.spmv_dot_tiles(a, x, dots, q, rows);
+        Ok((first, matches!(dots, TiledDots::SelfAnd(_)).then_some(second)))
+    }
+
+    fn reduce<P: Precision>(
+        &self,
+        link: &CpuLink,
+        kind: Reduction,
+        mine: &Vec<P::Acc>,
+        first: usize,
+        runs: &[Range<usize>],
+    ) -> Result<P> {
+        let run = &mine[first..first + runs[link.comm.rank()].len()];
+        let all = link
+            .clock
+            .time(|| link.comm.all_gather(&encode(run.iter().cloned())));
+        let whole: Vec<P::Acc> = decode(&all.concat());
+        assert_eq!(whole.len(), runs.iter().map(Range::len).sum::<usize>(), "partials");
+        Ok(P::from_acc(match kind {
+            Reduction::Chunks => sum_partials(&whole),
+            Reduction::Tiles => sum_tiles(&whole),
+        }))
+    }
+
+    fn exchange<P: Precision>(
+        &self,
+        link: &CpuLink,
+        x: &mut CpuVector<P>,
+        sends: &[(usize, Range<usize>)],
+        receives: &[(usize, Range<usize>)],
+    ) -> Result<()> {
+        let values = x.slice();
+        let sends: Vec<(usize, Vec<u64>)> = sends
+            .iter()
+            .map(|(to, r)| (*to, encode(r.clone().map(|i| values.get(i).into_owned()))))
+            .collect();
+        let words = words_per_value::<P>();
+        let mut got: Vec<(usize, Vec<u64>)> = receives
+            .iter()
+            .map(|(from, r)| (*from, vec![0; r.len() * words]))
+            .collect();
+        link.clock
+            .time(|| link.comm.exchange(&sends, &mut got, &mut || ()));
+        let mut out = x.slice_mut();
+        for ((_, range), (_, words)) in receives.iter().zip(&got) {
+            for (k, value) in decode::<P>(words).into_iter().enumerate() {
+                out.set(range.start + k, value);
+            }
+        }
+        Ok(())
+    }
+
+    fn copy_range<P: Precision>(
+        &self,
+        x: &CpuVector<P>,
+        from: Range<usize>,
+        y: &mut CpuVector<P>,
+        at: usize,
+    ) -> Result<()> {
+        let xs = x.slice().split_at(from.start).1.split_at(from.len()).0;
+        let ys = y.slice_mut().split_at_mut(at).1.split_at_mut(from.len()).0;
+        copy_chunk::<P>(xs, ys);
+        Ok(())
+    }
+
+    fn read_range<P: Precision>(&self, x: &CpuVector<P>, range: Range<usize>) -> Result<Vec<P>> {
+        let values = x.slice();
+        Ok(range.map(|i| values.get(i).into_owned()).collect())
+    }
+
+    fn link_time(&self, link: &CpuLink) -> Duration {
+        link.clock.total()
+    }
+}

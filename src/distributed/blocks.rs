@@ -1,0 +1,647 @@
+//! A rank's block of rows on any backend (the GPUs of `--devices`): blocks start at multiples
+//! of `dot`'s chunk, and every vector of the matrix's order is held *extended*, as
+//! `[padding | halo below | own rows | halo above]`, with the own rows starting at a chunk.
+//!
+//! Held that way, the backend's own kernels do all the work unchanged: the SpMV runs on a
+//! square local matrix (empty rows where the halo and padding lie) reading the halo in place;
+//! the element-wise updates run over the whole extended vectors (a few rows more); a reduction's
+//! partials over the own rows are a run of the single process's list (the chunks and tiles
+//! line up), so gathering every rank's run in rank order and summing it with the backend's
+//! final stage gives the single process's bits. What a backend adds is [`BlockKernels`]: the
+//! partials before their final stage, and moving runs of words between ranks (NCCL between
+//! GPUs, the [`Communicator`] on the CPU).
+//!
+//! [`DistributedBackend`](super::DistributedBackend) is the CPU's finer variant: blocks at
+//! tiles, chunks split between ranks summed lane by lane, the interior rows computed while the
+//! halo travels.
+
+use super::halo::Halo;
+use super::{CommClock, Communicator, Partition, decode, encode};
+use crate::backend::cpu::{DOT_CHUNK, TILE_ROWS};
+use crate::backend::{Backend, Operand, OperandOf, TiledDots, cg_step_accepts, spmv_lanes};
+use crate::error::{Error, Result};
+use crate::precision::Precision;
+use crate::precond::ilu0::Ilu0Factors;
+use crate::solver::{BicgstabKernels, CgKernels, HostSteps};
+use crate::sparse::{CsrMatrix, Symmetry};
+use std::cell::UnsafeCell;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Which order a reduction's partials follow: `dot`'s chunks or the tiles of the SpMV's dots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    Chunks,
+    Tiles,
+}
+
+impl Reduction {
+    /// Rows a partial.
+    pub fn rows(self) -> usize {
+        match self {
+            Reduction::Chunks => DOT_CHUNK,
+            Reduction::Tiles => TILE_ROWS,
+        }
+    }
+}
+
+/// The partials of an SpMV's first dot, and of its second where it has one.
+pub type TwoPartials<B, P> = (
+    <B as BlockKernels>::Partials<P>,
+    Option<<B as BlockKernels>::Partials<P>>,
+);
+
+/// What [`BlockBackend`] needs of a backend beyond [`Backend`].
+pub trait BlockKernels: CgKernels + BicgstabKernels {
+    /// How this backend's ranks reach each other.
+    type Link: Send + Sync;
+    /// A reduction's partials where the backend keeps them.
+    type Partials<P: Precision>;
+
+    /// `a` uploaded with its rows summed in `lanes` lanes (the whole matrix's count).
+    fn matrix_with_lanes(&self, a: &Arc<CsrMatrix>, lanes: usize) -> Result<Self::Matrix>;
+    /// `dot(x, y)`'s (or `dot_wide`'s) chunk partials.
+    fn dot_partials<P: Precision>(
+        &self,
+        x: &Self::Vector<P>,
+        y: OperandOf<'_, Self, P>,
+    ) -> Result<Self::Partials<P>>;
+    /// `dot_tiled(x, y)`'s tile partials.
+    fn tile_partials<P: Precision>(
+        &self,
+        x: &Self::Vector<P>,
+        y: &Self::Vector<P>,
+    ) -> Result<Self::Partials<P>>;
+    /// `spmv_dots_tiled`'s product and the tile partials of its dots (the second where `dots`
+    /// asks for two).
+    fn spmv_tile_partials<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, Self::Vector<P>>,
+        q: &mut Self::Vector<P>,
+    ) -> Result<TwoPartials<Self, P>>;
+    /// The reduction of every rank's run of partials, in rank order: `runs[k]` are rank `k`'s
+    /// partials' places in the whole list; this rank's are `mine[first..]`.
+    fn reduce<P: Precision>(
+        &self,
+        link: &Self::Link,
+        kind: Reduction,
+        mine: &Self::Partials<P>,
+        first: usize,
+        runs: &[Range<usize>],
+    ) -> Result<P>;
+    /// Send `x[range]` to each `(rank, range)` of `sends`, and fill `x[range]` from each of
+    /// `receives`.
+    fn exchange<P: Precision>(
+        &self,
+        link: &Self::Link,
+        x: &mut Self::Vector<P>,
+        sends: &[(usize, Range<usize>)],
+        receives: &[(usize, Range<usize>)],
+    ) -> Result<()>;
+    /// `y[at..] <- x[from]`.
+    fn copy_range<P: Precision>(
+        &self,
+        x: &Self::Vector<P>,
+        from: Range<usize>,
+        y: &mut Self::Vector<P>,
+        at: usize,
+    ) -> Result<()>;
+    /// `x[range]` on the host.
+    fn read_range<P: Precision>(&self, x: &Self::Vector<P>, range: Range<usize>)
+    -> Result<Vec<P>>;
+    /// Time the link has spent moving words.
+    fn link_time(&self, link: &Self::Link) -> Duration;
+}
+
+/// What a rank's error says when another rank failed.
+pub(crate) const ANOTHER_RANK_FAILED: &str = "of the solve failed (its error is reported there)";
+
+/// A rank's part of a solve over blocks of rows, its work done by the backend `B`.
+pub struct BlockBackend<B: BlockKernels> {
+    inner: B,
+    link: B::Link,
+    /// Moves what is not on the solve's path: the solution at the end, ILU(0)'s residuals.
+    comm: Arc<dyn Communicator>,
+    partition: Partition,
+    halo: Halo,
+    /// Rows before the own ones in an extended vector: the halo below, padded to a chunk.
+    lead: usize,
+    clock: CommClock,
+    /// This rank has told the others it failed ([`fail_together`](Self::fail_together)).
+    failed: AtomicBool,
+}
+
+/// A vector on a [`BlockBackend`]: extended (`spread`) or, shorter than the matrix's order,
+/// whole on every rank.
+pub struct BlockVector<V> {
+    /// In a cell: an SpMV fills its input's halo rows, and the solvers pass that input by
+    /// shared reference (see [`BlockVector::halo_mut`]).
+    local: UnsafeCell<V>,
+    pub spread: bool,
+}
+
+// SAFETY: shared references only read `local`, except `halo_mut`, whose contract excludes
+// readers on other threads (a rank's solve runs on one thread).
+unsafe impl<V: Sync> Sync for BlockVector<V> {}
+
+impl<V> BlockVector<V> {
+    fn new(local: V, spread: bool) -> Self {
+        BlockVector {
+            local: UnsafeCell::new(local),
+            spread,
+        }
+    }
+
+    pub fn local(&self) -> &V {
+        // SAFETY: see `halo_mut`: no mutable reference outlives the halo's exchange.
+        unsafe { &*self.local.get() }
+    }
+
+    fn local_mut(&mut self) -> &mut V {
+        self.local.get_mut()
+    }
+
+    /// The vector, to fill its halo rows.
+    ///
+    /// # Safety
+    /// No other reference to the vector's contents may be live while the result is: callers
+    /// exchange an SpMV's input before borrowing any vector for its kernels.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn halo_mut(&self) -> &mut V {
+        // SAFETY: the caller's contract.
+        unsafe { &mut *self.local.get() }
+    }
+}
+
+/// This rank's rows of `A`, square over the extended vectors.
+pub struct BlockMatrix<M> {
+    local: M,
+}
+
+/// ILU(0) of the whole matrix on every rank, applied to the gathered `fl64(r)`: the single
+/// process's bits at any rank count, but the triangular solves are not split (see the README,
+/// "Distributed solves").
+pub struct BlockIlu<I> {
+    whole: I,
+}
+
+impl<B: BlockKernels> BlockBackend<B> {
+    /// Rank `comm.rank()`'s backend for solves of `a`, on `inner`, its partials and halos
+    /// moved over `link`.
+    pub fn new(inner: B, link: B::Link, comm: Arc<dyn Communicator>, a: &CsrMatrix) -> Self {
+        let partition = Partition::balanced_at(a, comm.size(), DOT_CHUNK);
+        let halo = Halo::spans(a, &partition, comm.rank());
+        let lead = halo.below.next_multiple_of(DOT_CHUNK);
+        BlockBackend {
+            inner,
+            link,
+            comm,
+            partition,
+            halo,
+            lead,
+            clock: CommClock::default(),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// `result`, told to the other ranks where it is an error: they are waiting at their next
+    /// [`synchronize`](Backend::synchronize) (each solve synchronises after its setup, where a
+    /// rank can fail alone: memory), which then fails on every rank instead of waiting forever.
+    pub fn fail_together<T>(&self, result: Result<T>) -> Result<T> {
+        if result.is_err() && !self.failed.swap(true, Ordering::SeqCst) {
+            let _ = self.comm.all_gather(&[0]);
+        }
+        result
+    }
+
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    pub fn comm(&self) -> &Arc<dyn Communicator> {
+        &self.comm
+    }
+
+    pub fn partition(&self) -> &Partition {
+        &self.partition
+    }
+
+    /// Time spent moving words so far (partials, halos, gathers).
+    pub fn communication(&self) -> Duration {
+        self.clock.total() + self.inner.link_time(&self.link)
+    }
+
+    fn n(&self) -> usize {
+        self.partition.n()
+    }
+
+    /// This rank's rows in an extended vector.
+    fn own(&self) -> Range<usize> {
+        self.lead..self.lead + self.halo.rows.len()
+    }
+
+    fn extended_len(&self) -> usize {
+        self.lead + self.halo.rows.len() + self.halo.above
+    }
+
+    /// Where `rows` (global) lie in the halo's numbering `[below | own | above]`, moved to the
+    /// extended vector's.
+    fn pad(&self) -> usize {
+        self.lead - self.halo.below
+    }
+
+    /// Every rank's partials of `kind` in the whole list, and where this rank's start in its
+    /// own list (an extended vector's partials).
+    fn runs(&self, kind: Reduction) -> (Vec<Range<usize>>, usize) {
+        let rows = kind.rows();
+        let runs = (0..self.partition.ranks())
+            .map(|k| {
+                let r = self.partition.rows(k);
+                match r.is_empty() {
+                    true => 0..0,
+                    false => r.start / rows..r.end.div_ceil(rows),
+                }
+            })
+            .collect();
+        (runs, self.lead / rows)
+    }
+
+    fn reduce<P: Precision>(&self, kind: Reduction, mine: &B::Partials<P>) -> Result<P> {
+        let (runs, first) = self.runs(kind);
+        self.inner.reduce(&self.link, kind, mine, first, &runs)
+    }
+
+    /// Fill `x`'s halo from the ranks that own it: before any reference into the solve's
+    /// vectors is taken for the SpMV (the contract of [`BlockVector::halo_mut`]).
+    fn exchange<P: Precision>(&self, x: &BlockVector<B::Vector<P>>) -> Result<()> {
+        let sends: Vec<(usize, Range<usize>)> = self
+            .halo
+            .sends
+            .iter()
+            .map(|(to, rows)| {
+                let (first, last) = (rows[0], rows[rows.len() - 1]);
+                assert_eq!(last - first + 1, rows.len(), "a span halo sends contiguous rows");
+                (*to, self.lead + first..self.lead + last + 1)
+            })
+            .collect();
+        let pad = self.pad();
+        let receives: Vec<(usize, Range<usize>)> = self
+            .halo
+            .receives
+            .iter()
+            .map(|(from, r)| (*from, r.start + pad..r.end + pad))
+            .collect();
+        // SAFETY: called first thing in each SpMV, with no reference into a vector live.
+        let x = unsafe { x.halo_mut() };
+        self.inner.exchange(&self.link, x, &sends, &receives)
+    }
+
+    /// Every rank's own rows of `x`, in order: the whole vector.
+    fn gather<P: Precision>(&self, x: &B::Vector<P>) -> Result<Vec<P>> {
+        let mine = self.inner.read_range(x, self.own())?;
+        let all = self.clock.time(|| self.comm.all_gather(&encode(mine)));
+        Ok(decode(&all.concat()))
+    }
+
+    /// `values` of the matrix's order as an extended vector; others whole.
+    fn place<P: Precision>(&self, values: &[P]) -> Result<BlockVector<B::Vector<P>>> {
+        if values.len() != self.n() {
+            return Ok(BlockVector::new(self.inner.upload(values)?, false));
+        }
+        let mut ext = vec![P::zero(); self.extended_len()];
+        ext[self.own()].clone_from_slice(&values[self.halo.rows.clone()]);
+        Ok(BlockVector::new(self.inner.upload(&ext)?, true))
+    }
+}
+
+impl<B: BlockKernels> Backend for BlockBackend<B> {
+    type Vector<P: Precision> = BlockVector<B::Vector<P>>;
+    type Matrix = BlockMatrix<B::Matrix>;
+    type Ilu = BlockIlu<B::Ilu>;
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<Self::Matrix> {
+        assert_eq!(a.nrows(), self.n(), "the backend was made for another matrix");
+        let (h, lead, n) = (&self.halo, self.lead, self.extended_len());
+        let own = h.local.row_ptr();
+        let nnz = h.local.nnz();
+        let row_ptr: Vec<usize> = std::iter::repeat_n(0, lead)
+            .chain(own.iter().copied())
+            .chain(std::iter::repeat_n(nnz, h.above))
+            .collect();
+        let pad = self.pad() as i32;
+        let cols: Vec<i32> = h.local.col_idx().iter().map(|&j| j + pad).collect();
+        let local = CsrMatrix::try_from_parts(
+            n,
+            n,
+            row_ptr,
+            cols,
+            h.local.values().to_vec(),
+            Symmetry::General,
+        )
+        .expect("the halo's block with empty rows around it is valid");
+        let local = self
+            .inner
+            .matrix_with_lanes(&Arc::new(local), spmv_lanes(a))?;
+        Ok(BlockMatrix { local })
+    }
+
+    fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<Self::Ilu> {
+        log::warn!(
+            "ILU(0) over {} ranks: each applies the whole factorisation to the gathered residual \
+             (exact, but not split between them)",
+            self.comm.size()
+        );
+        Ok(BlockIlu {
+            whole: self.inner.ilu(factors)?,
+        })
+    }
+
+    fn ilu_apply<P: Precision, Z: Precision>(
+        &self,
+        ilu: &mut Self::Ilu,
+        r: &Self::Vector<P>,
+        z: &mut Self::Vector<Z>,
+    ) -> Result<()> {
+        let mut r64 = self.inner.zeros::<f64>(self.extended_len())?;
+        self.inner.convert(r.local(), &mut r64)?;
+        let whole = self.inner.vector_from_f64::<f64>(&self.gather(&r64)?)?;
+        let mut out = self.inner.zeros::<Z>(self.n())?;
+        self.inner.ilu_apply(&mut ilu.whole, &whole, &mut out)?;
+        let rows = self.halo.rows.clone();
+        self.inner.copy_range(&out, rows, z.local_mut(), self.lead)
+    }
+
+    fn zeros<P: Precision>(&self, n: usize) -> Result<Self::Vector<P>> {
+        let spread = n == self.n();
+        let len = if spread { self.extended_len() } else { n };
+        Ok(BlockVector::new(self.inner.zeros(len)?, spread))
+    }
+
+    fn vector_from_f64<P: Precision>(&self, values: &[f64]) -> Result<Self::Vector<P>> {
+        let values: Vec<P> = values.iter().map(|&v| P::from_f64(v)).collect();
+        self.place(&values)
+    }
+
+    fn upload<P: Precision>(&self, values: &[P]) -> Result<Self::Vector<P>> {
+        self.place(values)
+    }
+
+    fn to_host<P: Precision>(&self, x: &Self::Vector<P>) -> Result<Vec<P>> {
+        match x.spread {
+            true => self.gather(x.local()),
+            false => self.inner.to_host(x.local()),
+        }
+    }
+
+    fn len<P: Precision>(&self, x: &Self::Vector<P>) -> usize {
+        match x.spread {
+            true => self.n(),
+            false => self.inner.len(x.local()),
+        }
+    }
+
+    fn spmv<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        x: &Self::Vector<P>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.exchange(x)?;
+        self.inner.spmv(&a.local, x.local(), y.local_mut())
+    }
+
+    fn spmv_wide<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        x: &Self::Vector<f64>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.exchange(x)?;
+        self.inner.spmv_wide(&a.local, x.local(), y.local_mut())
+    }
+
+    fn residual<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        b: &Self::Vector<f64>,
+        x: &Self::Vector<P>,
+        r: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.exchange(x)?;
+        self.inner.residual(&a.local, b.local(), x.local(), r.local_mut())
+    }
+
+    fn dot<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P> {
+        if !x.spread {
+            return self.inner.dot(x.local(), y.local());
+        }
+        let partials = self.inner.dot_partials(x.local(), Operand::Own(y.local()))?;
+        self.reduce(Reduction::Chunks, &partials)
+    }
+
+    fn dot_wide<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<f64>) -> Result<P> {
+        if !x.spread {
+            return self.inner.dot_wide(x.local(), y.local());
+        }
+        let partials = self.inner.dot_partials(x.local(), Operand::Wide(y.local()))?;
+        self.reduce(Reduction::Chunks, &partials)
+    }
+
+    fn dot_tiled<P: Precision>(&self, x: &Self::Vector<P>, y: &Self::Vector<P>) -> Result<P> {
+        if !x.spread {
+            return self.inner.dot_tiled(x.local(), y.local());
+        }
+        let partials = self.inner.tile_partials(x.local(), y.local())?;
+        self.reduce(Reduction::Tiles, &partials)
+    }
+
+    fn spmv_dots_tiled<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        x: OperandOf<'_, Self, P>,
+        dots: TiledDots<'_, Self::Vector<P>>,
+        q: &mut Self::Vector<P>,
+    ) -> Result<(P, P)> {
+        let x = match x {
+            Operand::Own(x) => {
+                self.exchange(x)?;
+                Operand::Own(x.local())
+            }
+            Operand::Wide(x) => {
+                self.exchange(x)?;
+                Operand::Wide(x.local())
+            }
+        };
+        let dots = match dots {
+            TiledDots::With(w) => TiledDots::With(w.local()),
+            TiledDots::SelfAnd(w) => TiledDots::SelfAnd(w.local()),
+        };
+        let (first, second) = self
+            .inner
+            .spmv_tile_partials(&a.local, x, dots, q.local_mut())?;
+        let first = self.reduce(Reduction::Tiles, &first)?;
+        let second = match second {
+            Some(second) => self.reduce(Reduction::Tiles, &second)?,
+            None => P::zero(),
+        };
+        Ok((first, second))
+    }
+
+    fn axpy<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner.axpy(alpha, x.local(), y.local_mut())
+    }
+
+    fn axpy_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<f64>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner.axpy_wide(alpha, x.local(), y.local_mut())
+    }
+
+    fn xpay<P: Precision>(
+        &self,
+        x: &Self::Vector<P>,
+        beta: &P,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner.xpay(x.local(), beta, y.local_mut())
+    }
+
+    fn xpay_wide<P: Precision>(
+        &self,
+        x: &Self::Vector<f64>,
+        beta: &P,
+        y: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner.xpay_wide(x.local(), beta, y.local_mut())
+    }
+
+    fn axpyz<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &Self::Vector<P>,
+        z: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner.axpyz(alpha, x.local(), y.local(), z.local_mut())
+    }
+
+    fn copy<P: Precision>(&self, x: &Self::Vector<P>, y: &mut Self::Vector<P>) -> Result<()> {
+        self.inner.copy(x.local(), y.local_mut())
+    }
+
+    fn convert<P: Precision, Q: Precision>(
+        &self,
+        x: &Self::Vector<P>,
+        y: &mut Self::Vector<Q>,
+    ) -> Result<()> {
+        self.inner.convert(x.local(), y.local_mut())
+    }
+
+    /// The backend's, then every rank's outcome gathered: an error on any rank is an error on
+    /// all (see [`BlockBackend::fail_together`]).
+    fn synchronize(&self) -> Result<()> {
+        let mine = self.inner.synchronize();
+        if mine.is_err() {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        let all = self.comm.all_gather(&[mine.is_ok() as u64]);
+        mine?;
+        match all.iter().position(|ok| ok.first() != Some(&1)) {
+            Some(rank) => Err(Error::Backend {
+                backend: self.inner.name(),
+                message: format!("rank {rank} {ANOTHER_RANK_FAILED}"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn prepare<P: Precision>(&self) -> Result<()> {
+        self.inner.prepare::<P>()
+    }
+}
+
+/// The fused element-wise steps are the backend's own over the extended vectors; those that end
+/// in a reduction keep their default bodies (the primitives above), except CG's step, whose
+/// SpMV and `<p, q>` are fused as on one process.
+impl<B: BlockKernels> CgKernels for BlockBackend<B> {
+    fn cg_step<P: Precision>(
+        &self,
+        a: &Self::Matrix,
+        rho: &P,
+        p: &Self::Vector<P>,
+        q: &mut Self::Vector<P>,
+        r: &mut Self::Vector<P>,
+    ) -> Result<(P, P)> {
+        let (pq, _) = self.spmv_dots_tiled(a, Operand::Own(p), TiledDots::With(p), q)?;
+        if !cg_step_accepts(&pq) {
+            return Ok((pq, P::zero()));
+        }
+        let rr = self.axpy_norm(&rho.div(&pq).neg(), q, r)?;
+        Ok((pq, rr))
+    }
+    fn cg_direction<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &Self::Vector<P>,
+        beta: &P,
+        p: &mut Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner
+            .cg_direction(alpha, z.local(), beta, p.local_mut(), x.local_mut())
+    }
+    fn cg_direction_wide<P: Precision>(
+        &self,
+        alpha: &P,
+        z: &Self::Vector<f64>,
+        beta: &P,
+        p: &mut Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner
+            .cg_direction_wide(alpha, z.local(), beta, p.local_mut(), x.local_mut())
+    }
+}
+
+impl<B: BlockKernels> BicgstabKernels for BlockBackend<B> {
+    fn x_update<P: Precision>(
+        &self,
+        alpha: &P,
+        p: &Self::Vector<P>,
+        omega: &P,
+        s: &Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner
+            .x_update(alpha, p.local(), omega, s.local(), x.local_mut())
+    }
+    fn bicgstab_direction<P: Precision>(
+        &self,
+        r: &Self::Vector<P>,
+        beta: &P,
+        omega: &P,
+        v: &Self::Vector<P>,
+        p: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        self.inner
+            .bicgstab_direction(r.local(), beta, omega, v.local(), p.local_mut())
+    }
+}
+
+impl<B: BlockKernels> HostSteps for BlockBackend<B> {}
