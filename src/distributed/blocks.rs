@@ -68,6 +68,13 @@ pub trait BlockKernels: CgKernels + BicgstabKernels {
         x: &Self::Vector<P>,
         y: OperandOf<'_, Self, P>,
     ) -> Result<Self::Partials<P>>;
+    /// `y <- alpha x + y` with the chunk partials of `<y, y>` (CG's residual update).
+    fn axpy_norm_partials<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<Self::Partials<P>>;
     /// `dot_tiled(x, y)`'s tile partials.
     fn tile_partials<P: Precision>(
         &self,
@@ -303,8 +310,7 @@ impl<B: BlockKernels> BlockBackend<B> {
     /// Every rank's own rows of `x`, in order: the whole vector.
     fn gather<P: Precision>(&self, x: &B::Vector<P>) -> Result<Vec<P>> {
         let mine = self.inner.read_range(x, self.own())?;
-        let all = self.clock.time(|| self.comm.all_gather(&encode(mine)));
-        Ok(decode(&all.concat()))
+        Ok(decode(&self.comm.all_gather(&encode(mine)).concat()))
     }
 
     /// `values` of the matrix's order as an extended vector; others whole.
@@ -372,7 +378,8 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
     ) -> Result<()> {
         let mut r64 = self.inner.zeros::<f64>(self.extended_len())?;
         self.inner.convert(r.local(), &mut r64)?;
-        let whole = self.inner.vector_from_f64::<f64>(&self.gather(&r64)?)?;
+        let r64 = self.clock.time(|| self.gather(&r64))?;
+        let whole = self.inner.vector_from_f64::<f64>(&r64)?;
         let mut out = self.inner.zeros::<Z>(self.n())?;
         self.inner.ilu_apply(&mut ilu.whole, &whole, &mut out)?;
         let rows = self.halo.rows.clone();
@@ -577,9 +584,23 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
 }
 
 /// The fused element-wise steps are the backend's own over the extended vectors; those that end
-/// in a reduction keep their default bodies (the primitives above), except CG's step, whose
-/// SpMV and `<p, q>` are fused as on one process.
+/// in a reduction keep their default bodies (the primitives above), except CG's: its SpMV with
+/// `<p, q>` and its residual update with `<r, r>` are fused as on one process.
 impl<B: BlockKernels> CgKernels for BlockBackend<B> {
+    fn axpy_norm<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &Self::Vector<P>,
+        y: &mut Self::Vector<P>,
+    ) -> Result<P> {
+        if !y.spread {
+            return self.inner.axpy_norm(alpha, x.local(), y.local_mut());
+        }
+        let partials = self
+            .inner
+            .axpy_norm_partials(alpha, x.local(), y.local_mut())?;
+        self.reduce(Reduction::Chunks, &partials)
+    }
     fn cg_step<P: Precision>(
         &self,
         a: &Self::Matrix,

@@ -51,6 +51,17 @@ impl BlockKernels for CpuBackend {
         Ok(dot_partials_of::<P>(x.slice(), y))
     }
 
+    fn axpy_norm_partials<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CpuVector<P>,
+        y: &mut CpuVector<P>,
+    ) -> Result<Vec<P::Acc>> {
+        use crate::backend::Backend;
+        self.axpy(alpha, x, y)?;
+        Ok(CpuBackend::dot_partials(self, y, y))
+    }
+
     fn tile_partials<P: Precision>(
         &self,
         x: &CpuVector<P>,

@@ -207,6 +207,16 @@ impl BlockKernels for CudaBackend {
         Ok(CudaPartials { buffer, count })
     }
 
+    fn axpy_norm_partials<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<P>,
+    ) -> Result<CudaPartials<P>> {
+        let (buffer, count) = CudaBackend::axpy_norm_partials(self, alpha, x, y)?;
+        Ok(CudaPartials { buffer, count })
+    }
+
     fn tile_partials<P: Precision>(
         &self,
         x: &CudaVector<P>,

@@ -11,28 +11,7 @@ impl CgKernels for CudaBackend {
         x: &CudaVector<P>,
         y: &mut CudaVector<P>,
     ) -> Result<P> {
-        assert_eq!(x.len, y.len, "axpy_norm: lengths");
-        let (partial, blocks) = self.partials::<P>(x.len)?;
-        let (f, name) = self.kernel::<P>("axpyz_norm")?;
-        let alpha = Self::scalar(alpha);
-        let n = x.len as i64;
-        // y is both input and output: pass its address twice (the kernel reads each element
-        // before the same thread writes it).
-        let y_elem = match y.soa {
-            Some(Soa::Td(t)) => Elem::Td(t),
-            Some(Soa::Mp(m)) => Elem::Mp(m),
-            None => Elem::Ptr(y.words.device_ptr_mut(&self.stream).0),
-        };
-        let mut args = self.stream.launch_builder(&f);
-        args.arg(&n);
-        push_scalar(&mut args, &alpha);
-        args.vec(x);
-        push_elem(&mut args, &y_elem);
-        push_elem(&mut args, &y_elem);
-        args.vec(&partial);
-        // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
-        // with y == z allowed, in the dot products' launch layout.
-        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        let (partial, blocks) = self.axpy_norm_partials(alpha, x, y)?;
         self.finish_reduction(FinalStage::Dot, &partial, blocks)
     }
     fn cg_step<P: Precision>(
@@ -83,5 +62,40 @@ impl CgKernels for CudaBackend {
     ) -> Result<()> {
         let op = Self::wide_op::<P>("cg_direction", "cg_direction_wide")?;
         self.launch_cg_direction(op, alpha, z, beta, p, x)
+    }
+}
+
+impl CudaBackend {
+    /// `y <- alpha x + y` with the chunk partials of `<y, y>` (one pass): `axpy_norm` before
+    /// its final stage.
+    pub(super) fn axpy_norm_partials<P: Precision>(
+        &self,
+        alpha: &P,
+        x: &CudaVector<P>,
+        y: &mut CudaVector<P>,
+    ) -> Result<(CudaVector<P>, usize)> {
+        assert_eq!(x.len, y.len, "axpy_norm: lengths");
+        let (partial, blocks) = self.partials::<P>(x.len)?;
+        let (f, name) = self.kernel::<P>("axpyz_norm")?;
+        let alpha = Self::scalar(alpha);
+        let n = x.len as i64;
+        // y is both input and output: pass its address twice (the kernel reads each element
+        // before the same thread writes it).
+        let y_elem = match y.soa {
+            Some(Soa::Td(t)) => Elem::Td(t),
+            Some(Soa::Mp(m)) => Elem::Mp(m),
+            None => Elem::Ptr(y.words.device_ptr_mut(&self.stream).0),
+        };
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n);
+        push_scalar(&mut args, &alpha);
+        args.vec(x);
+        push_elem(&mut args, &y_elem);
+        push_elem(&mut args, &y_elem);
+        args.vec(&partial);
+        // SAFETY: axpyz_norm_{p}(long long n, S alpha, const T* x, const T* y, T* z, T* partial)
+        // with y == z allowed, in the dot products' launch layout.
+        unsafe { args.launch(Self::reduction(blocks)) }.map_err(driver_error(&name))?;
+        Ok((partial, blocks))
     }
 }
