@@ -575,8 +575,8 @@ fn device_group(
         Some(Devices::Count(n)) => Some(n),
         Some(Devices::All) => None,
     };
-    if backend != BackendChoice::Cuda {
-        anyhow::bail!("--devices spreads CUDA solves over GPUs: give it with --backend cuda");
+    if backend == BackendChoice::Cpu {
+        anyhow::bail!("--devices spreads CUDA solves over GPUs: it does not go with --backend cpu");
     }
     let group = DeviceGroup::open(count).context("opening the GPUs of --devices")?;
     log::info!("solving over {}", group.describe());
@@ -624,7 +624,11 @@ fn run_solve(
             );
         }
     }
-    let _devices = device_group(args.devices, config.backend)?;
+    let devices = device_group(args.devices, config.backend)?;
+    if devices.is_some() {
+        // `auto` with several GPUs asked for: they are the point.
+        config.backend = BackendChoice::Cuda;
+    }
     config.params.record_history = args.history.is_some();
     // Output paths are checked before any work: a bad one fails now, not after the solves.
     let history_out = args

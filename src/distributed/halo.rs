@@ -161,7 +161,7 @@ fn widen_to_spans(cols: &[usize], partition: &Partition) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::backend::cpu::DOT_CHUNK;
-    use crate::sparse::poisson2d;
+    use crate::sparse::{CsrMatrix, Symmetry, poisson2d};
 
     #[test]
     fn each_rank_receives_what_the_others_send_it() {
@@ -190,6 +190,49 @@ mod tests {
             // Every row keeps its entries and values in order.
             for (i, global) in halo.rows.clone().enumerate() {
                 assert_eq!(halo.local.row(i).1, a.row(global).1);
+            }
+        }
+    }
+
+    #[test]
+    fn span_halos_send_contiguous_runs_that_cover_every_column_read() {
+        // Rows reading far columns: i reads i, i + 7 and (i * 37) % n.
+        let n = 3 * DOT_CHUNK + 100;
+        let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..n {
+            for j in [i, (i + 7) % n, (i * 37) % n] {
+                rows.push(i as u32);
+                cols.push(j as u32);
+                vals.push(1.0 + j as f64);
+            }
+        }
+        let a = CsrMatrix::from_coo(n, n, &rows, &cols, &vals, Symmetry::General).unwrap();
+        let p = Partition::balanced_at(&a, 3, DOT_CHUNK);
+        for k in 0..3 {
+            assert!(p.rows(k).start.is_multiple_of(DOT_CHUNK) || p.rows(k).is_empty());
+        }
+        let halos: Vec<Halo> = (0..3).map(|r| Halo::spans(&a, &p, r)).collect();
+        for (r, halo) in halos.iter().enumerate() {
+            for (from, range) in &halo.receives {
+                let (_, sent) = halos[*from].sends.iter().find(|(to, _)| *to == r).unwrap();
+                assert_eq!(sent.len(), range.len(), "rank {from} to {r}");
+                assert!(sent.windows(2).all(|w| w[1] == w[0] + 1), "a contiguous run");
+            }
+            // Every entry reads, through the extended x, the column it read in `a`.
+            let ext_col = |j: usize| {
+                for (from, range) in &halo.receives {
+                    let first = p.rows(*from).start + halos[*from].sends.iter().find(|(to, _)| *to == r).unwrap().1[0];
+                    if (first..first + range.len()).contains(&j) {
+                        return range.start + j - first;
+                    }
+                }
+                assert!(halo.rows.contains(&j), "column {j} of rank {r} is neither own nor received");
+                halo.below + j - halo.rows.start
+            };
+            for (i, global) in halo.rows.clone().enumerate() {
+                let want: Vec<usize> = a.row(global).0.iter().map(|&j| ext_col(j as usize)).collect();
+                let got: Vec<usize> = halo.local.row(i).0.iter().map(|&j| j as usize).collect();
+                assert_eq!(got, want, "row {global}");
             }
         }
     }
