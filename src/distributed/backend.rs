@@ -12,7 +12,7 @@ use crate::backend::cpu::{
     CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, copy_chunk,
     dot_lanes_of, dot_partials_of, finish_lanes, sum_partials, sum_tiles,
 };
-use crate::backend::{Backend, Operand, OperandOf, TiledDots, cg_step_accepts, spmv_lanes};
+use crate::backend::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::Result;
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
 use crate::precond::ilu0::Ilu0Factors;
@@ -503,22 +503,6 @@ impl Backend for DistributedBackend {
 /// `bicgstab_direction` rounds once where its unfused default would round twice); those that
 /// end in a reduction keep their default bodies, the primitives above, to the same bits.
 impl CgKernels for DistributedBackend {
-    /// The default's steps with the SpMV and `<p, q>` fused as on one process.
-    fn cg_step<P: Precision>(
-        &self,
-        a: &DistMatrix,
-        rho: &P,
-        p: &DistVector<P>,
-        q: &mut DistVector<P>,
-        r: &mut DistVector<P>,
-    ) -> Result<(P, P)> {
-        let (pq, _) = self.spmv_dots_tiled(a, Operand::Own(p), TiledDots::With(p), q)?;
-        if !cg_step_accepts(&pq) {
-            return Ok((pq, P::zero()));
-        }
-        let rr = self.axpy_norm(&rho.div(&pq).neg(), q, r)?;
-        Ok((pq, rr))
-    }
     fn cg_direction<P: Precision>(
         &self,
         alpha: &P,

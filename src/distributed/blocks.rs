@@ -18,7 +18,7 @@
 use super::halo::Halo;
 use super::{CommClock, Communicator, Partition, decode, encode};
 use crate::backend::cpu::{DOT_CHUNK, TILE_ROWS};
-use crate::backend::{Backend, Operand, OperandOf, TiledDots, cg_step_accepts, spmv_lanes};
+use crate::backend::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::Ilu0Factors;
@@ -584,8 +584,8 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
 }
 
 /// The fused element-wise steps are the backend's own over the extended vectors; those that end
-/// in a reduction keep their default bodies (the primitives above), except CG's: its SpMV with
-/// `<p, q>` and its residual update with `<r, r>` are fused as on one process.
+/// in a reduction keep their default bodies (the primitives above, so CG's step has its SpMV
+/// fused with `<p, q>`), and CG's residual update has its `<r, r>` in the same pass.
 impl<B: BlockKernels> CgKernels for BlockBackend<B> {
     fn axpy_norm<P: Precision>(
         &self,
@@ -600,21 +600,6 @@ impl<B: BlockKernels> CgKernels for BlockBackend<B> {
             .inner
             .axpy_norm_partials(alpha, x.local(), y.local_mut())?;
         self.reduce(Reduction::Chunks, &partials)
-    }
-    fn cg_step<P: Precision>(
-        &self,
-        a: &Self::Matrix,
-        rho: &P,
-        p: &Self::Vector<P>,
-        q: &mut Self::Vector<P>,
-        r: &mut Self::Vector<P>,
-    ) -> Result<(P, P)> {
-        let (pq, _) = self.spmv_dots_tiled(a, Operand::Own(p), TiledDots::With(p), q)?;
-        if !cg_step_accepts(&pq) {
-            return Ok((pq, P::zero()));
-        }
-        let rr = self.axpy_norm(&rho.div(&pq).neg(), q, r)?;
-        Ok((pq, rr))
     }
     fn cg_direction<P: Precision>(
         &self,

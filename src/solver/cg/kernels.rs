@@ -3,7 +3,7 @@
 //! overrides it where one pass can do the work of several (`backend/cpu/solvers.rs`,
 //! `backend/cuda/cg_kernels.rs`).
 
-use crate::backend::{Backend, cg_step_accepts};
+use crate::backend::{Backend, Operand, TiledDots, cg_step_accepts};
 use crate::error::Result;
 use crate::precision::Precision;
 
@@ -36,8 +36,8 @@ pub trait CgKernels: Backend {
         q: &mut Self::Vector<P>,
         r: &mut Self::Vector<P>,
     ) -> Result<(P, P)> {
-        self.spmv(a, p, q)?;
-        let pq = self.dot_tiled(p, q)?;
+        // `spmv` then `dot_tiled`, or the backend's fused pass with their bits
+        let (pq, _) = self.spmv_dots_tiled(a, Operand::Own(p), TiledDots::With(p), q)?;
         if !cg_step_accepts(&pq) {
             return Ok((pq, P::zero()));
         }
