@@ -115,9 +115,10 @@ struct SolveArgs {
     #[arg(long, value_parser = choice::<Method>())]
     method: Option<Method>,
     /// Working precisions, side by side in this order with ratios against the first: a comma
-    /// list of f64, td, dd, qd, mp:<bits> (feature mpfr), auto (escalation: f64, then dd, then
-    /// qd where the one before stagnates); or `both` (= f64,dd). `ladder:f64,td,dd` (last in
-    /// the list) escalates through the precisions given.
+    /// list of f64, td, dd, qd, mp:<bits> (our correctly rounded type, CPU and GPU),
+    /// mp-mpfr:<bits> (MPFR, feature mpfr), auto (escalation: f64, then dd, then qd where the
+    /// one before stagnates); or `both` (= f64,dd). `ladder:f64,td,dd` (last in the list)
+    /// escalates through the precisions given.
     #[arg(long, value_name = "LIST")]
     precision: Option<PrecisionChoice>,
     /// Stop when the relative recurrence residual (see --criterion) is at or below TOL, with
