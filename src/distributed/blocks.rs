@@ -360,11 +360,13 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
     }
 
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<Self::Ilu> {
-        log::warn!(
-            "ILU(0) over {} ranks: each applies the whole factorisation to the gathered residual \
-             (exact, but not split between them)",
-            self.comm.size()
-        );
+        if self.comm.rank() == 0 {
+            log::warn!(
+                "ILU(0) over {} ranks: each applies the whole factorisation to the gathered \
+                 residual (exact, but not split between them)",
+                self.comm.size()
+            );
+        }
         Ok(BlockIlu {
             whole: self.inner.ilu(factors)?,
         })
