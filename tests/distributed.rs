@@ -8,7 +8,8 @@ mod common;
 use common::matrices::{shared_matrices, shared_matrix};
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
-use precsolve::distributed::{CommScope, DistributedBackend, ThreadGroup};
+use precsolve::backend::cpu::CpuLink;
+use precsolve::distributed::{BlockBackend, CommScope, DistributedBackend, ThreadGroup};
 use precsolve::{BackendChoice, CsrMatrix, Method, Solution, Solver, Symmetry, WorkingPrecision};
 use precsolve::{Dd, Precision, Qd, Td};
 use std::sync::Arc;
@@ -209,5 +210,29 @@ fn shared_matrices_over_ranks_give_the_single_process_bits() {
     for precision in ["f64", "dd"] {
         same_bits_at_every_count(&cage, "bicgstab", false, precision, 100);
         same_bits_at_every_count(&cage, "bicgstab", true, precision, 50);
+    }
+}
+
+/// A rank that fails in its setup makes every rank's solve fail, at their next `synchronize`,
+/// and none waits for ever: not the failing rank, nor the one that learns of it there.
+#[test]
+fn a_rank_that_fails_alone_fails_every_rank() {
+    let a = precsolve::poisson2d(170);
+    let outcomes = ThreadGroup::run(3, |comm| {
+        let link = CpuLink::new(comm.clone());
+        let backend = BlockBackend::new(CpuBackend::new(), link, comm.clone(), &a);
+        let result = match comm.rank() {
+            1 => Err(precsolve::Error::Backend {
+                backend: "cpu",
+                message: "out of memory".into(),
+            }),
+            _ => backend.synchronize(),
+        };
+        backend.fail_together(result).map_err(|e| e.to_string())
+    });
+    assert_eq!(outcomes[1], Err("backend cpu: out of memory".to_string()));
+    for rank in [0, 2] {
+        let e = outcomes[rank].clone().unwrap_err();
+        assert!(e.contains("rank 1 of the solve failed"), "rank {rank}: {e}");
     }
 }

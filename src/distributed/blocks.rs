@@ -563,15 +563,17 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
     }
 
     /// The backend's, then every rank's outcome gathered: an error on any rank is an error on
-    /// all (see [`BlockBackend::fail_together`]).
+    /// all (see [`BlockBackend::fail_together`]). Once the outcomes are gathered, every rank
+    /// knows of a failure: none has more to tell.
     fn synchronize(&self) -> Result<()> {
         let mine = self.inner.synchronize();
-        if mine.is_err() {
+        let all = self.comm.all_gather(&[mine.is_ok() as u64]);
+        let failed = all.iter().position(|ok| ok.first() != Some(&1));
+        if failed.is_some() {
             self.failed.store(true, Ordering::SeqCst);
         }
-        let all = self.comm.all_gather(&[mine.is_ok() as u64]);
         mine?;
-        match all.iter().position(|ok| ok.first() != Some(&1)) {
+        match failed {
             Some(rank) => Err(Error::Backend {
                 backend: self.inner.name(),
                 message: format!("rank {rank} {ANOTHER_RANK_FAILED}"),
