@@ -7,7 +7,7 @@
 //! decisions, so the solvers run unchanged on this backend.
 
 use super::halo::Halo;
-use super::{CommClock, Communicator, Partition, decode, encode, words_per_value};
+use super::{CommClock, Communicator, Partition, decode, encode, receive_buffers, words_per_value, write_received};
 use crate::backend::cpu::{
     CpuBackend, CpuIlu, CpuMatrix, CpuVector, DOT_CHUNK, DOT_THREADS, DotOperand, copy_chunk,
     dot_lanes_of, dot_partials_of, finish_lanes, sum_partials, sum_tiles,
@@ -200,12 +200,7 @@ impl DistributedBackend {
             .iter()
             .map(|(to, rows)| (*to, encode(rows.iter().map(|&i| own.get(i).into_owned()))))
             .collect();
-        let words = words_per_value::<P>();
-        let mut receives: Vec<(usize, Vec<u64>)> = h
-            .receives
-            .iter()
-            .map(|(from, range)| (*from, vec![0; range.len() * words]))
-            .collect();
+        let mut receives = receive_buffers::<P>(&h.receives);
         let kept = a.scratch.lock().unwrap().remove(&TypeId::of::<P>());
         let mut ext = kept
             .and_then(|b| b.downcast::<CpuVector<P>>().ok())
@@ -232,14 +227,7 @@ impl DistributedBackend {
         // Communication is the exchange's time less the interior rows' work done meanwhile.
         self.clock.add(started.elapsed().saturating_sub(busy));
         let inside = inside.expect("the exchange runs `during`");
-        {
-            let mut out = ext.slice_mut();
-            for ((_, range), (_, words)) in h.receives.iter().zip(&receives) {
-                for (k, value) in decode::<P>(words).into_iter().enumerate() {
-                    out.set(range.start + k, value);
-                }
-            }
-        }
+        write_received::<P>(&mut ext.slice_mut(), &h.receives, &receives);
         let result = rest(&ext, inside);
         a.scratch
             .lock()

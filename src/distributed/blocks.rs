@@ -137,6 +137,10 @@ pub struct BlockBackend<B: BlockKernels> {
     halo: Halo,
     /// Rows before the own ones in an extended vector: the halo below, padded to a chunk.
     lead: usize,
+    /// The halo's messages as runs of an extended vector: the rows sent to each rank, and
+    /// those received from each.
+    sends: Vec<(usize, Range<usize>)>,
+    receives: Vec<(usize, Range<usize>)>,
     clock: CommClock,
     /// This rank has told the others it failed ([`fail_together`](Self::fail_together)).
     failed: AtomicBool,
@@ -203,6 +207,22 @@ impl<B: BlockKernels> BlockBackend<B> {
         let partition = Partition::balanced_at(a, comm.size(), DOT_CHUNK);
         let halo = Halo::spans(a, &partition, comm.rank());
         let lead = halo.below.next_multiple_of(DOT_CHUNK);
+        let sends = halo
+            .sends
+            .iter()
+            .map(|(to, rows)| {
+                let (first, last) = (rows[0], rows[rows.len() - 1]);
+                assert_eq!(last - first + 1, rows.len(), "a span halo sends contiguous rows");
+                (*to, lead + first..lead + last + 1)
+            })
+            .collect();
+        // From the halo's numbering `[below | own | above]` to the extended vector's.
+        let pad = lead - halo.below;
+        let receives = halo
+            .receives
+            .iter()
+            .map(|(from, r)| (*from, r.start + pad..r.end + pad))
+            .collect();
         BlockBackend {
             inner,
             link,
@@ -210,6 +230,8 @@ impl<B: BlockKernels> BlockBackend<B> {
             partition,
             halo,
             lead,
+            sends,
+            receives,
             clock: CommClock::default(),
             failed: AtomicBool::new(false),
         }
@@ -255,8 +277,7 @@ impl<B: BlockKernels> BlockBackend<B> {
         self.lead + self.halo.rows.len() + self.halo.above
     }
 
-    /// Where `rows` (global) lie in the halo's numbering `[below | own | above]`, moved to the
-    /// extended vector's.
+    /// From the halo's numbering `[below | own | above]` to the extended vector's.
     fn pad(&self) -> usize {
         self.lead - self.halo.below
     }
@@ -285,26 +306,10 @@ impl<B: BlockKernels> BlockBackend<B> {
     /// Fill `x`'s halo from the ranks that own it: before any reference into the solve's
     /// vectors is taken for the SpMV (the contract of [`BlockVector::halo_mut`]).
     fn exchange<P: Precision>(&self, x: &BlockVector<B::Vector<P>>) -> Result<()> {
-        let sends: Vec<(usize, Range<usize>)> = self
-            .halo
-            .sends
-            .iter()
-            .map(|(to, rows)| {
-                let (first, last) = (rows[0], rows[rows.len() - 1]);
-                assert_eq!(last - first + 1, rows.len(), "a span halo sends contiguous rows");
-                (*to, self.lead + first..self.lead + last + 1)
-            })
-            .collect();
-        let pad = self.pad();
-        let receives: Vec<(usize, Range<usize>)> = self
-            .halo
-            .receives
-            .iter()
-            .map(|(from, r)| (*from, r.start + pad..r.end + pad))
-            .collect();
         // SAFETY: called first thing in each SpMV, with no reference into a vector live.
         let x = unsafe { x.halo_mut() };
-        self.inner.exchange(&self.link, x, &sends, &receives)
+        self.inner
+            .exchange(&self.link, x, &self.sends, &self.receives)
     }
 
     /// Every rank's own rows of `x`, in order: the whole vector.

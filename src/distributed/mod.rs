@@ -34,7 +34,8 @@ pub use blocks::{
 pub use partition::Partition;
 pub use threads::ThreadGroup;
 
-use crate::precision::Precision;
+use crate::precision::{HostSliceMut, Precision, SliceMutOf};
+use std::ops::Range;
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -137,6 +138,30 @@ pub fn words_per_value<P: Precision>() -> usize {
     let mut out = Vec::new();
     P::zero().write_words(&mut out);
     out.len()
+}
+
+/// Room for the words of the values `receives` brings: `range.len()` values of `P` from each
+/// rank.
+pub fn receive_buffers<P: Precision>(receives: &[(usize, Range<usize>)]) -> Vec<(usize, Vec<u64>)> {
+    let words = words_per_value::<P>();
+    receives
+        .iter()
+        .map(|(from, range)| (*from, vec![0; range.len() * words]))
+        .collect()
+}
+
+/// The values of `got` (filled as [`receive_buffers`] made them) written at their places of
+/// `out`.
+pub fn write_received<P: Precision>(
+    out: &mut SliceMutOf<'_, P>,
+    receives: &[(usize, Range<usize>)],
+    got: &[(usize, Vec<u64>)],
+) {
+    for ((_, range), (_, words)) in receives.iter().zip(got) {
+        for (k, value) in decode::<P>(words).into_iter().enumerate() {
+            out.set(range.start + k, value);
+        }
+    }
 }
 
 /// Time spent moving words, summed over a solve (the report's communication time).

@@ -25,18 +25,13 @@ pub struct ThreadGroup {
 }
 
 impl ThreadGroup {
-    /// Run `body` on `ranks` threads, each with its rank's communicator; the results in rank
-    /// order.
+    /// Run `body` as `ranks` ranks (rank 0 on this thread, the others on threads of their own),
+    /// each with its rank's communicator; the results in rank order.
     pub fn run<T: Send>(
         ranks: usize,
         body: impl Fn(Arc<dyn Communicator>) -> T + Sync,
     ) -> Vec<T> {
-        let mut out = vec![];
-        std::thread::scope(|scope| {
-            let first = scope.spawn(|| Self::run_here(ranks, &body, &body));
-            out = first.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-        });
-        out
+        Self::run_here(ranks, &body, &body)
     }
 
     /// [`run`](Self::run) with rank 0's `first` on this thread (which may hold what cannot
@@ -75,10 +70,8 @@ impl ThreadGroup {
                 .collect();
             let mut first = Some(first);
             let comm = member(0);
-            let head = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                guarded(&mut || (first.take().expect("rank 0 runs once"))(comm.clone()))
-            }));
-            let mut out = vec![head.unwrap_or_else(|e| std::panic::resume_unwind(e))];
+            let mut out =
+                vec![guarded(&mut || (first.take().expect("rank 0 runs once"))(comm.clone()))];
             for h in handles {
                 out.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
             }

@@ -7,7 +7,8 @@ use super::{DotOperand, dot_partials_of};
 use super::{CpuBackend, CpuMatrix, CpuVector, copy_chunk, sum_partials, sum_tiles};
 use crate::backend::{Operand, OperandOf, TiledDots};
 use crate::distributed::{
-    BlockKernels, TwoPartials, CommClock, Communicator, Reduction, decode, encode, words_per_value,
+    BlockKernels, CommClock, Communicator, Reduction, TwoPartials, decode, encode, receive_buffers,
+    write_received,
 };
 use crate::error::Result;
 use crate::precision::{HostSlice, HostSliceMut, Precision};
@@ -114,19 +115,10 @@ impl BlockKernels for CpuBackend {
             .iter()
             .map(|(to, r)| (*to, encode(r.clone().map(|i| values.get(i).into_owned()))))
             .collect();
-        let words = words_per_value::<P>();
-        let mut got: Vec<(usize, Vec<u64>)> = receives
-            .iter()
-            .map(|(from, r)| (*from, vec![0; r.len() * words]))
-            .collect();
+        let mut got = receive_buffers::<P>(receives);
         link.clock
             .time(|| link.comm.exchange(&sends, &mut got, &mut || ()));
-        let mut out = x.slice_mut();
-        for ((_, range), (_, words)) in receives.iter().zip(&got) {
-            for (k, value) in decode::<P>(words).into_iter().enumerate() {
-                out.set(range.start + k, value);
-            }
-        }
+        write_received::<P>(&mut x.slice_mut(), receives, &got);
         Ok(())
     }
 

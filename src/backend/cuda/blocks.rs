@@ -7,8 +7,7 @@
 
 use super::device::driver_error;
 use super::launch::FinalStage;
-use super::spmv_dot::TILE_ROWS;
-use super::{CudaBackend, CudaMatrix, CudaVector, DOT_CHUNK, Layout, SpmvLayout};
+use super::{CudaBackend, CudaMatrix, CudaVector, Layout, SpmvLayout};
 use crate::backend::{OperandOf, TiledDots};
 use crate::distributed::{BlockKernels, TwoPartials, Reduction};
 use crate::error::{Error, Result};
@@ -254,10 +253,7 @@ impl BlockKernels for CudaBackend {
         first: usize,
         runs: &[Range<usize>],
     ) -> Result<P> {
-        let rows = match kind {
-            Reduction::Chunks => DOT_CHUNK,
-            Reduction::Tiles => TILE_ROWS,
-        };
+        let rows = kind.rows();
         let total: usize = runs.iter().map(Range::len).sum();
         let (whole, _) = self.partials_per::<P>(total * rows, rows)?;
         let layout = partial_layout::<P>();
