@@ -16,6 +16,11 @@
 //                T* partial, double denominator, double tol, int identity)   reduction layout
 //   r <- r - alpha q with <r, r>'s partials (cg_update_{p}'s bits); the last block to finish
 //   sums them: the iteration is done; the stopping test; without a preconditioner the next rho
+// cgs_update_partials_{p}(long long n, const cg_state* s, const T* q, T* r, T* partial)
+//   a block solve's (--devices): cgs_update's r update and partials, without the close
+// cgs_close_{p}(int m, const T* partial, cg_state* s, cg_record* rec, int cap,
+//               double denominator, double tol, int identity)                      one block
+//   a block solve's: <r, r> from every GPU's partials gathered (m of them), then the close
 // cgs_settle_{p}(long long n, const cg_state* s, const T* p, T* x)   x <- x + alpha p if pending
 // cgs_settled_{p}(cg_state* s)                                        one thread: nothing pending
 //
@@ -155,6 +160,22 @@ __device__ __forceinline__ void cgs_update(cg_state<typename O::T>* s,
         const O::V minus_alpha = O::neg(O::load(&s->alpha, 0));                                 \
         const O::V sum = r_update_chunk<O, false>(blockIdx.x, n, minus_alpha, q, r);            \
         cgs_update<O>(s, rec, cap, partial, denominator, tol, identity, sum);                   \
+    }                                                                                           \
+    extern "C" __global__ void cgs_update_partials_##P(long long n, const cg_state<O::T>* s,    \
+                                                       const O::T* __restrict__ q,              \
+                                                       O::T* __restrict__ r, O::T* partial) {   \
+        if (s->frozen) return;                                                                  \
+        const O::V minus_alpha = O::neg(O::load(&s->alpha, 0));                                 \
+        const O::V sum = r_update_chunk<O, false>(blockIdx.x, n, minus_alpha, q, r);            \
+        if (threadIdx.x == 0) O::store(partial, blockIdx.x, sum);                               \
+    }                                                                                           \
+    extern "C" __global__ void cgs_close_##P(int m, const O::T* partial, cg_state<O::T>* s,     \
+                                             cg_record<O::T>* rec, int cap, double denominator, \
+                                             double tol, int identity) {                        \
+        if (s->frozen) return;                                                                  \
+        const O::V rr = O::chunks_final(m, partial);                                            \
+        if (threadIdx.x != 0) return;                                                           \
+        cgs_close<O>(rr, s, rec, cap, denominator, tol, identity);                              \
     }
 
 CG_STEPS(f64, f64_ops)

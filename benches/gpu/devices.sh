@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Issue #31 on a 2-GPU machine: `solver solve --devices 2` against one GPU and the CPU (the same
-# iterations, residual bits and solution file), then DD CG on poisson3d:400 on 1 and 2 GPUs,
-# then a solve too large for one GPU's memory on 2. Prints the lines
-# benches/results/multi-gpu.md quotes.
+# Issue #31 on a machine of several GPUs: `solver solve --devices N` against one GPU and the CPU
+# (the same iterations, residual bits and solution file), then DD CG on poisson3d:400 on 1 and N
+# GPUs, then a solve too large for one GPU's memory on 2. N: each of $COUNTS (default 2).
+# Prints the lines benches/results/multi-gpu.md quotes.
 #
-#   cargo build --release && mkdir -p .gpu && cp target/release/solver benches/gpu/devices.sh .gpu/
-#   (device) bash .gpu/devices.sh [checks|speed|big ...]
+#   cargo build --release && mkdir -p .gpu && strip -o .gpu/solver target/release/solver &&
+#   cp benches/gpu/devices.sh .gpu/
+#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|big ...]
 set -u
 S=${SOLVER:-.gpu/solver}
 # Reports and solutions go to $DIR; the lines printed are the results.
@@ -13,6 +14,7 @@ DIR=${DIR:-/tmp/devices}
 mkdir -p "$DIR"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 STEPS=${*:-checks speed big}
+COUNTS=${COUNTS:-2}
 
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
 nvidia-smi topo -m | head -4
@@ -48,11 +50,13 @@ for r in json.load(open(sys.argv[1]))["runs"]:
 ' "$1"
 }
 
-# `check ARGS`: one GPU, two GPUs and the CPU; the residual lines (less the device count) and
-# the --write-x files must be equal.
+# `check ARGS`: one GPU, each count of $COUNTS and the CPU; the residual lines (less the device
+# count) and the --write-x files must be equal.
 check() {
     local tag=$1; shift
-    for run in "cuda 1" "cuda 2" "cpu 1"; do
+    local runs=("cuda 1" "cpu 1")
+    for c in $COUNTS; do runs+=("cuda $c"); done
+    for run in "${runs[@]}"; do
         read -r backend devices <<<"$run"
         local name=$DIR/$tag.$backend$devices
         timeout 300 "$S" solve "$@" --backend "$backend" --devices "$devices" --format json --quiet \
@@ -65,15 +69,15 @@ check() {
         fi
         fingerprint "$name.json" | sed 's/ devices [0-9]*$//' >"$name.fp"
     done
-    local base=$DIR/$tag.cuda1
-    if cmp -s "$base.fp" "$DIR/$tag.cuda2.fp" && cmp -s "$base.x.mtx" "$DIR/$tag.cuda2.x.mtx" &&
-        cmp -s "$base.fp" "$DIR/$tag.cpu1.fp" && cmp -s "$base.x.mtx" "$DIR/$tag.cpu1.x.mtx"; then
-        echo "SAME $tag: $(tr '\n' ';' <"$base.fp")"
-    else
-        echo "DIFF $tag"
-        diff "$base.fp" "$DIR/$tag.cuda2.fp"
-        diff "$base.fp" "$DIR/$tag.cpu1.fp"
-    fi
+    local base=$DIR/$tag.cuda1 same=1 other
+    for other in cpu1 $(printf 'cuda%s ' $COUNTS); do
+        if ! cmp -s "$base.fp" "$DIR/$tag.$other.fp" || ! cmp -s "$base.x.mtx" "$DIR/$tag.$other.x.mtx"; then
+            same=0
+            echo "DIFF $tag cuda1 / $other"
+            diff "$base.fp" "$DIR/$tag.$other.fp"
+        fi
+    done
+    [ $same = 1 ] && echo "SAME $tag (cuda 1, cpu, cuda $COUNTS): $(tr '\n' ';' <"$base.fp")"
 }
 
 for step in $STEPS; do
@@ -82,13 +86,15 @@ for step in $STEPS; do
         convdiff 300 >"$DIR/convdiff300.mtx"
         tight=(--tol 1e-300)
         check cg-p60 poisson3d:60 --method cg --precision f64,td,dd,qd "${tight[@]}" --max-iter 100
+        # converges: the GPUs' device steps stop mid-batch at the iteration the CPU stops at
+        check cg-p60-converged poisson3d:60 --method cg --precision f64,dd --tol 1e-12 --max-iter 1000
         check cg-p60-ilu poisson3d:60 --method cg --precision f64,dd --precond ilu0 "${tight[@]}" --max-iter 40
         check cg-p60-mp poisson3d:60 --method cg --precision mp:256 "${tight[@]}" --max-iter 15
         check bicgstab-cd300 "$DIR/convdiff300.mtx" --method bicgstab --precision f64,td,dd,qd "${tight[@]}" --max-iter 100
         check bicgstab-cd300-ilu "$DIR/convdiff300.mtx" --method bicgstab --precision f64,dd --precond ilu0 "${tight[@]}" --max-iter 30
         ;;
     speed)
-        for d in 1 2 1 2; do
+        for d in 1 $COUNTS 1 $COUNTS; do
             timeout 300 "$S" solve poisson3d:400 --backend cuda --devices $d --method cg --precision f64,dd \
                 --tol 1e-300 --max-iter 300 --format json --quiet >"$DIR/speed.$d.json" 2>"$DIR/speed.$d.err" ||
                 tail -3 "$DIR/speed.$d.err"

@@ -22,7 +22,10 @@ use crate::backend::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::Ilu0Factors;
-use crate::solver::{BicgstabKernels, CgKernels, HostSteps};
+use crate::solver::bicgstab::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab};
+use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold};
+use crate::solver::{BicgstabKernels, CgKernels};
+use crate::precond::Preconditioner;
 use crate::sparse::{CsrMatrix, Symmetry};
 use std::cell::UnsafeCell;
 use std::ops::Range;
@@ -52,6 +55,57 @@ pub type TwoPartials<B, P> = (
     <B as BlockKernels>::Partials<P>,
     Option<<B as BlockKernels>::Partials<P>>,
 );
+
+/// Where a rank's words travel in a block solve: the halo's messages as runs of an extended
+/// vector (the rows sent to each rank, those received from each), and every rank's run of
+/// each reduction's partials in the whole list.
+pub struct BlockRoute {
+    pub sends: Vec<(usize, Range<usize>)>,
+    pub receives: Vec<(usize, Range<usize>)>,
+    chunks: Runs,
+    tiles: Runs,
+}
+
+/// Every rank's partials in the whole list, and where this rank's start in its own list (an
+/// extended vector's partials).
+#[derive(Clone, Debug)]
+pub struct Runs {
+    pub runs: Vec<Range<usize>>,
+    pub first: usize,
+}
+
+impl Runs {
+    fn of(partition: &Partition, lead: usize, kind: Reduction) -> Self {
+        let rows = kind.rows();
+        let runs = (0..partition.ranks())
+            .map(|k| {
+                let r = partition.rows(k);
+                match r.is_empty() {
+                    true => 0..0,
+                    false => r.start / rows..r.end.div_ceil(rows),
+                }
+            })
+            .collect();
+        Runs {
+            runs,
+            first: lead / rows,
+        }
+    }
+
+    /// Partials in the whole list.
+    pub fn total(&self) -> usize {
+        self.runs.iter().map(Range::len).sum()
+    }
+}
+
+impl BlockRoute {
+    pub fn runs(&self, kind: Reduction) -> &Runs {
+        match kind {
+            Reduction::Chunks => &self.chunks,
+            Reduction::Tiles => &self.tiles,
+        }
+    }
+}
 
 /// What [`BlockBackend`] needs of a backend beyond [`Backend`].
 pub trait BlockKernels: CgKernels + BicgstabKernels {
@@ -90,15 +144,14 @@ pub trait BlockKernels: CgKernels + BicgstabKernels {
         dots: TiledDots<'_, Self::Vector<P>>,
         q: &mut Self::Vector<P>,
     ) -> Result<TwoPartials<Self, P>>;
-    /// The reduction of every rank's run of partials, in rank order: `runs[k]` are rank `k`'s
-    /// partials' places in the whole list; this rank's are `mine[first..]`.
+    /// The reduction of every rank's run of partials, in rank order: `runs.runs[k]` are rank
+    /// `k`'s partials' places in the whole list; this rank's are `mine[runs.first..]`.
     fn reduce<P: Precision>(
         &self,
         link: &Self::Link,
         kind: Reduction,
         mine: &Self::Partials<P>,
-        first: usize,
-        runs: &[Range<usize>],
+        runs: &Runs,
     ) -> Result<P>;
     /// Send `x[range]` to each `(rank, range)` of `sends`, and fill `x[range]` from each of
     /// `receives`.
@@ -122,6 +175,51 @@ pub trait BlockKernels: CgKernels + BicgstabKernels {
     -> Result<Vec<P>>;
     /// Time the link has spent moving words.
     fn link_time(&self, link: &Self::Link) -> Duration;
+
+    /// CG's scalars kept on this backend's device through a block solve ([`CgSteps`] with the
+    /// reductions gathered between the ranks there): `Infallible` where it has no such steps.
+    type BlockCg<P: Precision>;
+    /// Those steps for `P` without a preconditioner (`None`: the host's steps), vectors of
+    /// `len` elements, the state after `<r0, r0>` = `rr0`.
+    fn block_cg_start<P: Precision>(
+        &self,
+        route: &BlockRoute,
+        len: usize,
+        rr0: &P,
+        threshold: Threshold,
+    ) -> Result<Option<Self::BlockCg<P>>>;
+    fn block_cg_batch<P: Precision>(&self, state: &Self::BlockCg<P>) -> usize;
+    /// [`CgSteps::cg_run`] on this rank's vectors, the halo of `p` exchanged by the route.
+    #[allow(clippy::too_many_arguments)]
+    fn block_cg_run<P: Precision>(
+        &self,
+        link: &Self::Link,
+        route: &BlockRoute,
+        a: &Self::Matrix,
+        v: BlockCgVectors<'_, Self, P>,
+        state: &mut Self::BlockCg<P>,
+        iterations: usize,
+    ) -> Result<()>;
+    fn block_cg_collect<P: Precision>(
+        &self,
+        link: &Self::Link,
+        state: &mut Self::BlockCg<P>,
+        out: &mut Vec<CgRecord<P>>,
+    ) -> Result<Collected>;
+    fn block_cg_settle<P: Precision>(
+        &self,
+        state: &mut Self::BlockCg<P>,
+        p: &Self::Vector<P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()>;
+}
+
+/// A rank's CG vectors for [`BlockKernels::block_cg_run`].
+pub struct BlockCgVectors<'a, B: Backend + ?Sized, P: Precision> {
+    pub r: &'a mut B::Vector<P>,
+    pub p: &'a mut B::Vector<P>,
+    pub q: &'a mut B::Vector<P>,
+    pub x: &'a mut B::Vector<P>,
 }
 
 /// What a rank's error says when another rank failed.
@@ -137,10 +235,7 @@ pub struct BlockBackend<B: BlockKernels> {
     halo: Halo,
     /// Rows before the own ones in an extended vector: the halo below, padded to a chunk.
     lead: usize,
-    /// The halo's messages as runs of an extended vector: the rows sent to each rank, and
-    /// those received from each.
-    sends: Vec<(usize, Range<usize>)>,
-    receives: Vec<(usize, Range<usize>)>,
+    route: BlockRoute,
     clock: CommClock,
     /// This rank has told the others it failed ([`fail_together`](Self::fail_together)).
     failed: AtomicBool,
@@ -223,6 +318,12 @@ impl<B: BlockKernels> BlockBackend<B> {
             .iter()
             .map(|(from, r)| (*from, r.start + pad..r.end + pad))
             .collect();
+        let route = BlockRoute {
+            sends,
+            receives,
+            chunks: Runs::of(&partition, lead, Reduction::Chunks),
+            tiles: Runs::of(&partition, lead, Reduction::Tiles),
+        };
         BlockBackend {
             inner,
             link,
@@ -230,8 +331,7 @@ impl<B: BlockKernels> BlockBackend<B> {
             partition,
             halo,
             lead,
-            sends,
-            receives,
+            route,
             clock: CommClock::default(),
             failed: AtomicBool::new(false),
         }
@@ -282,25 +382,9 @@ impl<B: BlockKernels> BlockBackend<B> {
         self.lead - self.halo.below
     }
 
-    /// Every rank's partials of `kind` in the whole list, and where this rank's start in its
-    /// own list (an extended vector's partials).
-    fn runs(&self, kind: Reduction) -> (Vec<Range<usize>>, usize) {
-        let rows = kind.rows();
-        let runs = (0..self.partition.ranks())
-            .map(|k| {
-                let r = self.partition.rows(k);
-                match r.is_empty() {
-                    true => 0..0,
-                    false => r.start / rows..r.end.div_ceil(rows),
-                }
-            })
-            .collect();
-        (runs, self.lead / rows)
-    }
-
     fn reduce<P: Precision>(&self, kind: Reduction, mine: &B::Partials<P>) -> Result<P> {
-        let (runs, first) = self.runs(kind);
-        self.inner.reduce(&self.link, kind, mine, first, &runs)
+        self.inner
+            .reduce(&self.link, kind, mine, self.route.runs(kind))
     }
 
     /// Fill `x`'s halo from the ranks that own it: before any reference into the solve's
@@ -309,7 +393,7 @@ impl<B: BlockKernels> BlockBackend<B> {
         // SAFETY: called first thing in each SpMV, with no reference into a vector live.
         let x = unsafe { x.halo_mut() };
         self.inner
-            .exchange(&self.link, x, &self.sends, &self.receives)
+            .exchange(&self.link, x, &self.route.sends, &self.route.receives)
     }
 
     /// Every rank's own rows of `x`, in order: the whole vector.
@@ -659,4 +743,126 @@ impl<B: BlockKernels> BicgstabKernels for BlockBackend<B> {
     }
 }
 
-impl<B: BlockKernels> HostSteps for BlockBackend<B> {}
+/// CG's scalars on the host, or on the backend's devices where it keeps them there.
+pub enum BlockCgState<B: BlockKernels, P: Precision> {
+    Host(HostCg<P>),
+    Device(B::BlockCg<P>),
+}
+
+impl<B: BlockKernels> CgSteps for BlockBackend<B> {
+    type CgState<P: Precision> = BlockCgState<B, P>;
+
+    fn cg_start<P: Precision>(
+        &self,
+        _n: usize,
+        rr0: &P,
+        threshold: Threshold,
+        identity: bool,
+    ) -> Result<BlockCgState<B, P>> {
+        let len = self.extended_len();
+        let device = match identity {
+            true => self.inner.block_cg_start(&self.route, len, rr0, threshold)?,
+            false => None,
+        };
+        Ok(match device {
+            Some(d) => BlockCgState::Device(d),
+            None => BlockCgState::Host(HostCg::start(rr0, threshold)),
+        })
+    }
+
+    fn cg_batch<P: Precision>(&self, state: &BlockCgState<B, P>) -> usize {
+        match state {
+            BlockCgState::Host(_) => 1,
+            BlockCgState::Device(d) => self.inner.block_cg_batch(d),
+        }
+    }
+
+    fn cg_run<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &Self::Matrix,
+        precond: &M,
+        v: &mut CgVectors<Self, P>,
+        x: &mut Self::Vector<P>,
+        state: &mut BlockCgState<B, P>,
+        iterations: usize,
+    ) -> Result<()> {
+        match state {
+            BlockCgState::Host(h) => h.run(self, a, precond, v, x, iterations),
+            BlockCgState::Device(d) => {
+                let v = BlockCgVectors {
+                    r: v.r.local_mut(),
+                    p: v.p.local_mut(),
+                    q: v.q.local_mut(),
+                    x: x.local_mut(),
+                };
+                self.inner
+                    .block_cg_run(&self.link, &self.route, &a.local, v, d, iterations)
+            }
+        }
+    }
+
+    fn cg_collect<P: Precision>(
+        &self,
+        state: &mut BlockCgState<B, P>,
+        out: &mut Vec<CgRecord<P>>,
+    ) -> Result<Collected> {
+        match state {
+            BlockCgState::Host(h) => Ok(h.collect(out)),
+            BlockCgState::Device(d) => self.inner.block_cg_collect(&self.link, d, out),
+        }
+    }
+
+    fn cg_settle<P: Precision>(
+        &self,
+        state: &mut BlockCgState<B, P>,
+        v: &CgVectors<Self, P>,
+        x: &mut Self::Vector<P>,
+    ) -> Result<()> {
+        match state {
+            BlockCgState::Host(h) => h.settle(self, &v.p, x),
+            BlockCgState::Device(d) => {
+                self.inner
+                    .block_cg_settle(d, v.p.local(), x.local_mut())
+            }
+        }
+    }
+}
+
+/// BiCGStab's scalars on the host (the portable steps).
+impl<B: BlockKernels> BicgstabSteps for BlockBackend<B> {
+    type BicgstabState<P: Precision> = HostBicgstab<Self, P>;
+
+    fn bicgstab_start<P: Precision>(
+        &self,
+        _n: usize,
+        rho0: &P,
+        threshold: Threshold,
+        _identity: bool,
+    ) -> Result<Self::BicgstabState<P>> {
+        HostBicgstab::start(self, rho0, threshold)
+    }
+
+    fn bicgstab_batch<P: Precision>(&self, _: &Self::BicgstabState<P>) -> usize {
+        1
+    }
+
+    fn bicgstab_run<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &Self::Matrix,
+        precond: &M,
+        v: &mut BicgstabVectors<Self, P>,
+        x: &mut Self::Vector<P>,
+        state: &mut Self::BicgstabState<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        state.run(self, a, precond, v, x, iterations)
+    }
+
+    fn bicgstab_collect<P: Precision>(
+        &self,
+        state: &mut Self::BicgstabState<P>,
+        out: &mut Vec<BicgstabRecord<P>>,
+    ) -> Result<Collected> {
+        Ok(state.collect(out))
+    }
+}

@@ -29,7 +29,8 @@ mod threads;
 
 pub use backend::{DistIlu, DistMatrix, DistVector, DistributedBackend};
 pub use blocks::{
-    BlockBackend, BlockIlu, BlockKernels, BlockMatrix, BlockVector, Reduction, TwoPartials,
+    BlockBackend, BlockCgState, BlockCgVectors, BlockIlu, BlockKernels, BlockMatrix, BlockRoute,
+    BlockVector, Reduction, Runs, TwoPartials,
 };
 pub use partition::Partition;
 pub use threads::ThreadGroup;

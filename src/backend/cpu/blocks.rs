@@ -7,9 +7,11 @@ use super::{DotOperand, dot_partials_of};
 use super::{CpuBackend, CpuMatrix, CpuVector, copy_chunk, sum_partials, sum_tiles};
 use crate::backend::{Operand, OperandOf, TiledDots};
 use crate::distributed::{
-    BlockKernels, CommClock, Communicator, Reduction, TwoPartials, decode, encode, receive_buffers,
-    write_received,
+    BlockCgVectors, BlockKernels, BlockRoute, CommClock, Communicator, Reduction, Runs,
+    TwoPartials, decode, encode, receive_buffers, write_received,
 };
+use crate::solver::cg::{CgRecord, Collected, Threshold};
+use std::convert::Infallible;
 use crate::error::Result;
 use crate::precision::{HostSlice, HostSliceMut, Precision};
 use crate::sparse::CsrMatrix;
@@ -88,9 +90,9 @@ impl BlockKernels for CpuBackend {
         link: &CpuLink,
         kind: Reduction,
         mine: &Vec<P::Acc>,
-        first: usize,
-        runs: &[Range<usize>],
+        runs: &Runs,
     ) -> Result<P> {
+        let (first, runs) = (runs.first, &runs.runs);
         let run = &mine[first..first + runs[link.comm.rank()].len()];
         let all = link
             .clock
@@ -142,5 +144,47 @@ impl BlockKernels for CpuBackend {
 
     fn link_time(&self, link: &CpuLink) -> Duration {
         link.clock.total()
+    }
+
+    /// The CPU keeps CG's scalars on the host ([`HostCg`](crate::solver::cg::HostCg)).
+    type BlockCg<P: Precision> = Infallible;
+    fn block_cg_start<P: Precision>(
+        &self,
+        _: &BlockRoute,
+        _: usize,
+        _: &P,
+        _: Threshold,
+    ) -> Result<Option<Infallible>> {
+        Ok(None)
+    }
+    fn block_cg_batch<P: Precision>(&self, state: &Infallible) -> usize {
+        match *state {}
+    }
+    fn block_cg_run<P: Precision>(
+        &self,
+        _: &CpuLink,
+        _: &BlockRoute,
+        _: &CpuMatrix,
+        _: BlockCgVectors<'_, Self, P>,
+        state: &mut Infallible,
+        _: usize,
+    ) -> Result<()> {
+        match *state {}
+    }
+    fn block_cg_collect<P: Precision>(
+        &self,
+        _: &CpuLink,
+        state: &mut Infallible,
+        _: &mut Vec<CgRecord<P>>,
+    ) -> Result<Collected> {
+        match *state {}
+    }
+    fn block_cg_settle<P: Precision>(
+        &self,
+        state: &mut Infallible,
+        _: &CpuVector<P>,
+        _: &mut CpuVector<P>,
+    ) -> Result<()> {
+        match *state {}
     }
 }

@@ -9,7 +9,9 @@ use super::device::driver_error;
 use super::launch::FinalStage;
 use super::{CudaBackend, CudaMatrix, CudaVector, Layout, SpmvLayout};
 use crate::backend::{OperandOf, TiledDots};
-use crate::distributed::{BlockKernels, TwoPartials, Reduction};
+use super::cg::DeviceCg;
+use crate::distributed::{BlockCgVectors, BlockKernels, BlockRoute, Reduction, Runs, TwoPartials};
+use crate::solver::cg::{CgRecord, Collected, Threshold};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
@@ -142,12 +144,55 @@ impl CudaBackend {
     }
 
     /// Add the transfers' times to the link's total, once the stream has run them.
-    fn resolve_timing(&self, link: &NcclLink) {
+    pub(super) fn resolve_timing(&self, link: &NcclLink) {
         let mut timing = link.timing.lock().unwrap();
         let (pending, total) = &mut *timing;
         for (start, end) in pending.drain(..) {
             *total += start.elapsed_ms(&end).map_or(0.0, f64::from) / 1e3;
         }
+    }
+
+    /// Every GPU's run of partials (this one's `mine[runs.first..]`, of `count`) broadcast
+    /// into `whole` in rank order, on the stream.
+    pub(super) fn gather_runs<P: Precision>(
+        &self,
+        link: &NcclLink,
+        mine: &CudaVector<P>,
+        count: usize,
+        runs: &Runs,
+        whole: &CudaVector<P>,
+    ) -> Result<()> {
+        let total = runs.total();
+        assert!(whole.len >= total, "gather_runs: the whole list's length");
+        let layout = partial_layout::<P>();
+        let (src, dst) = (self.base(mine), self.base(whole));
+        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
+        self.nccl_group(link, || {
+            for (root, run) in runs.runs.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+                let to = segments(layout, whole.len, run.clone());
+                let from = (root == link.rank)
+                    .then(|| segments(layout, count, runs.first..runs.first + run.len()));
+                for (k, &(offset, bytes)) in to.iter().enumerate() {
+                    let send = from.as_ref().map_or(std::ptr::null(), |f| (src + f[k].0) as *const _);
+                    // SAFETY: both runs lie inside their buffers (`segments` of their lengths),
+                    // alive until the stream has run the broadcast (whoever reads `whole`
+                    // next waits for it on the stream).
+                    unsafe {
+                        nccl::broadcast(
+                            send,
+                            (dst + offset) as *mut _,
+                            bytes,
+                            nccl_sys::ncclDataType_t::ncclUint8,
+                            root as i32,
+                            link.comm(),
+                            self.stream_ptr(),
+                        )
+                    }
+                    .map_err(nccl_error("broadcasting partials"))?;
+                }
+            }
+            Ok(())
+        })
     }
 
     fn stream_ptr(&self) -> nccl_sys::cudaStream_t {
@@ -250,41 +295,11 @@ impl BlockKernels for CudaBackend {
         link: &NcclLink,
         kind: Reduction,
         mine: &CudaPartials<P>,
-        first: usize,
-        runs: &[Range<usize>],
+        runs: &Runs,
     ) -> Result<P> {
-        let rows = kind.rows();
-        let total: usize = runs.iter().map(Range::len).sum();
-        let (whole, _) = self.partials_per::<P>(total * rows, rows)?;
-        let layout = partial_layout::<P>();
-        let (src, dst) = (self.base(&mine.buffer), self.base(&whole));
-        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
-        self.nccl_group(link, || {
-            for (root, run) in runs.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
-                let to = segments(layout, total, run.clone());
-                let from = (root == link.rank)
-                    .then(|| segments(layout, mine.count, first..first + run.len()));
-                for (k, &(offset, bytes)) in to.iter().enumerate() {
-                    let send = from.as_ref().map_or(std::ptr::null(), |f| (src + f[k].0) as *const _);
-                    // SAFETY: both runs lie inside their buffers (`segments` of their lengths),
-                    // alive until the stream has run the broadcast (the final stage below
-                    // reads `whole` and waits for it).
-                    unsafe {
-                        nccl::broadcast(
-                            send,
-                            (dst + offset) as *mut _,
-                            bytes,
-                            nccl_sys::ncclDataType_t::ncclUint8,
-                            root as i32,
-                            link.comm(),
-                            self.stream_ptr(),
-                        )
-                    }
-                    .map_err(nccl_error("broadcasting partials"))?;
-                }
-            }
-            Ok(())
-        })?;
+        let total = runs.total();
+        let (whole, _) = self.partials_per::<P>(total * kind.rows(), kind.rows())?;
+        self.gather_runs(link, &mine.buffer, mine.count, runs, &whole)?;
         let stage = match kind {
             Reduction::Chunks => FinalStage::Dot,
             Reduction::Tiles => FinalStage::Tiles,
@@ -381,5 +396,46 @@ impl BlockKernels for CudaBackend {
             self.resolve_timing(link);
         }
         Duration::from_secs_f64(link.timing.lock().unwrap().1)
+    }
+
+    type BlockCg<P: Precision> = DeviceCg<P>;
+    fn block_cg_start<P: Precision>(
+        &self,
+        route: &BlockRoute,
+        len: usize,
+        rr0: &P,
+        threshold: Threshold,
+    ) -> Result<Option<DeviceCg<P>>> {
+        self.block_cg(route, len, rr0, threshold)
+    }
+    fn block_cg_batch<P: Precision>(&self, state: &DeviceCg<P>) -> usize {
+        self.block_cg_batch_of(state)
+    }
+    fn block_cg_run<P: Precision>(
+        &self,
+        link: &NcclLink,
+        route: &BlockRoute,
+        a: &CudaMatrix,
+        v: BlockCgVectors<'_, Self, P>,
+        state: &mut DeviceCg<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        self.block_cg_iterations(link, route, a, v, state, iterations)
+    }
+    fn block_cg_collect<P: Precision>(
+        &self,
+        link: &NcclLink,
+        state: &mut DeviceCg<P>,
+        out: &mut Vec<CgRecord<P>>,
+    ) -> Result<Collected> {
+        self.block_cg_records(link, state, out)
+    }
+    fn block_cg_settle<P: Precision>(
+        &self,
+        state: &mut DeviceCg<P>,
+        p: &CudaVector<P>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        self.block_cg_settled(state, p, x)
     }
 }

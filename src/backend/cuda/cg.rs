@@ -15,6 +15,9 @@ use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
+use super::blocks::NcclLink;
+use crate::distributed::{BlockCgVectors, BlockKernels, BlockRoute, Reduction};
+use crate::precond::Identity;
 use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, rho_stops};
 
 /// The layout of `cg_state<T>` in `kernels/cg.cu` (`T`: `f64`, or [`Dd`] for `double2`).
@@ -64,6 +67,31 @@ pub struct DeviceCg<P: Precision> {
     /// Decided at the first batch, where the matrix is known: the persistent kernel's grid
     /// where it runs the iterations (no preconditioner, the matrix in one wave).
     persistent: Option<Option<PersistentGrid>>,
+    /// A block solve's (`--devices`): every GPU's partials gathered before each final stage.
+    whole: Option<WholeLists<P>>,
+}
+
+/// The whole lists of `<p, q>`'s tile partials and `<r, r>`'s chunk partials of a block solve,
+/// every GPU's run gathered (`BlockBackend`'s reductions, kept on the device).
+struct WholeLists<P> {
+    tiles: CudaVector<P>,
+    chunks: CudaVector<P>,
+}
+
+/// A block solve's place for the steps: its link to the other GPUs and its route.
+#[derive(Clone, Copy)]
+struct Block<'a> {
+    link: &'a NcclLink,
+    route: &'a BlockRoute,
+}
+
+/// The vectors an iteration's steps write, borrowed from a solve's or a block's.
+struct Steps<'a, P> {
+    r: &'a mut CudaVector<P>,
+    p: &'a mut CudaVector<P>,
+    q: &'a mut CudaVector<P>,
+    z: Option<&'a mut CudaVector<f64>>,
+    x: &'a mut CudaVector<P>,
 }
 
 impl CudaBackend {
@@ -73,6 +101,7 @@ impl CudaBackend {
         rr0: &P,
         threshold: Threshold,
         identity: bool,
+        route: Option<&BlockRoute>,
     ) -> Result<DeviceCg<P>> {
         let state = CgScalars::<T> {
             rho: T::of(rr0),
@@ -90,6 +119,13 @@ impl CudaBackend {
             .map_err(driver_error("copying CG's scalars to the GPU"))?;
         let (rr_partial, blocks) = self.partials::<P>(n)?;
         let (rho_partial, _) = self.partials::<P>(n)?;
+        let whole = match route {
+            Some(route) => Some(WholeLists {
+                tiles: self.whole_list::<P>(route, Reduction::Tiles)?,
+                chunks: self.whole_list::<P>(route, Reduction::Chunks)?,
+            }),
+            None => None,
+        };
         Ok(DeviceCg {
             words,
             state_words,
@@ -100,8 +136,19 @@ impl CudaBackend {
             rho_partial,
             blocks,
             batches: Batches::new(n),
-            persistent: None,
+            // a block solve's reductions are gathered between kernels: no persistent kernel
+            persistent: route.map(|_| None),
+            whole,
         })
+    }
+
+    fn whole_list<P: Precision>(
+        &self,
+        route: &BlockRoute,
+        kind: Reduction,
+    ) -> Result<CudaVector<P>> {
+        let total = route.runs(kind).total();
+        Ok(self.partials_per::<P>(total * kind.rows(), kind.rows())?.0)
     }
 
     /// The device addresses of the state and of the ring.
@@ -110,24 +157,28 @@ impl CudaBackend {
         (base, base + 8 * d.state_words as u64)
     }
 
+    /// One iteration's launches; a block solve's exchange `p`'s halo before the SpMV and
+    /// gather the partials of both reductions before their final stages.
     fn device_iterate<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &CudaMatrix,
         precond: &M,
-        v: &mut CgVectors<Self, P>,
-        x: &mut CudaVector<P>,
+        v: Steps<'_, P>,
         d: &mut DeviceCg<P>,
+        block: Option<Block<'_>>,
     ) -> Result<()> {
-        let n = v.r.len;
+        let Steps { r, p, q, mut z, x } = v;
+        let n = r.len;
         let n64 = n as i64;
         let (state, ring) = self.cg_pointers(d);
         let cap = RING as i32;
         let blocks = d.blocks as i32;
         // z <- M^-1 r ; rho <- <r, z> (on the device)
-        if let Some(z) = v.z.as_mut() {
-            precond.apply_double(self, &v.r, z)?;
+        if let Some(z) = z.as_deref_mut() {
+            assert!(block.is_none(), "a block solve's device steps have no preconditioner");
+            precond.apply_double(self, r, z)?;
             let op = Self::wide_op::<P>("dot", "dot_wide")?;
-            self.launch_dot_partial_op(op, &v.r, z, &d.rho_partial, d.blocks)?;
+            self.launch_dot_partial_op(op, r, z, &d.rho_partial, d.blocks)?;
             let (f, name) = self.kernel::<P>("cgs_rho")?;
             let mut args = self.stream.launch_builder(&f);
             args.arg(&blocks)
@@ -141,36 +192,41 @@ impl CudaBackend {
         }
         // (x <- x + alpha p ;) p <- z + beta p
         {
-            let (f, name) = match v.z.as_ref() {
+            let (f, name) = match z {
                 Some(_) => self.kernel::<P>("cgs_direction_wide")?,
                 None => self.kernel::<P>("cgs_direction")?,
             };
             let mut args = self.stream.launch_builder(&f);
             args.arg(&n64).arg(&state);
-            match v.z.as_ref() {
+            match z.as_deref() {
                 Some(z) => args.vec(z),
-                None => args.vec(&v.r),
+                None => args.vec(&*r),
             };
-            args.vec(&v.p).vec(x);
+            args.vec(&*p).vec(&*x);
             // SAFETY: cgs_direction[_wide]_{p}(long long n, const cg_state* s, const T* z (or
             // double*), T* p, T* x), one thread an element.
             unsafe { args.launch(Self::elementwise(n)) }.map_err(driver_error(&name))?;
         }
         // q <- A p with <p, q>'s tile partials ; alpha
-        self.spmv_dots_partial_into(
-            a,
-            Operand::Own(&v.p),
-            TiledDots::With(&v.p),
-            &mut v.q,
-            true,
-            &d.tiles,
-        )?;
+        if let Some(b) = block {
+            self.exchange(b.link, p, &b.route.sends, &b.route.receives)?;
+        }
+        let (p, q) = (&*p, q);
+        self.spmv_dots_partial_into(a, Operand::Own(p), TiledDots::With(p), q, true, &d.tiles)?;
+        let (tiles, m) = match (block, &d.whole) {
+            (Some(b), Some(whole)) => {
+                let runs = b.route.runs(Reduction::Tiles);
+                self.gather_runs(b.link, &d.tiles.first, d.tiles.tiles, runs, &whole.tiles)?;
+                (&whole.tiles, runs.total())
+            }
+            _ => (&d.tiles.first, d.tiles.tiles),
+        };
         {
             let (f, name) = self.kernel::<P>("cgs_alpha")?;
-            let m = d.tiles.tiles as i32;
+            let m = m as i32;
             let mut args = self.stream.launch_builder(&f);
             args.arg(&m)
-                .vec(&d.tiles.first)
+                .vec(tiles)
                 .arg(&state)
                 .arg(&ring)
                 .arg(&cap);
@@ -180,19 +236,56 @@ impl CudaBackend {
         }
         // r <- r - alpha q with <r, r>'s partials; the last block: <r, r>, the stopping test,
         // the next rho without a preconditioner
+        if let Some(b) = block {
+            return self.block_update(b, q, r, d);
+        }
         {
             let (f, name) = self.kernel::<P>("cgs_update")?;
             let identity = i32::from(d.identity);
             let (den, tol) = (d.threshold.denominator, d.threshold.tol);
             let mut args = self.stream.launch_builder(&f);
             args.arg(&n64).arg(&state).arg(&ring).arg(&cap);
-            args.vec(&v.q).vec(&v.r).vec(&d.rr_partial);
+            args.vec(&*q).vec(&*r).vec(&d.rr_partial);
             args.arg(&den).arg(&tol).arg(&identity);
             // SAFETY: cgs_update_{p}(long long n, cg_state* s, cg_record* rec, int cap, const
             // T* q, T* r, T* partial, double denominator, double tol, int identity), the
             // reduction layout (one partial a block).
             unsafe { args.launch(Self::reduction(d.blocks)) }.map_err(driver_error(&name))?;
         }
+        Ok(())
+    }
+
+    /// A block solve's `r <- r - alpha q`: its `<r, r>` partials, every GPU's gathered, then
+    /// the close (`cgs_update`'s work in three steps: the last block cannot see the other GPUs).
+    fn block_update<P: Precision>(
+        &self,
+        b: Block<'_>,
+        q: &CudaVector<P>,
+        r: &mut CudaVector<P>,
+        d: &DeviceCg<P>,
+    ) -> Result<()> {
+        let whole = d.whole.as_ref().expect("a block solve's state has its whole lists");
+        let (state, ring) = self.cg_pointers(d);
+        let n64 = r.len as i64;
+        {
+            let (f, name) = self.kernel::<P>("cgs_update_partials")?;
+            let mut args = self.stream.launch_builder(&f);
+            args.arg(&n64).arg(&state).vec(q).vec(&*r).vec(&d.rr_partial);
+            // SAFETY: cgs_update_partials_{p}(long long n, const cg_state* s, const T* q, T* r,
+            // T* partial), the reduction layout (one partial a block).
+            unsafe { args.launch(Self::reduction(d.blocks)) }.map_err(driver_error(&name))?;
+        }
+        let runs = b.route.runs(Reduction::Chunks);
+        self.gather_runs(b.link, &d.rr_partial, d.blocks, runs, &whole.chunks)?;
+        let (f, name) = self.kernel::<P>("cgs_close")?;
+        let (m, cap, identity) = (runs.total() as i32, RING as i32, 1i32);
+        let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&m).vec(&whole.chunks).arg(&state).arg(&ring).arg(&cap);
+        args.arg(&den).arg(&tol).arg(&identity);
+        // SAFETY: cgs_close_{p}(int m, const T* partial, cg_state* s, cg_record* rec, int cap,
+        // double denominator, double tol, int identity), one block of DOT_THREADS.
+        unsafe { args.launch(Self::reduction(1)) }.map_err(driver_error(&name))?;
         Ok(())
     }
 
@@ -274,6 +367,82 @@ impl CudaBackend {
     }
 }
 
+/// A block solve's CG with the scalars on each GPU (`BlockKernels`'s hooks): every GPU runs
+/// the same steps on its rows, and makes the same decisions from the same gathered sums.
+impl CudaBackend {
+    pub(super) fn block_cg<P: Precision>(
+        &self,
+        route: &BlockRoute,
+        len: usize,
+        rr0: &P,
+        threshold: Threshold,
+    ) -> Result<Option<DeviceCg<P>>> {
+        Ok(if is::<P, f64>() {
+            Some(self.device_cg::<P, f64>(len, rr0, threshold, true, Some(route))?)
+        } else if is::<P, Dd>() {
+            Some(self.device_cg::<P, Dd>(len, rr0, threshold, true, Some(route))?)
+        } else {
+            None
+        })
+    }
+
+    pub(super) fn block_cg_batch_of<P: Precision>(&self, d: &DeviceCg<P>) -> usize {
+        d.batches.batch
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn block_cg_iterations<P: Precision>(
+        &self,
+        link: &NcclLink,
+        route: &BlockRoute,
+        a: &CudaMatrix,
+        v: BlockCgVectors<'_, Self, P>,
+        d: &mut DeviceCg<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        let block = Some(Block { link, route });
+        // not replayed as a graph: each GPU's thread would capture NCCL calls of its own
+        let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
+        let BlockCgVectors { r, p, q, x } = v;
+        let ran = self.run_batch(&mut batches, iterations, false, || {
+            let v = Steps {
+                r: &mut *r,
+                p: &mut *p,
+                q: &mut *q,
+                z: None,
+                x: &mut *x,
+            };
+            self.device_iterate(a, &Identity, v, d, block)
+        });
+        d.batches = batches;
+        ran
+    }
+
+    pub(super) fn block_cg_records<P: Precision>(
+        &self,
+        link: &NcclLink,
+        d: &mut DeviceCg<P>,
+        out: &mut Vec<CgRecord<P>>,
+    ) -> Result<Collected> {
+        let collected = match is::<P, f64>() {
+            true => self.device_collect::<P, f64>(d, out),
+            false => self.device_collect::<P, Dd>(d, out),
+        };
+        // the read waited for the stream: its transfers' times are known
+        self.resolve_timing(link);
+        collected
+    }
+
+    pub(super) fn block_cg_settled<P: Precision>(
+        &self,
+        d: &mut DeviceCg<P>,
+        p: &CudaVector<P>,
+        x: &mut CudaVector<P>,
+    ) -> Result<()> {
+        self.device_settle(d, p, x)
+    }
+}
+
 impl CgSteps for CudaBackend {
     type CgState<P: Precision> = CudaCgState<P>;
 
@@ -286,11 +455,11 @@ impl CgSteps for CudaBackend {
     ) -> Result<CudaCgState<P>> {
         Ok(if is::<P, f64>() {
             CudaCgState::Device(Box::new(
-                self.device_cg::<P, f64>(n, rr0, threshold, identity)?,
+                self.device_cg::<P, f64>(n, rr0, threshold, identity, None)?,
             ))
         } else if is::<P, Dd>() {
             CudaCgState::Device(Box::new(
-                self.device_cg::<P, Dd>(n, rr0, threshold, identity)?,
+                self.device_cg::<P, Dd>(n, rr0, threshold, identity, None)?,
             ))
         } else {
             CudaCgState::Host(HostCg::start(rr0, threshold))
@@ -332,7 +501,14 @@ impl CgSteps for CudaBackend {
                 let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
                 let graphable = d.identity;
                 let ran = self.run_batch(&mut batches, iterations, graphable, || {
-                    self.device_iterate(a, precond, v, x, d)
+                    let v = Steps {
+                        r: &mut v.r,
+                        p: &mut v.p,
+                        q: &mut v.q,
+                        z: v.z.as_mut(),
+                        x: &mut *x,
+                    };
+                    self.device_iterate(a, precond, v, d, None)
                 });
                 d.batches = batches;
                 ran
