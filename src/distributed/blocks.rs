@@ -15,17 +15,15 @@
 //! tiles, chunks split between ranks summed lane by lane, the interior rows computed while the
 //! halo travels.
 
+use super::block_kernels::{BlockKernels, BlockRoute, Reduction};
 use super::halo::Halo;
 use super::{CommClock, Communicator, Partition, decode, encode};
-use crate::backend::cpu::{DOT_CHUNK, TILE_ROWS};
+use crate::backend::cpu::DOT_CHUNK;
 use crate::backend::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::Ilu0Factors;
-use crate::solver::bicgstab::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab};
-use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold};
 use crate::solver::{BicgstabKernels, CgKernels};
-use crate::precond::Preconditioner;
 use crate::sparse::{CsrMatrix, Symmetry};
 use std::cell::UnsafeCell;
 use std::ops::Range;
@@ -33,209 +31,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Which order a reduction's partials follow: `dot`'s chunks or the tiles of the SpMV's dots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reduction {
-    Chunks,
-    Tiles,
-}
-
-impl Reduction {
-    /// Rows a partial.
-    pub fn rows(self) -> usize {
-        match self {
-            Reduction::Chunks => DOT_CHUNK,
-            Reduction::Tiles => TILE_ROWS,
-        }
-    }
-}
-
-/// The partials of an SpMV's first dot, and of its second where it has one.
-pub type TwoPartials<B, P> = (
-    <B as BlockKernels>::Partials<P>,
-    Option<<B as BlockKernels>::Partials<P>>,
-);
-
-/// Where a rank's words travel in a block solve: the halo's messages as runs of an extended
-/// vector (the rows sent to each rank, those received from each), and every rank's run of
-/// each reduction's partials in the whole list.
-pub struct BlockRoute {
-    pub sends: Vec<(usize, Range<usize>)>,
-    pub receives: Vec<(usize, Range<usize>)>,
-    chunks: Runs,
-    tiles: Runs,
-}
-
-/// Every rank's partials in the whole list, and where this rank's start in its own list (an
-/// extended vector's partials).
-#[derive(Clone, Debug)]
-pub struct Runs {
-    pub runs: Vec<Range<usize>>,
-    pub first: usize,
-}
-
-impl Runs {
-    fn of(partition: &Partition, lead: usize, kind: Reduction) -> Self {
-        let rows = kind.rows();
-        let runs = (0..partition.ranks())
-            .map(|k| {
-                let r = partition.rows(k);
-                match r.is_empty() {
-                    true => 0..0,
-                    false => r.start / rows..r.end.div_ceil(rows),
-                }
-            })
-            .collect();
-        Runs {
-            runs,
-            first: lead / rows,
-        }
-    }
-
-    /// Partials in the whole list.
-    pub fn total(&self) -> usize {
-        self.runs.iter().map(Range::len).sum()
-    }
-}
-
-impl BlockRoute {
-    pub fn runs(&self, kind: Reduction) -> &Runs {
-        match kind {
-            Reduction::Chunks => &self.chunks,
-            Reduction::Tiles => &self.tiles,
-        }
-    }
-}
-
-/// What [`BlockBackend`] needs of a backend beyond [`Backend`].
-pub trait BlockKernels: CgKernels + BicgstabKernels {
-    /// How this backend's ranks reach each other.
-    type Link: Send + Sync;
-    /// A reduction's partials where the backend keeps them.
-    type Partials<P: Precision>;
-
-    /// `a` uploaded with its rows summed in `lanes` lanes (the whole matrix's count).
-    fn matrix_with_lanes(&self, a: &Arc<CsrMatrix>, lanes: usize) -> Result<Self::Matrix>;
-    /// `dot(x, y)`'s (or `dot_wide`'s) chunk partials.
-    fn dot_partials<P: Precision>(
-        &self,
-        x: &Self::Vector<P>,
-        y: OperandOf<'_, Self, P>,
-    ) -> Result<Self::Partials<P>>;
-    /// `y <- alpha x + y` with the chunk partials of `<y, y>` (CG's residual update).
-    fn axpy_norm_partials<P: Precision>(
-        &self,
-        alpha: &P,
-        x: &Self::Vector<P>,
-        y: &mut Self::Vector<P>,
-    ) -> Result<Self::Partials<P>>;
-    /// `dot_tiled(x, y)`'s tile partials.
-    fn tile_partials<P: Precision>(
-        &self,
-        x: &Self::Vector<P>,
-        y: &Self::Vector<P>,
-    ) -> Result<Self::Partials<P>>;
-    /// `spmv_dots_tiled`'s product and the tile partials of its dots (the second where `dots`
-    /// asks for two).
-    fn spmv_tile_partials<P: Precision>(
-        &self,
-        a: &Self::Matrix,
-        x: OperandOf<'_, Self, P>,
-        dots: TiledDots<'_, Self::Vector<P>>,
-        q: &mut Self::Vector<P>,
-    ) -> Result<TwoPartials<Self, P>>;
-    /// The reduction of every rank's run of partials, in rank order: `runs.runs[k]` are rank
-    /// `k`'s partials' places in the whole list; this rank's are `mine[runs.first..]`.
-    fn reduce<P: Precision>(
-        &self,
-        link: &Self::Link,
-        kind: Reduction,
-        mine: &Self::Partials<P>,
-        runs: &Runs,
-    ) -> Result<P>;
-    /// Send `x[range]` to each `(rank, range)` of `sends`, and fill `x[range]` from each of
-    /// `receives`.
-    fn exchange<P: Precision>(
-        &self,
-        link: &Self::Link,
-        x: &mut Self::Vector<P>,
-        sends: &[(usize, Range<usize>)],
-        receives: &[(usize, Range<usize>)],
-    ) -> Result<()>;
-    /// `y[at..] <- x[from]`.
-    fn copy_range<P: Precision>(
-        &self,
-        x: &Self::Vector<P>,
-        from: Range<usize>,
-        y: &mut Self::Vector<P>,
-        at: usize,
-    ) -> Result<()>;
-    /// `x[range]` on the host.
-    fn read_range<P: Precision>(&self, x: &Self::Vector<P>, range: Range<usize>)
-    -> Result<Vec<P>>;
-    /// Time the link has spent moving words.
-    fn link_time(&self, link: &Self::Link) -> Duration;
-
-    /// CG's scalars kept on this backend's device through a block solve ([`CgSteps`] with the
-    /// reductions gathered between the ranks there): `Infallible` where it has no such steps.
-    type BlockCg<P: Precision>;
-    /// Those steps for `P` without a preconditioner (`None`: the host's steps), vectors of
-    /// `len` elements, the state after `<r0, r0>` = `rr0`.
-    fn block_cg_start<P: Precision>(
-        &self,
-        route: &BlockRoute,
-        len: usize,
-        rr0: &P,
-        threshold: Threshold,
-    ) -> Result<Option<Self::BlockCg<P>>>;
-    fn block_cg_batch<P: Precision>(&self, state: &Self::BlockCg<P>) -> usize;
-    /// [`CgSteps::cg_run`] on this rank's vectors, the halo of `p` exchanged by the route.
-    #[allow(clippy::too_many_arguments)]
-    fn block_cg_run<P: Precision>(
-        &self,
-        link: &Self::Link,
-        route: &BlockRoute,
-        a: &Self::Matrix,
-        v: BlockCgVectors<'_, Self, P>,
-        state: &mut Self::BlockCg<P>,
-        iterations: usize,
-    ) -> Result<()>;
-    fn block_cg_collect<P: Precision>(
-        &self,
-        link: &Self::Link,
-        state: &mut Self::BlockCg<P>,
-        out: &mut Vec<CgRecord<P>>,
-    ) -> Result<Collected>;
-    fn block_cg_settle<P: Precision>(
-        &self,
-        state: &mut Self::BlockCg<P>,
-        p: &Self::Vector<P>,
-        x: &mut Self::Vector<P>,
-    ) -> Result<()>;
-}
-
-/// A rank's CG vectors for [`BlockKernels::block_cg_run`].
-pub struct BlockCgVectors<'a, B: Backend + ?Sized, P: Precision> {
-    pub r: &'a mut B::Vector<P>,
-    pub p: &'a mut B::Vector<P>,
-    pub q: &'a mut B::Vector<P>,
-    pub x: &'a mut B::Vector<P>,
-}
-
 /// What a rank's error says when another rank failed.
 pub(crate) const ANOTHER_RANK_FAILED: &str = "of the solve failed (its error is reported there)";
 
 /// A rank's part of a solve over blocks of rows, its work done by the backend `B`.
 pub struct BlockBackend<B: BlockKernels> {
-    inner: B,
-    link: B::Link,
+    pub(super) inner: B,
+    pub(super) link: B::Link,
     /// Moves what is not on the solve's path: the solution at the end, ILU(0)'s residuals.
     comm: Arc<dyn Communicator>,
     partition: Partition,
     halo: Halo,
     /// Rows before the own ones in an extended vector: the halo below, padded to a chunk.
     lead: usize,
-    route: BlockRoute,
+    pub(super) route: BlockRoute,
     clock: CommClock,
     /// This rank has told the others it failed ([`fail_together`](Self::fail_together)).
     failed: AtomicBool,
@@ -267,7 +76,7 @@ impl<V> BlockVector<V> {
         unsafe { &*self.local.get() }
     }
 
-    fn local_mut(&mut self) -> &mut V {
+    pub(super) fn local_mut(&mut self) -> &mut V {
         self.local.get_mut()
     }
 
@@ -285,7 +94,7 @@ impl<V> BlockVector<V> {
 
 /// This rank's rows of `A`, square over the extended vectors.
 pub struct BlockMatrix<M> {
-    local: M,
+    pub(super) local: M,
 }
 
 /// ILU(0) of the whole matrix on every rank, applied to the gathered `fl64(r)`: the single
@@ -302,28 +111,7 @@ impl<B: BlockKernels> BlockBackend<B> {
         let partition = Partition::balanced_at(a, comm.size(), DOT_CHUNK);
         let halo = Halo::spans(a, &partition, comm.rank());
         let lead = halo.below.next_multiple_of(DOT_CHUNK);
-        let sends = halo
-            .sends
-            .iter()
-            .map(|(to, rows)| {
-                let (first, last) = (rows[0], rows[rows.len() - 1]);
-                assert_eq!(last - first + 1, rows.len(), "a span halo sends contiguous rows");
-                (*to, lead + first..lead + last + 1)
-            })
-            .collect();
-        // From the halo's numbering `[below | own | above]` to the extended vector's.
-        let pad = lead - halo.below;
-        let receives = halo
-            .receives
-            .iter()
-            .map(|(from, r)| (*from, r.start + pad..r.end + pad))
-            .collect();
-        let route = BlockRoute {
-            sends,
-            receives,
-            chunks: Runs::of(&partition, lead, Reduction::Chunks),
-            tiles: Runs::of(&partition, lead, Reduction::Tiles),
-        };
+        let route = BlockRoute::new(&halo, &partition, lead);
         BlockBackend {
             inner,
             link,
@@ -373,7 +161,7 @@ impl<B: BlockKernels> BlockBackend<B> {
         self.lead..self.lead + self.halo.rows.len()
     }
 
-    fn extended_len(&self) -> usize {
+    pub(super) fn extended_len(&self) -> usize {
         self.lead + self.halo.rows.len() + self.halo.above
     }
 
@@ -740,129 +528,5 @@ impl<B: BlockKernels> BicgstabKernels for BlockBackend<B> {
     ) -> Result<()> {
         self.inner
             .bicgstab_direction(r.local(), beta, omega, v.local(), p.local_mut())
-    }
-}
-
-/// CG's scalars on the host, or on the backend's devices where it keeps them there.
-pub enum BlockCgState<B: BlockKernels, P: Precision> {
-    Host(HostCg<P>),
-    Device(B::BlockCg<P>),
-}
-
-impl<B: BlockKernels> CgSteps for BlockBackend<B> {
-    type CgState<P: Precision> = BlockCgState<B, P>;
-
-    fn cg_start<P: Precision>(
-        &self,
-        _n: usize,
-        rr0: &P,
-        threshold: Threshold,
-        identity: bool,
-    ) -> Result<BlockCgState<B, P>> {
-        let len = self.extended_len();
-        let device = match identity {
-            true => self.inner.block_cg_start(&self.route, len, rr0, threshold)?,
-            false => None,
-        };
-        Ok(match device {
-            Some(d) => BlockCgState::Device(d),
-            None => BlockCgState::Host(HostCg::start(rr0, threshold)),
-        })
-    }
-
-    fn cg_batch<P: Precision>(&self, state: &BlockCgState<B, P>) -> usize {
-        match state {
-            BlockCgState::Host(_) => 1,
-            BlockCgState::Device(d) => self.inner.block_cg_batch(d),
-        }
-    }
-
-    fn cg_run<P: Precision, M: Preconditioner<Self>>(
-        &self,
-        a: &Self::Matrix,
-        precond: &M,
-        v: &mut CgVectors<Self, P>,
-        x: &mut Self::Vector<P>,
-        state: &mut BlockCgState<B, P>,
-        iterations: usize,
-    ) -> Result<()> {
-        match state {
-            BlockCgState::Host(h) => h.run(self, a, precond, v, x, iterations),
-            BlockCgState::Device(d) => {
-                let v = BlockCgVectors {
-                    r: v.r.local_mut(),
-                    p: v.p.local_mut(),
-                    q: v.q.local_mut(),
-                    x: x.local_mut(),
-                };
-                self.inner
-                    .block_cg_run(&self.link, &self.route, &a.local, v, d, iterations)
-            }
-        }
-    }
-
-    fn cg_collect<P: Precision>(
-        &self,
-        state: &mut BlockCgState<B, P>,
-        out: &mut Vec<CgRecord<P>>,
-    ) -> Result<Collected> {
-        match state {
-            BlockCgState::Host(h) => Ok(h.collect(out)),
-            BlockCgState::Device(d) => self.inner.block_cg_collect(&self.link, d, out),
-        }
-    }
-
-    fn cg_settle<P: Precision>(
-        &self,
-        state: &mut BlockCgState<B, P>,
-        v: &CgVectors<Self, P>,
-        x: &mut Self::Vector<P>,
-    ) -> Result<()> {
-        match state {
-            BlockCgState::Host(h) => h.settle(self, &v.p, x),
-            BlockCgState::Device(d) => {
-                self.inner
-                    .block_cg_settle(d, v.p.local(), x.local_mut())
-            }
-        }
-    }
-}
-
-/// BiCGStab's scalars on the host (the portable steps).
-impl<B: BlockKernels> BicgstabSteps for BlockBackend<B> {
-    type BicgstabState<P: Precision> = HostBicgstab<Self, P>;
-
-    fn bicgstab_start<P: Precision>(
-        &self,
-        _n: usize,
-        rho0: &P,
-        threshold: Threshold,
-        _identity: bool,
-    ) -> Result<Self::BicgstabState<P>> {
-        HostBicgstab::start(self, rho0, threshold)
-    }
-
-    fn bicgstab_batch<P: Precision>(&self, _: &Self::BicgstabState<P>) -> usize {
-        1
-    }
-
-    fn bicgstab_run<P: Precision, M: Preconditioner<Self>>(
-        &self,
-        a: &Self::Matrix,
-        precond: &M,
-        v: &mut BicgstabVectors<Self, P>,
-        x: &mut Self::Vector<P>,
-        state: &mut Self::BicgstabState<P>,
-        iterations: usize,
-    ) -> Result<()> {
-        state.run(self, a, precond, v, x, iterations)
-    }
-
-    fn bicgstab_collect<P: Precision>(
-        &self,
-        state: &mut Self::BicgstabState<P>,
-        out: &mut Vec<BicgstabRecord<P>>,
-    ) -> Result<Collected> {
-        Ok(state.collect(out))
     }
 }

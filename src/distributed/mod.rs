@@ -18,6 +18,8 @@
 //! Values travel as the words of their layout ([`Precision::write_words`]).
 
 mod backend;
+mod block_kernels;
+mod block_steps;
 mod blocks;
 #[cfg(feature = "cuda")]
 pub mod devices;
@@ -28,10 +30,9 @@ mod partition;
 mod threads;
 
 pub use backend::{DistIlu, DistMatrix, DistVector, DistributedBackend};
-pub use blocks::{
-    BlockBackend, BlockCgState, BlockCgVectors, BlockIlu, BlockKernels, BlockMatrix, BlockRoute,
-    BlockVector, Reduction, Runs, TwoPartials,
-};
+pub use block_kernels::{BlockCgVectors, BlockKernels, BlockRoute, Reduction, Runs, TwoPartials};
+pub use block_steps::BlockCgState;
+pub use blocks::{BlockBackend, BlockIlu, BlockMatrix, BlockVector};
 pub use partition::Partition;
 pub use threads::ThreadGroup;
 

@@ -9,7 +9,10 @@ use super::device::driver_error;
 use super::launch::FinalStage;
 use super::{CudaBackend, CudaMatrix, CudaVector, Layout, SpmvLayout};
 use crate::backend::{OperandOf, TiledDots};
-use super::cg::DeviceCg;
+use super::cg::{Block, DeviceCg, Steps};
+use super::resident::{Batches, is};
+use crate::precision::Dd;
+use crate::precond::Identity;
 use crate::distributed::{BlockCgVectors, BlockKernels, BlockRoute, Reduction, Runs, TwoPartials};
 use crate::solver::cg::{CgRecord, Collected, Threshold};
 use crate::error::{Error, Result};
@@ -144,7 +147,7 @@ impl CudaBackend {
     }
 
     /// Add the transfers' times to the link's total, once the stream has run them.
-    pub(super) fn resolve_timing(&self, link: &NcclLink) {
+    fn resolve_timing(&self, link: &NcclLink) {
         let mut timing = link.timing.lock().unwrap();
         let (pending, total) = &mut *timing;
         for (start, end) in pending.drain(..) {
@@ -398,6 +401,8 @@ impl BlockKernels for CudaBackend {
         Duration::from_secs_f64(link.timing.lock().unwrap().1)
     }
 
+    /// f64 and dd keep CG's scalars on each GPU (`cg.rs`'s steps): every GPU runs the same
+    /// steps on its rows and makes the same decisions from the same gathered sums.
     type BlockCg<P: Precision> = DeviceCg<P>;
     fn block_cg_start<P: Precision>(
         &self,
@@ -406,10 +411,16 @@ impl BlockKernels for CudaBackend {
         rr0: &P,
         threshold: Threshold,
     ) -> Result<Option<DeviceCg<P>>> {
-        self.block_cg(route, len, rr0, threshold)
+        Ok(if is::<P, f64>() {
+            Some(self.device_cg::<P, f64>(len, rr0, threshold, true, Some(route))?)
+        } else if is::<P, Dd>() {
+            Some(self.device_cg::<P, Dd>(len, rr0, threshold, true, Some(route))?)
+        } else {
+            None
+        })
     }
     fn block_cg_batch<P: Precision>(&self, state: &DeviceCg<P>) -> usize {
-        self.block_cg_batch_of(state)
+        state.batches.batch
     }
     fn block_cg_run<P: Precision>(
         &self,
@@ -420,7 +431,22 @@ impl BlockKernels for CudaBackend {
         state: &mut DeviceCg<P>,
         iterations: usize,
     ) -> Result<()> {
-        self.block_cg_iterations(link, route, a, v, state, iterations)
+        let block = Some(Block { link, route });
+        let mut batches = std::mem::replace(&mut state.batches, Batches::new(0));
+        let BlockCgVectors { r, p, q, x } = v;
+        // not replayed as a graph: each GPU's thread would capture NCCL calls of its own
+        let ran = self.run_batch(&mut batches, iterations, false, || {
+            let v = Steps {
+                r: &mut *r,
+                p: &mut *p,
+                q: &mut *q,
+                z: None,
+                x: &mut *x,
+            };
+            self.device_iterate(a, &Identity, v, state, block)
+        });
+        state.batches = batches;
+        ran
     }
     fn block_cg_collect<P: Precision>(
         &self,
@@ -428,7 +454,13 @@ impl BlockKernels for CudaBackend {
         state: &mut DeviceCg<P>,
         out: &mut Vec<CgRecord<P>>,
     ) -> Result<Collected> {
-        self.block_cg_records(link, state, out)
+        let collected = match is::<P, f64>() {
+            true => self.device_collect::<P, f64>(state, out),
+            false => self.device_collect::<P, Dd>(state, out),
+        };
+        // the read waited for the stream: its transfers' times are known
+        self.resolve_timing(link);
+        collected
     }
     fn block_cg_settle<P: Precision>(
         &self,
@@ -436,6 +468,6 @@ impl BlockKernels for CudaBackend {
         p: &CudaVector<P>,
         x: &mut CudaVector<P>,
     ) -> Result<()> {
-        self.block_cg_settled(state, p, x)
+        self.device_settle(state, p, x)
     }
 }

@@ -16,8 +16,7 @@ use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
 use super::blocks::NcclLink;
-use crate::distributed::{BlockCgVectors, BlockKernels, BlockRoute, Reduction};
-use crate::precond::Identity;
+use crate::distributed::{BlockKernels, BlockRoute, Reduction};
 use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, rho_stops};
 
 /// The layout of `cg_state<T>` in `kernels/cg.cu` (`T`: `f64`, or [`Dd`] for `double2`).
@@ -63,7 +62,7 @@ pub struct DeviceCg<P: Precision> {
     rr_partial: CudaVector<P>,
     rho_partial: CudaVector<P>,
     blocks: usize,
-    batches: Batches,
+    pub(super) batches: Batches,
     /// Decided at the first batch, where the matrix is known: the persistent kernel's grid
     /// where it runs the iterations (no preconditioner, the matrix in one wave).
     persistent: Option<Option<PersistentGrid>>,
@@ -80,22 +79,22 @@ struct WholeLists<P> {
 
 /// A block solve's place for the steps: its link to the other GPUs and its route.
 #[derive(Clone, Copy)]
-struct Block<'a> {
-    link: &'a NcclLink,
-    route: &'a BlockRoute,
+pub(super) struct Block<'a> {
+    pub link: &'a NcclLink,
+    pub route: &'a BlockRoute,
 }
 
 /// The vectors an iteration's steps write, borrowed from a solve's or a block's.
-struct Steps<'a, P> {
-    r: &'a mut CudaVector<P>,
-    p: &'a mut CudaVector<P>,
-    q: &'a mut CudaVector<P>,
-    z: Option<&'a mut CudaVector<f64>>,
-    x: &'a mut CudaVector<P>,
+pub(super) struct Steps<'a, P> {
+    pub r: &'a mut CudaVector<P>,
+    pub p: &'a mut CudaVector<P>,
+    pub q: &'a mut CudaVector<P>,
+    pub z: Option<&'a mut CudaVector<f64>>,
+    pub x: &'a mut CudaVector<P>,
 }
 
 impl CudaBackend {
-    fn device_cg<P: Precision, T: DeviceScalar>(
+    pub(super) fn device_cg<P: Precision, T: DeviceScalar>(
         &self,
         n: usize,
         rr0: &P,
@@ -159,7 +158,7 @@ impl CudaBackend {
 
     /// One iteration's launches; a block solve's exchange `p`'s halo before the SpMV and
     /// gather the partials of both reductions before their final stages.
-    fn device_iterate<P: Precision, M: Preconditioner<Self>>(
+    pub(super) fn device_iterate<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &CudaMatrix,
         precond: &M,
@@ -321,7 +320,7 @@ impl CudaBackend {
         Ok(())
     }
 
-    fn device_collect<P: Precision, T: DeviceScalar>(
+    pub(super) fn device_collect<P: Precision, T: DeviceScalar>(
         &self,
         d: &mut DeviceCg<P>,
         out: &mut Vec<CgRecord<P>>,
@@ -345,7 +344,7 @@ impl CudaBackend {
         Ok(collected)
     }
 
-    fn device_settle<P: Precision>(
+    pub(super) fn device_settle<P: Precision>(
         &self,
         d: &mut DeviceCg<P>,
         p: &CudaVector<P>,
@@ -364,82 +363,6 @@ impl CudaBackend {
         // SAFETY: cgs_settled_{p}(cg_state* s), one thread.
         unsafe { args.launch(LaunchConfig::for_num_elems(1)) }.map_err(driver_error(&name))?;
         Ok(())
-    }
-}
-
-/// A block solve's CG with the scalars on each GPU (`BlockKernels`'s hooks): every GPU runs
-/// the same steps on its rows, and makes the same decisions from the same gathered sums.
-impl CudaBackend {
-    pub(super) fn block_cg<P: Precision>(
-        &self,
-        route: &BlockRoute,
-        len: usize,
-        rr0: &P,
-        threshold: Threshold,
-    ) -> Result<Option<DeviceCg<P>>> {
-        Ok(if is::<P, f64>() {
-            Some(self.device_cg::<P, f64>(len, rr0, threshold, true, Some(route))?)
-        } else if is::<P, Dd>() {
-            Some(self.device_cg::<P, Dd>(len, rr0, threshold, true, Some(route))?)
-        } else {
-            None
-        })
-    }
-
-    pub(super) fn block_cg_batch_of<P: Precision>(&self, d: &DeviceCg<P>) -> usize {
-        d.batches.batch
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn block_cg_iterations<P: Precision>(
-        &self,
-        link: &NcclLink,
-        route: &BlockRoute,
-        a: &CudaMatrix,
-        v: BlockCgVectors<'_, Self, P>,
-        d: &mut DeviceCg<P>,
-        iterations: usize,
-    ) -> Result<()> {
-        let block = Some(Block { link, route });
-        // not replayed as a graph: each GPU's thread would capture NCCL calls of its own
-        let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
-        let BlockCgVectors { r, p, q, x } = v;
-        let ran = self.run_batch(&mut batches, iterations, false, || {
-            let v = Steps {
-                r: &mut *r,
-                p: &mut *p,
-                q: &mut *q,
-                z: None,
-                x: &mut *x,
-            };
-            self.device_iterate(a, &Identity, v, d, block)
-        });
-        d.batches = batches;
-        ran
-    }
-
-    pub(super) fn block_cg_records<P: Precision>(
-        &self,
-        link: &NcclLink,
-        d: &mut DeviceCg<P>,
-        out: &mut Vec<CgRecord<P>>,
-    ) -> Result<Collected> {
-        let collected = match is::<P, f64>() {
-            true => self.device_collect::<P, f64>(d, out),
-            false => self.device_collect::<P, Dd>(d, out),
-        };
-        // the read waited for the stream: its transfers' times are known
-        self.resolve_timing(link);
-        collected
-    }
-
-    pub(super) fn block_cg_settled<P: Precision>(
-        &self,
-        d: &mut DeviceCg<P>,
-        p: &CudaVector<P>,
-        x: &mut CudaVector<P>,
-    ) -> Result<()> {
-        self.device_settle(d, p, x)
     }
 }
 
