@@ -88,6 +88,8 @@ for step in $STEPS; do
         check cg-p60 poisson3d:60 --method cg --precision f64,td,dd,qd "${tight[@]}" --max-iter 100
         # converges: the GPUs' device steps stop mid-batch at the iteration the CPU stops at
         check cg-p60-converged poisson3d:60 --method cg --precision f64,dd --tol 1e-12 --max-iter 1000
+        # 500,000 rows a GPU: the sliced layout (poisson3d:60's blocks are CSR)
+        check cg-p100-sell poisson3d:100 --method cg --precision f64,dd "${tight[@]}" --max-iter 50
         check cg-p60-ilu poisson3d:60 --method cg --precision f64,dd --precond ilu0 "${tight[@]}" --max-iter 40
         check cg-p60-mp poisson3d:60 --method cg --precision mp:256 "${tight[@]}" --max-iter 15
         check bicgstab-cd300 "$DIR/convdiff300.mtx" --method bicgstab --precision f64,td,dd,qd "${tight[@]}" --max-iter 100

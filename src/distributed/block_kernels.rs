@@ -43,6 +43,11 @@ pub type TwoPartials<B, P> = (
 pub struct BlockRoute {
     pub sends: Vec<(usize, Range<usize>)>,
     pub receives: Vec<(usize, Range<usize>)>,
+    /// The SpMV's tiles (of [`TILE_ROWS`] rows of an extended vector) holding the own rows,
+    /// and among them the longest run whose rows read no halo: a backend may compute those
+    /// while the halo travels.
+    pub own_tiles: Range<usize>,
+    pub interior: Range<usize>,
     chunks: Runs,
     tiles: Runs,
 }
@@ -98,9 +103,14 @@ impl BlockRoute {
             .iter()
             .map(|(from, r)| (*from, r.start + pad..r.end + pad))
             .collect();
+        let first = lead / TILE_ROWS;
+        let own_tiles = first..first + halo.rows.len().div_ceil(TILE_ROWS);
+        let interior = interior_tiles(halo);
         BlockRoute {
             sends,
             receives,
+            own_tiles,
+            interior: first + interior.start..first + interior.end,
             chunks: Runs::of(partition, lead, Reduction::Chunks),
             tiles: Runs::of(partition, lead, Reduction::Tiles),
         }
@@ -112,6 +122,30 @@ impl BlockRoute {
             Reduction::Tiles => &self.tiles,
         }
     }
+}
+
+/// The longest run of tiles of `halo`'s own rows (counted from its first row) whose rows read
+/// none of the halo.
+fn interior_tiles(halo: &Halo) -> Range<usize> {
+    let own = halo.below..halo.below + halo.rows.len();
+    let (row_ptr, cols) = (halo.local.row_ptr(), halo.local.col_idx());
+    let reads_halo = |t: usize| {
+        let rows = t * TILE_ROWS..((t + 1) * TILE_ROWS).min(halo.rows.len());
+        cols[row_ptr[rows.start]..row_ptr[rows.end]]
+            .iter()
+            .any(|&j| !own.contains(&(j as usize)))
+    };
+    let (mut best, mut start) = (0..0, 0);
+    for t in 0..=halo.rows.len().div_ceil(TILE_ROWS) {
+        let interior = t < halo.rows.len().div_ceil(TILE_ROWS) && !reads_halo(t);
+        if !interior {
+            if t - start > best.len() {
+                best = start..t;
+            }
+            start = t + 1;
+        }
+    }
+    best
 }
 
 /// What [`BlockBackend`] needs of a backend beyond [`Backend`].
@@ -227,4 +261,43 @@ pub struct BlockCgVectors<'a, B: Backend + ?Sized, P: Precision> {
     pub p: &'a mut B::Vector<P>,
     pub q: &'a mut B::Vector<P>,
     pub x: &'a mut B::Vector<P>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sparse::Symmetry;
+
+    /// A tridiagonal matrix of `n` rows.
+    fn tridiagonal(n: usize) -> CsrMatrix {
+        let (mut row_ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..n {
+            for j in i.saturating_sub(1)..(i + 2).min(n) {
+                cols.push(j as i32);
+                vals.push(if i == j { 2.0 } else { -1.0 });
+            }
+            row_ptr.push(cols.len());
+        }
+        CsrMatrix::try_from_parts(n, n, row_ptr, cols, vals, Symmetry::General).unwrap()
+    }
+
+    #[test]
+    fn interior_tiles_are_those_whose_rows_read_no_halo() {
+        let a = tridiagonal(3 * DOT_CHUNK);
+        let partition = Partition::balanced_at(&a, 3, DOT_CHUNK);
+        let tiles = DOT_CHUNK / TILE_ROWS;
+        for rank in 0..3 {
+            assert_eq!(partition.rows(rank).len(), DOT_CHUNK);
+            let halo = Halo::spans(&a, &partition, rank);
+            let lead = halo.below.next_multiple_of(DOT_CHUNK);
+            let route = BlockRoute::new(&halo, &partition, lead);
+            let first = lead / TILE_ROWS;
+            assert_eq!(route.own_tiles, first..first + tiles);
+            // the first tile reads the row below (not on rank 0), the last the row above (not on
+            // the last rank)
+            let start = first + usize::from(rank > 0);
+            let end = first + tiles - usize::from(rank < 2);
+            assert_eq!(route.interior, start..end, "rank {rank}");
+        }
+    }
 }

@@ -18,7 +18,7 @@ use crate::solver::cg::{CgRecord, Collected, Threshold};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
-use cudarc::driver::{CudaEvent, DevicePtr};
+use cudarc::driver::{CudaEvent, CudaStream, DevicePtr};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -128,19 +128,24 @@ impl CudaBackend {
         ptr
     }
 
-    /// Run `transfers` between NCCL's group calls, timed by events on the stream.
-    fn nccl_group(&self, link: &NcclLink, transfers: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// Run `transfers` between NCCL's group calls, timed by events on `stream`.
+    fn nccl_group(
+        &self,
+        link: &NcclLink,
+        stream: &CudaStream,
+        transfers: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
         let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = self.ctx.new_event(timed).map_err(driver_error("an event"))?;
         let end = self.ctx.new_event(timed).map_err(driver_error("an event"))?;
         start
-            .record(&self.stream)
+            .record(stream)
             .map_err(driver_error("recording an event"))?;
         nccl::group_start().map_err(nccl_error("starting a group"))?;
         let sent = transfers();
         nccl::group_end().map_err(nccl_error("ending a group"))?;
         sent?;
-        end.record(&self.stream)
+        end.record(stream)
             .map_err(driver_error("recording an event"))?;
         link.timing.lock().unwrap().0.push((start, end));
         Ok(())
@@ -170,7 +175,7 @@ impl CudaBackend {
         let layout = partial_layout::<P>();
         let (src, dst) = (self.base(mine), self.base(whole));
         self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
-        self.nccl_group(link, || {
+        self.nccl_group(link, &self.stream, || {
             for (root, run) in runs.runs.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
                 let to = segments(layout, whole.len, run.clone());
                 let from = (root == link.rank)
@@ -200,6 +205,58 @@ impl CudaBackend {
 
     fn stream_ptr(&self) -> nccl_sys::cudaStream_t {
         self.stream.cu_stream() as _
+    }
+
+    /// [`BlockKernels::exchange`] on `stream` (the solve's, or a side stream the SpMV of the
+    /// interior rows does not wait for).
+    pub(super) fn exchange_on<P: Precision>(
+        &self,
+        link: &NcclLink,
+        x: &mut CudaVector<P>,
+        sends: &[(usize, Range<usize>)],
+        receives: &[(usize, Range<usize>)],
+        stream: &CudaStream,
+    ) -> Result<()> {
+        let layout = Self::layout::<P>();
+        let base = self.base(x);
+        let on = stream.cu_stream() as nccl_sys::cudaStream_t;
+        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
+        self.nccl_group(link, stream, || {
+            for (to, range) in sends {
+                for (offset, bytes) in segments(layout, x.len, range.clone()) {
+                    // SAFETY: a run of `x`'s own rows, alive until the stream has sent it.
+                    unsafe {
+                        nccl::send(
+                            (base + offset) as *const _,
+                            bytes,
+                            nccl_sys::ncclDataType_t::ncclUint8,
+                            *to as i32,
+                            link.comm(),
+                            on,
+                        )
+                    }
+                    .map_err(nccl_error("sending a halo"))?;
+                }
+            }
+            for (from, range) in receives {
+                for (offset, bytes) in segments(layout, x.len, range.clone()) {
+                    // SAFETY: a run of `x`'s halo rows, which no kernel reads before the
+                    // stream has received them.
+                    unsafe {
+                        nccl::recv(
+                            (base + offset) as *mut _,
+                            bytes,
+                            nccl_sys::ncclDataType_t::ncclUint8,
+                            *from as i32,
+                            link.comm(),
+                            on,
+                        )
+                    }
+                    .map_err(nccl_error("receiving a halo"))?;
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The GPU on `ordinal` (0 is [`CudaBackend::new`]'s).
@@ -320,45 +377,7 @@ impl BlockKernels for CudaBackend {
         sends: &[(usize, Range<usize>)],
         receives: &[(usize, Range<usize>)],
     ) -> Result<()> {
-        let layout = Self::layout::<P>();
-        let base = self.base(x);
-        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
-        self.nccl_group(link, || {
-            for (to, range) in sends {
-                for (offset, bytes) in segments(layout, x.len, range.clone()) {
-                    // SAFETY: a run of `x`'s own rows, alive until the stream has sent it.
-                    unsafe {
-                        nccl::send(
-                            (base + offset) as *const _,
-                            bytes,
-                            nccl_sys::ncclDataType_t::ncclUint8,
-                            *to as i32,
-                            link.comm(),
-                            self.stream_ptr(),
-                        )
-                    }
-                    .map_err(nccl_error("sending a halo"))?;
-                }
-            }
-            for (from, range) in receives {
-                for (offset, bytes) in segments(layout, x.len, range.clone()) {
-                    // SAFETY: a run of `x`'s halo rows, which no kernel reads before the
-                    // stream has received them.
-                    unsafe {
-                        nccl::recv(
-                            (base + offset) as *mut _,
-                            bytes,
-                            nccl_sys::ncclDataType_t::ncclUint8,
-                            *from as i32,
-                            link.comm(),
-                            self.stream_ptr(),
-                        )
-                    }
-                    .map_err(nccl_error("receiving a halo"))?;
-                }
-            }
-            Ok(())
-        })
+        self.exchange_on(link, x, sends, receives, &self.stream)
     }
 
     fn copy_range<P: Precision>(

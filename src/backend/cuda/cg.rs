@@ -16,6 +16,7 @@ use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
 use super::blocks::NcclLink;
+use cudarc::driver::{CudaEvent, CudaStream};
 use crate::distributed::{BlockKernels, BlockRoute, Reduction};
 use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, rho_stops};
 
@@ -75,6 +76,10 @@ pub struct DeviceCg<P: Precision> {
 struct WholeLists<P> {
     tiles: CudaVector<P>,
     chunks: CudaVector<P>,
+    /// The halo's stream, beside the SpMV of the interior rows, and the events between them.
+    side: Arc<CudaStream>,
+    ready: CudaEvent,
+    arrived: CudaEvent,
 }
 
 /// A block solve's place for the steps: its link to the other GPUs and its route.
@@ -119,10 +124,19 @@ impl CudaBackend {
         let (rr_partial, blocks) = self.partials::<P>(n)?;
         let (rho_partial, _) = self.partials::<P>(n)?;
         let whole = match route {
-            Some(route) => Some(WholeLists {
-                tiles: self.whole_list::<P>(route, Reduction::Tiles)?,
-                chunks: self.whole_list::<P>(route, Reduction::Chunks)?,
-            }),
+            Some(route) => {
+                let event = || {
+                    let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+                    self.ctx.new_event(Some(flags)).map_err(driver_error("an event"))
+                };
+                Some(WholeLists {
+                    tiles: self.whole_list::<P>(route, Reduction::Tiles)?,
+                    chunks: self.whole_list::<P>(route, Reduction::Chunks)?,
+                    side: self.stream.fork().map_err(driver_error("a stream"))?,
+                    ready: event()?,
+                    arrived: event()?,
+                })
+            }
             None => None,
         };
         Ok(DeviceCg {
@@ -207,11 +221,14 @@ impl CudaBackend {
             unsafe { args.launch(Self::elementwise(n)) }.map_err(driver_error(&name))?;
         }
         // q <- A p with <p, q>'s tile partials ; alpha
-        if let Some(b) = block {
-            self.exchange(b.link, p, &b.route.sends, &b.route.receives)?;
+        let spread = match (block, &d.whole) {
+            (Some(b), Some(whole)) => self.block_spmv(b, whole, a, p, q, &d.tiles)?,
+            _ => false,
+        };
+        if !spread {
+            let p = &*p;
+            self.spmv_dots_partial_into(a, Operand::Own(p), TiledDots::With(p), q, true, &d.tiles)?;
         }
-        let (p, q) = (&*p, q);
-        self.spmv_dots_partial_into(a, Operand::Own(p), TiledDots::With(p), q, true, &d.tiles)?;
         let (tiles, m) = match (block, &d.whole) {
             (Some(b), Some(whole)) => {
                 let runs = b.route.runs(Reduction::Tiles);
@@ -252,6 +269,36 @@ impl CudaBackend {
             unsafe { args.launch(Self::reduction(d.blocks)) }.map_err(driver_error(&name))?;
         }
         Ok(())
+    }
+
+    /// A block solve's `q <- A p` with `<p, q>`'s tile partials, `p`'s halo exchanged: on a
+    /// side stream while the interior rows (which read none of it) are computed, then the rows
+    /// around them, where the fused kernel can run on a range of tiles; else the exchange,
+    /// then nothing (`false`: the caller's SpMV of every row).
+    fn block_spmv<P: Precision>(
+        &self,
+        b: Block<'_>,
+        whole: &WholeLists<P>,
+        a: &CudaMatrix,
+        p: &mut CudaVector<P>,
+        q: &mut CudaVector<P>,
+        tiles: &TilePartials<P>,
+    ) -> Result<bool> {
+        let (own, interior) = (b.route.own_tiles.clone(), b.route.interior.clone());
+        if interior.is_empty() || Self::ranged_spmv_dot::<P>(a).is_none() {
+            self.exchange(b.link, p, &b.route.sends, &b.route.receives)?;
+            return Ok(false);
+        }
+        let wait = || driver_error("ordering the halo's stream");
+        whole.ready.record(&self.stream).map_err(wait())?;
+        whole.side.wait(&whole.ready).map_err(wait())?;
+        self.exchange_on(b.link, p, &b.route.sends, &b.route.receives, &whole.side)?;
+        whole.arrived.record(&whole.side).map_err(wait())?;
+        self.spmv_dot_tiles(a, p, q, tiles, interior.clone())?;
+        self.stream.wait(&whole.arrived).map_err(wait())?;
+        self.spmv_dot_tiles(a, p, q, tiles, own.start..interior.start)?;
+        self.spmv_dot_tiles(a, p, q, tiles, interior.end..own.end)?;
+        Ok(true)
     }
 
     /// A block solve's `r <- r - alpha q`: its `<r, r>` partials, every GPU's gathered, then

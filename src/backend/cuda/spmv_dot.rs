@@ -19,11 +19,13 @@
 
 use super::device::driver_error;
 use super::launch::FinalStage;
-use super::{CudaBackend, CudaMatrix, CudaVector, PushVector, push_scalar};
+use super::sell::SELL_ROWS;
+use super::{CudaBackend, CudaMatrix, CudaVector, Layout, PushVector, push_scalar};
 use crate::backend::{Operand, OperandOf, TiledDots, spmv_operand};
 use crate::error::Result;
 use crate::precision::Precision;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+use std::ops::Range;
 
 /// Rows a tile of the tiled order: TILE_ROWS in kernels/common/reduce.cuh and the CPU's
 /// `kernels::TILE_ROWS`; one block of this many threads per tile.
@@ -174,6 +176,63 @@ impl CudaBackend {
         // per block in each partial.
         unsafe { args.launch(Self::reduction(tiles)) }.map_err(driver_error(&name))?;
         Ok(())
+    }
+
+    /// The fused kernel [`Self::spmv_dot_tiles`] launches for `a` and `P`, and the words of an
+    /// element, where it can.
+    pub(super) fn ranged_spmv_dot<P: Precision>(a: &CudaMatrix) -> Option<(String, usize)> {
+        match (Self::spmv_dot_kernel::<P>(a, false, false), Self::layout::<P>()) {
+            (Some(name), Layout::Words(words)) => Some((name, words)),
+            _ => None,
+        }
+    }
+
+    /// `q <- A p` with `<p, q>`'s tile partials over the tiles `tiles` only (rows from
+    /// `TILE_ROWS * tiles.start`; the partials at their tiles' places), by the fused kernel on
+    /// the arrays' addresses moved to the first row: a block solve computes the rows that read
+    /// no halo while it travels. `false` (nothing launched) where `a` has no fused kernel or
+    /// `P` is not one array of words.
+    pub(super) fn spmv_dot_tiles<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        p: &CudaVector<P>,
+        q: &mut CudaVector<P>,
+        out: &TilePartials<P>,
+        tiles: Range<usize>,
+    ) -> Result<bool> {
+        let Some((name, words)) = Self::ranged_spmv_dot::<P>(a) else {
+            return Ok(false);
+        };
+        assert!(p.len == a.ncols && q.len == a.nrows && tiles.end <= out.tiles, "spmv_dot_tiles");
+        let first = tiles.start * TILE_ROWS;
+        let rows = (tiles.end * TILE_ROWS).min(a.nrows).saturating_sub(first);
+        if rows == 0 {
+            return Ok(true);
+        }
+        let at = |base: u64, index: usize, bytes: usize| base + (index * bytes) as u64;
+        let element = 8 * words;
+        let f = self.kernels.function(&name)?;
+        let nrows = rows as i32;
+        let row_ptr = at(a.row_ptr.device_ptr(&self.stream).0, first, 4);
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&nrows).arg(&row_ptr);
+        let slice_ptr = a
+            .slice_ptr
+            .as_ref()
+            .map(|s| at(s.device_ptr(&self.stream).0, first / SELL_ROWS, 4));
+        if let Some(slice_ptr) = &slice_ptr {
+            args.arg(slice_ptr);
+        }
+        let w = at(p.words.device_ptr(&self.stream).0, first, element);
+        let q_at = at(q.words.device_ptr(&self.stream).0, first, element);
+        let partial = at(out.first.words.device_ptr(&self.stream).0, tiles.start, element);
+        args.arg(&a.col_idx).arg(&a.values);
+        args.vec(p).arg(&w).arg(&q_at).arg(&partial);
+        // SAFETY: spmv_dot_{p}_{sell,nt1} as in `spmv_dots_partial_into`, over the rows from
+        // `first` (a multiple of TILE_ROWS and of the slices' SELL_ROWS): row_ptr, slice_ptr, w,
+        // q and the partials moved there, the entries and x addressed as before.
+        unsafe { args.launch(Self::reduction(tiles.len())) }.map_err(driver_error(&name))?;
+        Ok(true)
     }
 
     /// `{op}_{p}(m, partial, rho, out)`: `alpha = rho / s` from the tile partials of `s`
