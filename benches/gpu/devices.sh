@@ -6,7 +6,7 @@
 #
 #   cargo build --release && mkdir -p .gpu && strip -o .gpu/solver target/release/solver &&
 #   cp benches/gpu/devices.sh .gpu/
-#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|big ...]
+#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|big ...]
 set -u
 S=${SOLVER:-.gpu/solver}
 # Reports and solutions go to $DIR; the lines printed are the results.
@@ -107,6 +107,20 @@ for r in json.load(open(sys.argv[1]))["runs"]:
           "ms/it %.3f" % (1e3 * r["time_per_iteration"]), "comm s %.3f" % r["communication_time"],
           "setup s %.2f" % r["setup_time"], "true res", r["true_residual"])
 ' "$DIR/speed.$d.json"
+        done
+        ;;
+    overlap)
+        # the halo beside the interior rows' SpMV (default) against after the exchange
+        for o in 0 1 0 1; do
+            PRECSOLVE_HALO_OVERLAP=$o timeout 300 "$S" solve poisson3d:400 --backend cuda --devices 2 --method cg \
+                --precision f64,dd --tol 1e-300 --max-iter 300 --format json --quiet >"$DIR/overlap.json" 2>"$DIR/overlap.err" ||
+                tail -3 "$DIR/overlap.err"
+            python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    print("poisson3d:400 2 GPUs overlap", sys.argv[2], r["precision"], "ms/it %.3f" % (1e3 * r["time_per_iteration"]),
+          "comm s %.3f" % r["communication_time"], "true res", r["true_residual"])
+' "$DIR/overlap.json" $o
         done
         ;;
     big)

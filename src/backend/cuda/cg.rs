@@ -82,6 +82,13 @@ struct WholeLists<P> {
     arrived: CudaEvent,
 }
 
+/// Whether a block solve's halo travels beside the interior rows' SpMV
+/// (`PRECSOLVE_HALO_OVERLAP=0` serialises them, to measure one against the other).
+fn halo_overlap() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("PRECSOLVE_HALO_OVERLAP").map_or(true, |v| v != "0"))
+}
+
 /// A block solve's place for the steps: its link to the other GPUs and its route.
 #[derive(Clone, Copy)]
 pub(super) struct Block<'a> {
@@ -285,7 +292,7 @@ impl CudaBackend {
         tiles: &TilePartials<P>,
     ) -> Result<bool> {
         let (own, interior) = (b.route.own_tiles.clone(), b.route.interior.clone());
-        if interior.is_empty() || Self::ranged_spmv_dot::<P>(a).is_none() {
+        if interior.is_empty() || Self::ranged_spmv_dot::<P>(a).is_none() || !halo_overlap() {
             self.exchange(b.link, p, &b.route.sends, &b.route.receives)?;
             return Ok(false);
         }
