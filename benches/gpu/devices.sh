@@ -110,7 +110,7 @@ for r in json.load(open(sys.argv[1]))["runs"]:
         done
         ;;
     overlap)
-        # the halo beside the interior rows' SpMV (default) against after the exchange
+        # the halo beside the interior rows' SpMV (PRECSOLVE_HALO_OVERLAP=1) against before it (default)
         for o in 0 1 0 1; do
             PRECSOLVE_HALO_OVERLAP=$o timeout 300 "$S" solve poisson3d:400 --backend cuda --devices 2 --method cg \
                 --precision f64,dd --tol 1e-300 --max-iter 300 --format json --quiet >"$DIR/overlap.json" 2>"$DIR/overlap.err" ||

@@ -83,10 +83,12 @@ struct WholeLists<P> {
 }
 
 /// Whether a block solve's halo travels beside the interior rows' SpMV
-/// (`PRECSOLVE_HALO_OVERLAP=0` serialises them, to measure one against the other).
+/// (`PRECSOLVE_HALO_OVERLAP=1`). Off by default: between GPUs joined by NVLink the exchange of
+/// a 3-D stencil's halo is shorter than what splitting the SpMV in three launches costs
+/// (`benches/results/multi-gpu.md`); a slower link may gain.
 fn halo_overlap() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PRECSOLVE_HALO_OVERLAP").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| std::env::var("PRECSOLVE_HALO_OVERLAP").is_ok_and(|v| v == "1"))
 }
 
 /// A block solve's place for the steps: its link to the other GPUs and its route.
@@ -278,10 +280,10 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// A block solve's `q <- A p` with `<p, q>`'s tile partials, `p`'s halo exchanged: on a
-    /// side stream while the interior rows (which read none of it) are computed, then the rows
-    /// around them, where the fused kernel can run on a range of tiles; else the exchange,
-    /// then nothing (`false`: the caller's SpMV of every row).
+    /// A block solve's `q <- A p` with `<p, q>`'s tile partials, `p`'s halo exchanged: where
+    /// [`halo_overlap`] and the fused kernel can run on a range of tiles, on a side stream
+    /// while the interior rows (which read none of it) are computed, then the rows around
+    /// them; else the exchange, then nothing (`false`: the caller's SpMV of every row).
     fn block_spmv<P: Precision>(
         &self,
         b: Block<'_>,
