@@ -126,10 +126,7 @@ pub fn run(
                 nnz: a.nnz(),
                 precision: precision.name(),
                 method: method.name(),
-                precond: match precond {
-                    PrecondKind::None => "none",
-                    PrecondKind::Ilu0 => "ilu0",
-                },
+                precond: precond.name(),
                 gpu_time_per_iteration: gpu,
                 cpu_time_per_iteration: cpu,
                 cupy_time_per_iteration: None,

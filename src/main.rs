@@ -338,7 +338,8 @@ fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
             args.iterations,
             args.sweep_lanes,
         )?,
-        PrecondKind::Ilu0 => {
+        // one process holds one block: block Jacobi is ILU(0)
+        PrecondKind::Ilu0 | PrecondKind::BlockJacobi => {
             precsolve::bench::run_ilu0(gpu, &args.matrix, &a, args.reps, args.iterations)?
         }
     };

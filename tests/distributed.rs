@@ -5,44 +5,14 @@
 
 mod common;
 
-use common::matrices::{shared_matrices, shared_matrix};
+use common::matrices::{convection_diffusion, shared_matrices, shared_matrix};
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::CpuBackend;
 use precsolve::backend::cpu::CpuLink;
 use precsolve::distributed::{BlockBackend, CommScope, DistributedBackend, ThreadGroup};
-use precsolve::{BackendChoice, CsrMatrix, Method, Solution, Solver, Symmetry, WorkingPrecision};
+use precsolve::{BackendChoice, CsrMatrix, Method, Solution, Solver, WorkingPrecision};
 use precsolve::{Dd, Precision, Qd, Td};
 use std::sync::Arc;
-
-/// A convection-diffusion operator on a `k x k` grid (upwind convection: nonsymmetric), of
-/// `k * k` rows.
-fn convection_diffusion(k: usize) -> CsrMatrix {
-    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-    let id = |i: usize, j: usize| (i * k + j) as u32;
-    for i in 0..k {
-        for j in 0..k {
-            let mut push = |c: u32, v: f64| {
-                rows.push(id(i, j));
-                cols.push(c);
-                vals.push(v);
-            };
-            push(id(i, j), 4.6);
-            if i > 0 {
-                push(id(i - 1, j), -1.4);
-            }
-            if i + 1 < k {
-                push(id(i + 1, j), -0.6);
-            }
-            if j > 0 {
-                push(id(i, j - 1), -1.3);
-            }
-            if j + 1 < k {
-                push(id(i, j + 1), -0.7);
-            }
-        }
-    }
-    CsrMatrix::from_coo(k * k, k * k, &rows, &cols, &vals, Symmetry::General).unwrap()
-}
 
 /// What must be identical, as text that tells every bit apart (`{:?}` of a double is the
 /// shortest text that reads back to it, `-0.0` included): the report's numbers, then `x`.

@@ -592,6 +592,7 @@ mod solves {
 
 #[cfg(feature = "mpfr")]
 #[path = "common/matrices.rs"]
+#[allow(dead_code)] // this file uses only the shared folder's helpers
 mod matrices;
 
 /// The own `MpFloat` (`mp:<bits>`) and MPFR (`mp-mpfr:<bits>`) round every operation the same

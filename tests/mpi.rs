@@ -176,3 +176,67 @@ fn shared_matrices_over_2_and_3_ranks_give_the_bits_of_one_process() {
         }
     }
 }
+
+/// `mpirun -np N --precond bjacobi` (block Jacobi: the iterations change with N) is the
+/// in-process ranks' block Jacobi at N, which `tests/block_jacobi.rs` checks against ILU(0) of
+/// the ranks' diagonal blocks: iterations and both residuals, bit for bit.
+#[test]
+fn block_jacobi_over_mpi_ranks_is_that_of_the_in_process_ranks() {
+    use precsolve::distributed::{CommScope, ThreadGroup};
+    use precsolve::{BackendChoice, Solver, WorkingPrecision};
+    let dir = tempfile::tempdir().unwrap();
+    let a = precsolve::poisson2d(170);
+    let n = a.nrows();
+    let rhs = dir.path().join("ones.mtx");
+    let ones = "1\n".repeat(n);
+    std::fs::write(
+        &rhs,
+        format!("%%MatrixMarket matrix array real general\n{n} 1\n{ones}"),
+    )
+    .unwrap();
+    let args = [
+        "poisson2d:170",
+        "--rhs",
+        rhs.to_str().unwrap(),
+        "--method",
+        "cg",
+        "--precision",
+        "f64,dd",
+        "--precond",
+        "bjacobi",
+        "--tol",
+        "1e-300",
+        "--max-iter",
+        "60",
+    ];
+    for ranks in [2, 3] {
+        let (got, _) = run(ranks, &args, dir.path());
+        for (k, precision) in ["f64", "dd"].into_iter().enumerate() {
+            let precision: WorkingPrecision = precision.parse().unwrap();
+            let solutions = ThreadGroup::run(ranks, |comm| {
+                let _scope = CommScope::enter(comm);
+                Solver::cg()
+                    .backend(BackendChoice::Cpu)
+                    .block_jacobi()
+                    .tol(1e-300)
+                    .max_iter(60)
+                    .solve_in(precision, &a, &vec![1.0; n])
+                    .unwrap()
+            });
+            let info = &solutions[0].info;
+            let fields: Vec<&str> = got[k].split(' ').collect();
+            let number = |s: &str| s.parse::<f64>().unwrap().to_bits();
+            assert_eq!(fields[0], info.iterations.to_string(), "{ranks} ranks");
+            assert_eq!(
+                number(fields[fields.len() - 2]),
+                info.recurrence_residual.to_bits(),
+                "{ranks} ranks: recurrence residual"
+            );
+            assert_eq!(
+                number(fields[fields.len() - 1]),
+                info.true_residual.to_bits(),
+                "{ranks} ranks: true residual"
+            );
+        }
+    }
+}

@@ -6,7 +6,7 @@
 #
 #   cargo build --release && mkdir -p .gpu && strip -o .gpu/solver target/release/solver &&
 #   cp benches/gpu/devices.sh .gpu/
-#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|big ...]
+#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|bjacobi|big ...]
 set -u
 S=${SOLVER:-.gpu/solver}
 # Reports and solutions go to $DIR; the lines printed are the results.
@@ -108,6 +108,24 @@ for r in json.load(open(sys.argv[1]))["runs"]:
           "setup s %.2f" % r["setup_time"], "true res", r["true_residual"])
 ' "$DIR/speed.$d.json"
         done
+        ;;
+    bjacobi)
+        # block Jacobi: one GPU is one block (ILU(0) itself); on 2 GPUs the same bits run after
+        # run; time against the whole ILU(0) gathered through the host
+        j() { python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    print(sys.argv[2], r["precision"], r["iterations"], json.dumps(r["stop_reason"]), repr(r["recurrence_residual"]), repr(r["true_residual"]),
+          "ms/it %.3f" % (1e3 * r["time_per_iteration"]), "precond share %.2f" % r["precond_share"], "setup s %.2f" % r["setup_time"])
+' "$1" "$2"; }
+        for run in "1 ilu0" "1 bjacobi" "2 bjacobi" "2 bjacobi" "2 ilu0"; do
+            read -r d p <<<"$run"
+            timeout 300 "$S" solve poisson3d:100 --backend cuda --devices $d --method cg --precision f64,dd \
+                --precond $p --tol 1e-300 --max-iter 60 --format json --quiet --write-x "$DIR/bj.$d.$p.x" >"$DIR/bj.json" 2>"$DIR/bj.err" ||
+                tail -3 "$DIR/bj.err"
+            j "$DIR/bj.json" "poisson3d:100 devices $d $p"
+        done
+        cmp -s "$DIR/bj.1.ilu0.x" "$DIR/bj.1.bjacobi.x" && echo "x: 1 GPU bjacobi = ilu0"
         ;;
     overlap)
         # the halo beside the interior rows' SpMV (PRECSOLVE_HALO_OVERLAP=1) against before it (default)

@@ -54,6 +54,7 @@ type Callback<'a> = Box<dyn FnMut(&Iteration) -> Control + 'a>;
 enum PrecondChoice {
     None,
     Ilu0 { shift: IluShift },
+    BlockJacobi,
     User(Arc<dyn Preconditioner>),
 }
 
@@ -236,6 +237,16 @@ impl<'a, P: Precision> Solver<'a, P> {
         self
     }
 
+    /// Block Jacobi with ILU(0) in each block (PETSc's `-pc_type bjacobi -sub_pc_type ilu`):
+    /// under MPI ranks or several GPUs each factors and applies its diagonal block alone; in
+    /// one process, one block (ILU(0), its rows never permuted). Zero pivots are shifted as
+    /// [`ilu0`](Solver::ilu0) shifts them, block by block. The iterations depend on the
+    /// number of blocks.
+    pub fn block_jacobi(mut self) -> Self {
+        self.precond = PrecondChoice::BlockJacobi;
+        self
+    }
+
     /// The caller's own preconditioner, applied in double (see [`Preconditioner`]).
     pub fn preconditioner(mut self, precond: impl Preconditioner + 'static) -> Self {
         self.precond = PrecondChoice::User(Arc::new(precond));
@@ -402,7 +413,12 @@ impl<'a, P: Precision> Solver<'a, P> {
             (PrecondChoice::Ilu0 { shift }, Some(a)) => {
                 Preconditioning::prepare(PrecondKind::Ilu0, a, *shift, self.method)?
             }
-            (PrecondChoice::Ilu0 { .. }, None) => return Err(no_ilu0()),
+            (PrecondChoice::BlockJacobi, Some(a)) => {
+                Preconditioning::prepare(PrecondKind::BlockJacobi, a, IluShift::Auto, self.method)?
+            }
+            (PrecondChoice::Ilu0 { .. } | PrecondChoice::BlockJacobi, None) => {
+                return Err(no_ilu0());
+            }
             (PrecondChoice::User(user), _) => Preconditioning::User(Arc::clone(user)),
         };
         let recipe = Recipe {

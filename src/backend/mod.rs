@@ -11,7 +11,7 @@ pub mod cuda;
 
 use crate::error::Result;
 use crate::precision::Precision;
-use crate::precond::ilu0::Ilu0Factors;
+use crate::precond::ilu0::{Ilu0Factors, IluShift};
 use crate::sparse::CsrMatrix;
 use std::sync::Arc;
 
@@ -233,6 +233,17 @@ pub trait Backend: Send + Sync {
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<Self::Matrix>;
     /// Make ILU(0) factors (computed on the CPU) available to the triangular solves.
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<Self::Ilu>;
+    /// Block Jacobi with ILU(0) in each block (`--precond bjacobi`), of `a` by `shift`: the
+    /// factors of this backend's block (a rank's own rows and columns) and what applies them.
+    /// A backend that holds the whole matrix has one block: ILU(0) of `a` (rows unpermuted).
+    fn block_jacobi(
+        &self,
+        a: &CsrMatrix,
+        shift: IluShift,
+    ) -> Result<(Self::Ilu, Arc<Ilu0Factors>)> {
+        let factors = Arc::new(Ilu0Factors::with_remedy(a, shift, false)?);
+        Ok((self.ilu(&factors)?, factors))
+    }
     /// `z <- U^{-1} L^{-1} r` in double, with the arithmetic src/precond/ilu0.rs specifies:
     /// `r` rounded to f64, the forward and backward solves, the result widened to `Z` (`P`, or
     /// f64 itself where the caller reads `z` widened: see [`dot_wide`](Backend::dot_wide)).

@@ -408,7 +408,7 @@ fn run_keys(m: &MatrixInput, grid: &Grid, limits: &RunLimits) -> Vec<RunKey> {
                         time_limit_s: limits.time_limit.map(|d| d.as_secs_f64()),
                         criterion: limits.criterion,
                         ilu_shift: match precond {
-                            PrecondChoice::Ilu0 => limits.ilu_shift,
+                            PrecondChoice::Ilu0 | PrecondChoice::BlockJacobi => limits.ilu_shift,
                             PrecondChoice::None => IluShift::Auto,
                         },
                         bicgstab: limits.bicgstab,

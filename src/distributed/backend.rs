@@ -15,7 +15,7 @@ use crate::backend::cpu::{
 use crate::backend::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::Result;
 use crate::precision::{HostSlice, HostSliceMut, HostVector, Precision, SliceOf};
-use crate::precond::ilu0::Ilu0Factors;
+use crate::precond::ilu0::{Ilu0Factors, IluShift};
 use crate::solver::{BicgstabKernels, CgKernels, HostSteps};
 use crate::sparse::CsrMatrix;
 use std::any::{Any, TypeId};
@@ -56,8 +56,9 @@ pub struct DistMatrix {
 /// rank count (the cost: the solves are not split, see the README's "Distributed solves").
 pub struct DistIlu {
     cpu: CpuIlu,
-    /// The whole `z` of an application, kept between them.
-    w: CpuVector<f64>,
+    /// The whole `z` of an application, kept between them; `None` for block Jacobi's factors
+    /// of this rank's diagonal block, applied to its own rows alone.
+    w: Option<CpuVector<f64>>,
 }
 
 impl DistributedBackend {
@@ -261,8 +262,18 @@ impl Backend for DistributedBackend {
     fn ilu(&self, factors: &Arc<Ilu0Factors>) -> Result<DistIlu> {
         Ok(DistIlu {
             cpu: self.cpu.ilu(factors)?,
-            w: self.cpu.zeros(self.n())?,
+            w: Some(self.cpu.zeros(self.n())?),
         })
+    }
+
+    fn block_jacobi(&self, a: &CsrMatrix, shift: IluShift) -> Result<(DistIlu, Arc<Ilu0Factors>)> {
+        let block = a.diagonal_block(self.rows());
+        let factors = Arc::new(Ilu0Factors::with_remedy(&block, shift, false)?);
+        let ilu = DistIlu {
+            cpu: self.cpu.ilu(&factors)?,
+            w: None,
+        };
+        Ok((ilu, factors))
     }
 
     fn ilu_apply<P: Precision, Z: Precision>(
@@ -271,11 +282,14 @@ impl Backend for DistributedBackend {
         r: &DistVector<P>,
         z: &mut DistVector<Z>,
     ) -> Result<()> {
+        let Some(w) = ilu.w.as_mut() else {
+            return self.cpu.ilu_apply(&mut ilu.cpu, &r.local, &mut z.local);
+        };
         let mine: Vec<f64> = r.local.to_values().iter().map(P::to_f64).collect();
         let r64 = CpuVector::from(decode::<f64>(&self.gather(encode(mine))));
-        ilu.cpu.apply::<f64, f64>(r64.slice(), ilu.w.slice_mut());
+        ilu.cpu.apply::<f64, f64>(r64.slice(), w.slice_mut());
         let mut out = z.local.slice_mut();
-        for (k, &wi) in ilu.w.0[self.rows()].iter().enumerate() {
+        for (k, &wi) in w.0[self.rows()].iter().enumerate() {
             out.set(k, Z::from_f64(wi));
         }
         Ok(())

@@ -22,7 +22,7 @@ use crate::backend::cpu::DOT_CHUNK;
 use crate::backend::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
-use crate::precond::ilu0::Ilu0Factors;
+use crate::precond::ilu0::{Ilu0Factors, IluShift};
 use crate::solver::{BicgstabKernels, CgKernels};
 use crate::sparse::{CsrMatrix, Symmetry};
 use std::cell::UnsafeCell;
@@ -97,11 +97,14 @@ pub struct BlockMatrix<M> {
     pub(super) local: M,
 }
 
-/// ILU(0) of the whole matrix on every rank, applied to the gathered `fl64(r)`: the single
-/// process's bits at any rank count, but the triangular solves are not split (see the README,
-/// "Distributed solves").
-pub struct BlockIlu<I> {
-    whole: I,
+/// A block solve's ILU(0) factors.
+pub enum BlockIlu<I> {
+    /// `--precond ilu0`: the whole matrix's on every rank, applied to the gathered `fl64(r)`:
+    /// the single process's bits at any rank count, but the triangular solves are not split
+    /// (see the README, "Distributed solves").
+    Whole(I),
+    /// `--precond bjacobi`: this rank's diagonal block's, applied to its own rows alone.
+    Own(I),
 }
 
 impl<B: BlockKernels> BlockBackend<B> {
@@ -240,13 +243,21 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
         if self.comm.rank() == 0 {
             log::warn!(
                 "ILU(0) over {} ranks: each applies the whole factorisation to the gathered \
-                 residual (exact, but not split between them)",
+                 residual (exact, but not split between them; --precond bjacobi splits it)",
                 self.comm.size()
             );
         }
-        Ok(BlockIlu {
-            whole: self.inner.ilu(factors)?,
-        })
+        Ok(BlockIlu::Whole(self.inner.ilu(factors)?))
+    }
+
+    fn block_jacobi(
+        &self,
+        a: &CsrMatrix,
+        shift: IluShift,
+    ) -> Result<(BlockIlu<B::Ilu>, Arc<Ilu0Factors>)> {
+        let block = a.diagonal_block(self.halo.rows.clone());
+        let factors = Arc::new(Ilu0Factors::with_remedy(&block, shift, false)?);
+        Ok((BlockIlu::Own(self.inner.ilu(&factors)?), factors))
     }
 
     fn ilu_apply<P: Precision, Z: Precision>(
@@ -255,12 +266,23 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
         r: &Self::Vector<P>,
         z: &mut Self::Vector<Z>,
     ) -> Result<()> {
+        let whole = match ilu {
+            BlockIlu::Whole(whole) => whole,
+            BlockIlu::Own(own) => {
+                let rows = self.halo.rows.len();
+                let mut mine = self.inner.zeros::<P>(rows)?;
+                self.inner.copy_range(r.local(), self.own(), &mut mine, 0)?;
+                let mut out = self.inner.zeros::<Z>(rows)?;
+                self.inner.ilu_apply(own, &mine, &mut out)?;
+                return self.inner.copy_range(&out, 0..rows, z.local_mut(), self.lead);
+            }
+        };
         let mut r64 = self.inner.zeros::<f64>(self.extended_len())?;
         self.inner.convert(r.local(), &mut r64)?;
         let r64 = self.clock.time(|| self.gather(&r64))?;
-        let whole = self.inner.vector_from_f64::<f64>(&r64)?;
+        let whole_r = self.inner.vector_from_f64::<f64>(&r64)?;
         let mut out = self.inner.zeros::<Z>(self.n())?;
-        self.inner.ilu_apply(&mut ilu.whole, &whole, &mut out)?;
+        self.inner.ilu_apply(whole, &whole_r, &mut out)?;
         let rows = self.halo.rows.clone();
         self.inner.copy_range(&out, rows, z.local_mut(), self.lead)
     }

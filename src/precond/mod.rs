@@ -79,9 +79,14 @@ pub struct Ilu0<B: Backend> {
 
 impl<B: Backend> Ilu0<B> {
     pub fn new(backend: &B, factors: &Arc<Ilu0Factors>) -> Result<Self> {
-        Ok(Ilu0 {
-            state: Mutex::new((backend.ilu(factors)?, 0.0)),
-        })
+        Ok(Self::uploaded(backend.ilu(factors)?))
+    }
+
+    /// Factors already on the backend (block Jacobi's, [`Backend::block_jacobi`]).
+    pub fn uploaded(ilu: B::Ilu) -> Self {
+        Ilu0 {
+            state: Mutex::new((ilu, 0.0)),
+        }
     }
 }
 
@@ -136,9 +141,19 @@ pub enum PrecondKind {
     None,
     /// Incomplete LU with the sparsity pattern of A, applied in double.
     Ilu0,
+    /// Block Jacobi with ILU(0) in each block (PETSc's `-pc_type bjacobi -sub_pc_type ilu`):
+    /// over ranks or GPUs, each factors and applies its diagonal block alone, with no
+    /// communication; in one process, one block: ILU(0) without row permutation. Its
+    /// iterations depend on the number of blocks.
+    #[cfg_attr(feature = "serde", serde(rename = "bjacobi"))]
+    BlockJacobi,
 }
 
-crate::solver::named_choices!(PrecondKind, "preconditioner", { None => "none", Ilu0 => "ilu0" });
+crate::solver::named_choices!(PrecondKind, "preconditioner", {
+    None => "none",
+    Ilu0 => "ilu0",
+    BlockJacobi => "bjacobi",
+});
 
 /// A preconditioner ready for any number of solves of one matrix (in any precision and on any
 /// backend): ILU(0) is factored once here.
@@ -147,6 +162,9 @@ pub enum Preconditioning {
     #[default]
     None,
     Ilu0(Arc<Ilu0Factors>),
+    /// Block Jacobi with ILU(0) in each block: the blocks are the backend's
+    /// ([`Backend::block_jacobi`]), each factored as ILU(0) is with this shift rule.
+    BlockJacobi(IluShift),
     /// The caller's own, applied in double on the host ([`InDouble`]).
     User(Arc<dyn crate::Preconditioner>),
 }
@@ -161,7 +179,9 @@ impl Preconditioning {
     /// With ILU(0): the levels of its two triangular solves together.
     pub fn ilu_levels(&self) -> Option<usize> {
         match self {
-            Preconditioning::None | Preconditioning::User(_) => None,
+            Preconditioning::None | Preconditioning::User(_) | Preconditioning::BlockJacobi(_) => {
+                None
+            }
             Preconditioning::Ilu0(f) => Some(f.lower_levels().count() + f.upper_levels().count()),
         }
     }
@@ -200,6 +220,15 @@ impl Preconditioning {
                 }
                 Ok(Preconditioning::Ilu0(Arc::new(f)))
             }
+            PrecondKind::BlockJacobi => match ilu_shift {
+                // a permutation of each block's rows would not be one of the whole matrix's
+                IluShift::Match => Err(Error::Config(
+                    "--ilu-shift match permutes rows, which block Jacobi does not: use auto or \
+                     a fixed shift"
+                        .into(),
+                )),
+                shift => Ok(Preconditioning::BlockJacobi(shift)),
+            },
         }
     }
 
@@ -212,7 +241,9 @@ impl Preconditioning {
     /// Seconds the setup took on the CPU (the factorization), before any backend upload.
     pub fn setup_seconds(&self) -> f64 {
         match self {
-            Preconditioning::None | Preconditioning::User(_) => 0.0,
+            Preconditioning::None | Preconditioning::User(_) | Preconditioning::BlockJacobi(_) => {
+                0.0
+            }
             Preconditioning::Ilu0(f) => f.setup_seconds(),
         }
     }

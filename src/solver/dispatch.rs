@@ -1,5 +1,6 @@
 //! The one place where runtime choices (backend x precision x method) become generic calls.
 
+use crate::precond::ilu0::Ilu0Factors;
 use super::{BicgstabSteps, CgSteps, Monitor, NoMonitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
@@ -209,23 +210,45 @@ pub(crate) fn solve_typed<P: Precision>(
         ResolvedBackend::Cpu if let Some(comm) = crate::distributed::current() => {
             let backend = DistributedBackend::new(comm, a);
             let matrix = |on: &DistributedBackend| on.matrix(a);
-            let (mut info, x) = run::<_, P>(&backend, matrix, &b, x0, recipe, params, monitor)?;
+            let (mut info, x) = run::<_, P>(&backend, Some(a), matrix, &b, x0, recipe, params, monitor)?;
             info.ranks = backend.comm().size();
             info.times.communication = backend.communication().as_secs_f64();
             Ok((info, x))
         }
         ResolvedBackend::Cpu => {
             let backend = CpuBackend::new();
-            let a = |on: &CpuBackend| on.matrix(a);
-            run::<_, P>(&backend, a, &b, x0, recipe, params, monitor)
+            let matrix = |on: &CpuBackend| on.matrix(a);
+            run::<_, P>(&backend, Some(a), matrix, &b, x0, recipe, params, monitor)
         }
         #[cfg(feature = "cuda")]
         ResolvedBackend::Cuda => {
             let backend = lane.cuda()?;
-            let a = |on: &crate::backend::cuda::CudaBackend| on.matrix(a);
-            run::<_, P>(backend, a, &b, x0, recipe, params, monitor)
+            let matrix = |on: &crate::backend::cuda::CudaBackend| on.matrix(a);
+            run::<_, P>(backend, Some(a), matrix, &b, x0, recipe, params, monitor)
         }
     }
+}
+
+/// `info` of a solve preconditioned by ILU(0) factors (`name`: ilu0, or bjacobi's block),
+/// with the preconditioner's times: `setup` seconds before the iterations.
+fn with_ilu<B: Backend>(
+    mut info: SolveInfo,
+    name: &'static str,
+    ilu: &Ilu0<B>,
+    factors: &Ilu0Factors,
+    setup: f64,
+) -> SolveInfo {
+    info.precond = name;
+    info.ilu_shift = (factors.sigma() > 0.0).then(|| factors.sigma());
+    info.ilu_remedy = factors.remedy().cloned();
+    info.times.precond = ilu.seconds();
+    info.times.precond_setup = setup;
+    info.times.setup += setup;
+    info.times.total += setup;
+    if let Some(t) = info.time_to_target.as_mut() {
+        *t += setup;
+    }
+    info
 }
 
 /// [`run`] on a rank of a block solve, with the communication time.
@@ -239,16 +262,18 @@ fn run_blocks<B: crate::distributed::BlockKernels, P: Precision>(
     monitor: &mut dyn Monitor,
 ) -> Result<(SolveInfo, Vec<P>)> {
     let matrix = |on: &BlockBackend<B>| on.matrix(a);
-    let (mut info, x) = run::<_, P>(backend, matrix, b, x0, recipe, params, monitor)?;
+    let (mut info, x) = run::<_, P>(backend, Some(a), matrix, b, x0, recipe, params, monitor)?;
     info.times.communication = backend.communication().as_secs_f64();
     Ok((info, x))
 }
 
 /// One solve on `backend` in `P`: the matrix made available by `matrix`, `b` and `x0` uploaded
-/// (all timed as setup), then the method's loop with the recipe's preconditioner.
+/// (all timed as setup), then the method's loop with the recipe's preconditioner (block
+/// Jacobi's blocks cut from `whole`, the matrix `matrix` makes available where it has one).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     backend: &B,
+    whole: Option<&CsrMatrix>,
     matrix: impl FnOnce(&B) -> Result<B::Matrix>,
     b: &[f64],
     x0: Option<&ExactValues>,
@@ -300,8 +325,8 @@ pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
             let t0 = Instant::now();
             let ilu = Ilu0::new(backend, factors)?;
             backend.synchronize()?;
-            let ilu_upload = t0.elapsed().as_secs_f64();
-            let mut info = iterate(
+            let upload = t0.elapsed().as_secs_f64();
+            let info = iterate(
                 backend,
                 &a,
                 &b,
@@ -311,17 +336,26 @@ pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
                 params,
                 monitor,
             )?;
-            info.precond = "ilu0";
-            info.ilu_shift = (factors.sigma() > 0.0).then(|| factors.sigma());
-            info.ilu_remedy = factors.remedy().cloned();
-            info.times.precond = ilu.seconds();
-            info.times.precond_setup = factors.setup_seconds() + ilu_upload;
-            info.times.setup += info.times.precond_setup;
-            info.times.total += info.times.precond_setup;
-            if let Some(t) = info.time_to_target.as_mut() {
-                *t += info.times.precond_setup;
-            }
-            info
+            with_ilu(info, "ilu0", &ilu, factors, factors.setup_seconds() + upload)
+        }
+        Preconditioning::BlockJacobi(shift) => {
+            let t0 = Instant::now();
+            let whole = whole.ok_or_else(super::matrix_free::no_ilu0)?;
+            let (ilu, factors) = backend.block_jacobi(whole, *shift)?;
+            let ilu = Ilu0::uploaded(ilu);
+            backend.synchronize()?;
+            let setup = t0.elapsed().as_secs_f64();
+            let info = iterate(
+                backend,
+                &a,
+                &b,
+                &mut x,
+                recipe.method,
+                &ilu,
+                params,
+                monitor,
+            )?;
+            with_ilu(info, "bjacobi", &ilu, &factors, setup)
         }
     };
     info.times.setup += upload;

@@ -48,7 +48,7 @@ fn check_supported(backend: BackendChoice, precond: &Preconditioning) -> Result<
                 .into(),
         ));
     }
-    if let Preconditioning::Ilu0(_) = precond {
+    if let Preconditioning::Ilu0(_) | Preconditioning::BlockJacobi(_) = precond {
         return Err(no_ilu0());
     }
     Ok(())
@@ -101,5 +101,5 @@ pub(crate) fn solve_operator_typed<Op: LinearOperator, P: Precision>(
     let on = OperatorBackend::new(problem.op);
     let order = |on: &OperatorBackend<'_, Op>| Ok(on.order());
     let b = &problem.b;
-    super::dispatch::run::<_, P>(&on, order, b, problem.x0.as_ref(), recipe, params, monitor)
+    super::dispatch::run::<_, P>(&on, None, order, b, problem.x0.as_ref(), recipe, params, monitor)
 }

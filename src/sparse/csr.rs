@@ -301,6 +301,26 @@ impl CsrMatrix {
         (&self.col_idx[range.clone()], &self.values[range])
     }
 
+    /// The square block of rows and columns `range` (block Jacobi's block), its entries in
+    /// their order; symmetric where this matrix is.
+    pub fn diagonal_block(&self, range: std::ops::Range<usize>) -> CsrMatrix {
+        let (lo, hi) = (range.start as i32, range.end as i32);
+        let (mut row_ptr, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+        for i in range.clone() {
+            let (c, v) = self.row(i);
+            for (&j, &x) in c.iter().zip(v) {
+                if (lo..hi).contains(&j) {
+                    cols.push(j - lo);
+                    values.push(x);
+                }
+            }
+            row_ptr.push(cols.len());
+        }
+        let n = range.len();
+        CsrMatrix::try_from_parts(n, n, row_ptr, cols, values, self.symmetry())
+            .expect("a diagonal block of a valid matrix is valid")
+    }
+
     /// Rows whose diagonal entry is not stored (an explicit zero counts as stored).
     pub fn rows_missing_diagonal(&self) -> Vec<usize> {
         (0..self.nrows.min(self.ncols))
