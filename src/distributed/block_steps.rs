@@ -5,7 +5,7 @@ use super::{BlockBackend, BlockCgVectors, BlockKernels};
 use crate::error::Result;
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
-use crate::solver::bicgstab::{BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab};
+use crate::solver::HostBicgstabSteps;
 use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold};
 
 /// CG's scalars on the host, or on the backend's devices where it keeps them there.
@@ -94,40 +94,4 @@ impl<B: BlockKernels> CgSteps for BlockBackend<B> {
 }
 
 /// BiCGStab's scalars on the host (the portable steps).
-impl<B: BlockKernels> BicgstabSteps for BlockBackend<B> {
-    type BicgstabState<P: Precision> = HostBicgstab<Self, P>;
-
-    fn bicgstab_start<P: Precision>(
-        &self,
-        _n: usize,
-        rho0: &P,
-        threshold: Threshold,
-        _identity: bool,
-    ) -> Result<Self::BicgstabState<P>> {
-        HostBicgstab::start(self, rho0, threshold)
-    }
-
-    fn bicgstab_batch<P: Precision>(&self, _: &Self::BicgstabState<P>) -> usize {
-        1
-    }
-
-    fn bicgstab_run<P: Precision, M: Preconditioner<Self>>(
-        &self,
-        a: &Self::Matrix,
-        precond: &M,
-        v: &mut BicgstabVectors<Self, P>,
-        x: &mut Self::Vector<P>,
-        state: &mut Self::BicgstabState<P>,
-        iterations: usize,
-    ) -> Result<()> {
-        state.run(self, a, precond, v, x, iterations)
-    }
-
-    fn bicgstab_collect<P: Precision>(
-        &self,
-        state: &mut Self::BicgstabState<P>,
-        out: &mut Vec<BicgstabRecord<P>>,
-    ) -> Result<Collected> {
-        Ok(state.collect(out))
-    }
-}
+impl<B: BlockKernels> HostBicgstabSteps for BlockBackend<B> {}

@@ -1,6 +1,5 @@
 //! The one place where runtime choices (backend x precision x method) become generic calls.
 
-use crate::precond::ilu0::Ilu0Factors;
 use super::{BicgstabSteps, CgSteps, Monitor, NoMonitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
@@ -8,9 +7,11 @@ use crate::distributed::{BlockBackend, DistributedBackend};
 use crate::error::Result;
 use crate::precision::exact_values::ExactValues;
 use crate::precision::Precision;
+use crate::precond::ilu0::Ilu0Factors;
 use crate::precond::{Identity, Ilu0, InDouble, Preconditioner, Preconditioning};
 use crate::sparse::CsrMatrix;
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use super::choices::*;
@@ -229,6 +230,33 @@ pub(crate) fn solve_typed<P: Precision>(
     }
 }
 
+/// ILU(0) on `backend` where `precond` asks for it (ilu0's factors, or block Jacobi's blocks of
+/// `whole`), timed: the preconditioner, its factors, its name, and its setup seconds (ilu0's
+/// factoring, done before, included).
+#[allow(clippy::type_complexity)]
+fn ilu_for<B: Backend>(
+    backend: &B,
+    precond: &Preconditioning,
+    whole: Option<&CsrMatrix>,
+) -> Result<Option<(Ilu0<B>, Arc<Ilu0Factors>, &'static str, f64)>> {
+    let t0 = Instant::now();
+    let (ilu, factors, name, factored) = match precond {
+        Preconditioning::Ilu0(factors) => {
+            let ilu = Ilu0::new(backend, factors)?;
+            (ilu, Arc::clone(factors), "ilu0", factors.setup_seconds())
+        }
+        Preconditioning::BlockJacobi(shift) => {
+            let whole = whole.ok_or_else(super::matrix_free::no_ilu0)?;
+            let (ilu, factors) = backend.block_jacobi(whole, *shift)?;
+            (Ilu0::uploaded(ilu), factors, "bjacobi", 0.0)
+        }
+        Preconditioning::None | Preconditioning::User(_) => return Ok(None),
+    };
+    backend.synchronize()?;
+    let setup = factored + t0.elapsed().as_secs_f64();
+    Ok(Some((ilu, factors, name, setup)))
+}
+
 /// `info` of a solve preconditioned by ILU(0) factors (`name`: ilu0, or bjacobi's block),
 /// with the preconditioner's times: `setup` seconds before the iterations.
 fn with_ilu<B: Backend>(
@@ -294,18 +322,22 @@ pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
     let b = backend.vector_from_f64::<f64>(b)?;
     backend.synchronize()?;
     let upload = start.elapsed().as_secs_f64();
-    let mut info = match recipe.precond {
-        Preconditioning::None => iterate(
-            backend,
-            &a,
-            &b,
-            &mut x,
-            recipe.method,
-            &Identity,
-            params,
-            monitor,
-        )?,
-        Preconditioning::User(given) => {
+    let ilu = ilu_for(backend, recipe.precond, whole)?;
+    let mut info = match (recipe.precond, ilu) {
+        (_, Some((ilu, factors, name, setup))) => {
+            let info = iterate(
+                backend,
+                &a,
+                &b,
+                &mut x,
+                recipe.method,
+                &ilu,
+                params,
+                monitor,
+            )?;
+            with_ilu(info, name, &ilu, &factors, setup)
+        }
+        (Preconditioning::User(given), None) => {
             let user = InDouble::new(given.as_ref());
             let mut info = iterate(
                 backend,
@@ -321,42 +353,17 @@ pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
             info.times.precond = Preconditioner::<B>::seconds(&user);
             info
         }
-        Preconditioning::Ilu0(factors) => {
-            let t0 = Instant::now();
-            let ilu = Ilu0::new(backend, factors)?;
-            backend.synchronize()?;
-            let upload = t0.elapsed().as_secs_f64();
-            let info = iterate(
-                backend,
-                &a,
-                &b,
-                &mut x,
-                recipe.method,
-                &ilu,
-                params,
-                monitor,
-            )?;
-            with_ilu(info, "ilu0", &ilu, factors, factors.setup_seconds() + upload)
-        }
-        Preconditioning::BlockJacobi(shift) => {
-            let t0 = Instant::now();
-            let whole = whole.ok_or_else(super::matrix_free::no_ilu0)?;
-            let (ilu, factors) = backend.block_jacobi(whole, *shift)?;
-            let ilu = Ilu0::uploaded(ilu);
-            backend.synchronize()?;
-            let setup = t0.elapsed().as_secs_f64();
-            let info = iterate(
-                backend,
-                &a,
-                &b,
-                &mut x,
-                recipe.method,
-                &ilu,
-                params,
-                monitor,
-            )?;
-            with_ilu(info, "bjacobi", &ilu, &factors, setup)
-        }
+        // no preconditioner
+        (_, None) => iterate(
+            backend,
+            &a,
+            &b,
+            &mut x,
+            recipe.method,
+            &Identity,
+            params,
+            monitor,
+        )?,
     };
     info.times.setup += upload;
     info.times.total += upload;

@@ -29,5 +29,11 @@ pub(crate) use params::named_choices;
 /// from its fused kernels: the CPU backend, and the backend of a caller's operator.
 pub trait HostSteps: CgKernels + BicgstabKernels {}
 
+/// Backends whose BiCGStab runs the portable steps (every [`HostSteps`] backend, and those
+/// that keep only CG's scalars on their devices).
+pub trait HostBicgstabSteps: BicgstabKernels {}
+
+impl<B: HostSteps> HostBicgstabSteps for B {}
+
 impl HostSteps for crate::backend::cpu::CpuBackend {}
 pub use params::{HistoryPoint, Params, ResidualNorm, SolveInfo, SolveTimes, StopReason};

@@ -229,8 +229,8 @@ impl<B: super::BicgstabKernels, P: Precision> HostBicgstab<B, P> {
     }
 }
 
-/// Backends that run the portable steps (the CPU's, and a caller's operator's).
-impl<B: crate::solver::HostSteps> BicgstabSteps for B {
+/// Backends that run the portable steps (the CPU's, a caller's operator's, a block solve's).
+impl<B: crate::solver::HostBicgstabSteps> BicgstabSteps for B {
     type BicgstabState<P: Precision> = HostBicgstab<B, P>;
 
     fn bicgstab_start<P: Precision>(
