@@ -130,3 +130,25 @@ fn block_jacobi_over_ranks_is_ilu0_of_their_diagonal_blocks() {
     let a = common::matrices::convection_diffusion(170);
     bits_of_the_block_diagonal_ilu(&a, "bicgstab", "dd");
 }
+
+/// A rank with no rows (fewer dot chunks than ranks, on the GPUs' layout) has an empty block:
+/// the one block left is the whole matrix, so the solve is ILU(0)'s.
+#[test]
+fn an_empty_block_leaves_ilu0() {
+    let a = precsolve::poisson2d(60); // 3,600 rows: one dot chunk
+    let b = vec![1.0; a.nrows()];
+    let want = solver("cg")
+        .ilu0()
+        .solve_in(WorkingPrecision::F64, &a, &b)
+        .unwrap();
+    let spread = ThreadGroup::run(2, |comm| {
+        let _scope = CommScope::enter_blocks(comm);
+        solver("cg")
+            .block_jacobi()
+            .solve_in(WorkingPrecision::F64, &a, &b)
+            .unwrap()
+    });
+    for got in &spread {
+        assert_eq!(fingerprint(got), fingerprint(&want));
+    }
+}
