@@ -241,7 +241,7 @@ pub trait Backend: Send + Sync {
         a: &CsrMatrix,
         shift: IluShift,
     ) -> Result<(Self::Ilu, Arc<Ilu0Factors>)> {
-        let factors = Arc::new(Ilu0Factors::with_remedy(a, shift, false)?);
+        let factors = crate::precond::block_factors(a, shift)?;
         Ok((self.ilu(&factors)?, factors))
     }
     /// `z <- U^{-1} L^{-1} r` in double, with the arithmetic src/precond/ilu0.rs specifies:

@@ -268,7 +268,7 @@ impl Backend for DistributedBackend {
 
     fn block_jacobi(&self, a: &CsrMatrix, shift: IluShift) -> Result<(DistIlu, Arc<Ilu0Factors>)> {
         let block = a.diagonal_block(self.rows());
-        let factors = Arc::new(Ilu0Factors::with_remedy(&block, shift, false)?);
+        let factors = crate::precond::block_factors(&block, shift)?;
         let ilu = DistIlu {
             cpu: self.cpu.ilu(&factors)?,
             w: None,

@@ -135,9 +135,10 @@ fn interior_tiles(halo: &Halo) -> Range<usize> {
             .iter()
             .any(|&j| !own.contains(&(j as usize)))
     };
+    let tiles = halo.rows.len().div_ceil(TILE_ROWS);
     let (mut best, mut start) = (0..0, 0);
-    for t in 0..=halo.rows.len().div_ceil(TILE_ROWS) {
-        let interior = t < halo.rows.len().div_ceil(TILE_ROWS) && !reads_halo(t);
+    for t in 0..=tiles {
+        let interior = t < tiles && !reads_halo(t);
         if !interior {
             if t - start > best.len() {
                 best = start..t;

@@ -256,7 +256,7 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
         shift: IluShift,
     ) -> Result<(BlockIlu<B::Ilu>, Arc<Ilu0Factors>)> {
         let block = a.diagonal_block(self.halo.rows.clone());
-        let factors = Arc::new(Ilu0Factors::with_remedy(&block, shift, false)?);
+        let factors = crate::precond::block_factors(&block, shift)?;
         Ok((BlockIlu::Own(self.inner.ilu(&factors)?), factors))
     }
 

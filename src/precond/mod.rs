@@ -155,6 +155,13 @@ crate::solver::named_choices!(PrecondKind, "preconditioner", {
     BlockJacobi => "bjacobi",
 });
 
+/// Block Jacobi's factors of one diagonal block (`Backend::block_jacobi`'s): ILU(0) with
+/// `shift`'s remedy, the rows never permuted (a permutation of a block's rows is not one of
+/// the whole matrix's).
+pub fn block_factors(block: &CsrMatrix, shift: IluShift) -> Result<Arc<Ilu0Factors>> {
+    Ok(Arc::new(Ilu0Factors::with_remedy(block, shift, false)?))
+}
+
 /// A preconditioner ready for any number of solves of one matrix (in any precision and on any
 /// backend): ILU(0) is factored once here.
 #[derive(Clone, Debug, Default)]

@@ -10,8 +10,6 @@ use super::launch::FinalStage;
 use super::{CudaBackend, CudaMatrix, CudaVector, Layout, SpmvLayout};
 use crate::backend::{OperandOf, TiledDots};
 use super::cg::{Block, DeviceCg, Steps};
-use super::resident::{Batches, is};
-use crate::precision::Dd;
 use crate::precond::Identity;
 use crate::distributed::{BlockCgVectors, BlockKernels, BlockRoute, Reduction, Runs, TwoPartials};
 use crate::solver::cg::{CgRecord, Collected, Threshold};
@@ -430,13 +428,7 @@ impl BlockKernels for CudaBackend {
         rr0: &P,
         threshold: Threshold,
     ) -> Result<Option<DeviceCg<P>>> {
-        Ok(if is::<P, f64>() {
-            Some(self.device_cg::<P, f64>(len, rr0, threshold, true, Some(route))?)
-        } else if is::<P, Dd>() {
-            Some(self.device_cg::<P, Dd>(len, rr0, threshold, true, Some(route))?)
-        } else {
-            None
-        })
+        self.device_cg_of(len, rr0, threshold, true, Some(route))
     }
     fn block_cg_batch<P: Precision>(&self, state: &DeviceCg<P>) -> usize {
         state.batches.batch
@@ -450,22 +442,17 @@ impl BlockKernels for CudaBackend {
         state: &mut DeviceCg<P>,
         iterations: usize,
     ) -> Result<()> {
-        let block = Some(Block { link, route });
-        let mut batches = std::mem::replace(&mut state.batches, Batches::new(0));
         let BlockCgVectors { r, p, q, x } = v;
+        let steps = Steps {
+            r,
+            p,
+            q,
+            z: None,
+            x,
+        };
         // not replayed as a graph: each GPU's thread would capture NCCL calls of its own
-        let ran = self.run_batch(&mut batches, iterations, false, || {
-            let v = Steps {
-                r: &mut *r,
-                p: &mut *p,
-                q: &mut *q,
-                z: None,
-                x: &mut *x,
-            };
-            self.device_iterate(a, &Identity, v, state, block)
-        });
-        state.batches = batches;
-        ran
+        let block = Some(Block { link, route });
+        self.device_batch(a, &Identity, steps, state, iterations, false, block)
     }
     fn block_cg_collect<P: Precision>(
         &self,
@@ -473,10 +460,7 @@ impl BlockKernels for CudaBackend {
         state: &mut DeviceCg<P>,
         out: &mut Vec<CgRecord<P>>,
     ) -> Result<Collected> {
-        let collected = match is::<P, f64>() {
-            true => self.device_collect::<P, f64>(state, out),
-            false => self.device_collect::<P, Dd>(state, out),
-        };
+        let collected = self.device_records(state, out);
         // the read waited for the stream: its transfers' times are known
         self.resolve_timing(link);
         collected

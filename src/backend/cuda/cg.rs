@@ -107,8 +107,40 @@ pub(super) struct Steps<'a, P> {
     pub x: &'a mut CudaVector<P>,
 }
 
+impl<P> Steps<'_, P> {
+    /// The same vectors for one more iteration.
+    fn reborrow(&mut self) -> Steps<'_, P> {
+        Steps {
+            r: &mut *self.r,
+            p: &mut *self.p,
+            q: &mut *self.q,
+            z: self.z.as_deref_mut(),
+            x: &mut *self.x,
+        }
+    }
+}
+
 impl CudaBackend {
-    pub(super) fn device_cg<P: Precision, T: DeviceScalar>(
+    /// CG's device state for `P` where it has device steps (f64 and dd; `None` else), a block
+    /// solve's where `route` is given.
+    pub(super) fn device_cg_of<P: Precision>(
+        &self,
+        n: usize,
+        rr0: &P,
+        threshold: Threshold,
+        identity: bool,
+        route: Option<&BlockRoute>,
+    ) -> Result<Option<DeviceCg<P>>> {
+        Ok(if is::<P, f64>() {
+            Some(self.device_cg::<P, f64>(n, rr0, threshold, identity, route)?)
+        } else if is::<P, Dd>() {
+            Some(self.device_cg::<P, Dd>(n, rr0, threshold, identity, route)?)
+        } else {
+            None
+        })
+    }
+
+    fn device_cg<P: Precision, T: DeviceScalar>(
         &self,
         n: usize,
         rr0: &P,
@@ -179,17 +211,41 @@ impl CudaBackend {
         (base, base + 8 * d.state_words as u64)
     }
 
+    /// `iterations` iterations by [`Self::device_iterate`], replayed as a graph where
+    /// `graphable` and the batch is full.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn device_batch<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &CudaMatrix,
+        precond: &M,
+        mut v: Steps<'_, P>,
+        d: &mut DeviceCg<P>,
+        iterations: usize,
+        graphable: bool,
+        block: Option<Block<'_>>,
+    ) -> Result<()> {
+        // (the batches are set aside while the steps borrow the rest of the state)
+        let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
+        let ran = self.run_batch(&mut batches, iterations, graphable, || {
+            self.device_iterate(a, precond, v.reborrow(), d, block)
+        });
+        d.batches = batches;
+        ran
+    }
+
     /// One iteration's launches; a block solve's exchange `p`'s halo before the SpMV and
     /// gather the partials of both reductions before their final stages.
-    pub(super) fn device_iterate<P: Precision, M: Preconditioner<Self>>(
+    fn device_iterate<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &CudaMatrix,
         precond: &M,
         v: Steps<'_, P>,
-        d: &mut DeviceCg<P>,
+        d: &DeviceCg<P>,
         block: Option<Block<'_>>,
     ) -> Result<()> {
         let Steps { r, p, q, mut z, x } = v;
+        // a block solve's place and its whole lists (a state made for one has them)
+        let blocked = block.zip(d.whole.as_ref());
         let n = r.len;
         let n64 = n as i64;
         let (state, ring) = self.cg_pointers(d);
@@ -230,21 +286,21 @@ impl CudaBackend {
             unsafe { args.launch(Self::elementwise(n)) }.map_err(driver_error(&name))?;
         }
         // q <- A p with <p, q>'s tile partials ; alpha
-        let spread = match (block, &d.whole) {
-            (Some(b), Some(whole)) => self.block_spmv(b, whole, a, p, q, &d.tiles)?,
-            _ => false,
+        let spread = match blocked {
+            Some((b, whole)) => self.block_spmv(b, whole, a, p, q, &d.tiles)?,
+            None => false,
         };
         if !spread {
             let p = &*p;
             self.spmv_dots_partial_into(a, Operand::Own(p), TiledDots::With(p), q, true, &d.tiles)?;
         }
-        let (tiles, m) = match (block, &d.whole) {
-            (Some(b), Some(whole)) => {
+        let (tiles, m) = match blocked {
+            Some((b, whole)) => {
                 let runs = b.route.runs(Reduction::Tiles);
                 self.gather_runs(b.link, &d.tiles.first, d.tiles.tiles, runs, &whole.tiles)?;
                 (&whole.tiles, runs.total())
             }
-            _ => (&d.tiles.first, d.tiles.tiles),
+            None => (&d.tiles.first, d.tiles.tiles),
         };
         {
             let (f, name) = self.kernel::<P>("cgs_alpha")?;
@@ -261,8 +317,8 @@ impl CudaBackend {
         }
         // r <- r - alpha q with <r, r>'s partials; the last block: <r, r>, the stopping test,
         // the next rho without a preconditioner
-        if let Some(b) = block {
-            return self.block_update(b, q, r, d);
+        if let Some((b, whole)) = blocked {
+            return self.block_update(b, whole, q, r, d);
         }
         {
             let (f, name) = self.kernel::<P>("cgs_update")?;
@@ -315,11 +371,11 @@ impl CudaBackend {
     fn block_update<P: Precision>(
         &self,
         b: Block<'_>,
+        whole: &WholeLists<P>,
         q: &CudaVector<P>,
         r: &mut CudaVector<P>,
         d: &DeviceCg<P>,
     ) -> Result<()> {
-        let whole = d.whole.as_ref().expect("a block solve's state has its whole lists");
         let (state, ring) = self.cg_pointers(d);
         let n64 = r.len as i64;
         {
@@ -376,7 +432,19 @@ impl CudaBackend {
         Ok(())
     }
 
-    pub(super) fn device_collect<P: Precision, T: DeviceScalar>(
+    /// The records of a device CG's iterations run since the last read (one transfer).
+    pub(super) fn device_records<P: Precision>(
+        &self,
+        d: &mut DeviceCg<P>,
+        out: &mut Vec<CgRecord<P>>,
+    ) -> Result<Collected> {
+        match is::<P, f64>() {
+            true => self.device_collect::<P, f64>(d, out),
+            false => self.device_collect::<P, Dd>(d, out),
+        }
+    }
+
+    fn device_collect<P: Precision, T: DeviceScalar>(
         &self,
         d: &mut DeviceCg<P>,
         out: &mut Vec<CgRecord<P>>,
@@ -432,16 +500,9 @@ impl CgSteps for CudaBackend {
         threshold: Threshold,
         identity: bool,
     ) -> Result<CudaCgState<P>> {
-        Ok(if is::<P, f64>() {
-            CudaCgState::Device(Box::new(
-                self.device_cg::<P, f64>(n, rr0, threshold, identity, None)?,
-            ))
-        } else if is::<P, Dd>() {
-            CudaCgState::Device(Box::new(
-                self.device_cg::<P, Dd>(n, rr0, threshold, identity, None)?,
-            ))
-        } else {
-            CudaCgState::Host(HostCg::start(rr0, threshold))
+        Ok(match self.device_cg_of(n, rr0, threshold, identity, None)? {
+            Some(d) => CudaCgState::Device(Box::new(d)),
+            None => CudaCgState::Host(HostCg::start(rr0, threshold)),
         })
     }
 
@@ -476,21 +537,15 @@ impl CgSteps for CudaBackend {
                     d.batches.enqueued += iterations;
                     return Ok(());
                 }
-                // (the batches are set aside while the steps borrow the rest of the state)
-                let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
+                let steps = Steps {
+                    r: &mut v.r,
+                    p: &mut v.p,
+                    q: &mut v.q,
+                    z: v.z.as_mut(),
+                    x,
+                };
                 let graphable = d.identity;
-                let ran = self.run_batch(&mut batches, iterations, graphable, || {
-                    let v = Steps {
-                        r: &mut v.r,
-                        p: &mut v.p,
-                        q: &mut v.q,
-                        z: v.z.as_mut(),
-                        x: &mut *x,
-                    };
-                    self.device_iterate(a, precond, v, d, None)
-                });
-                d.batches = batches;
-                ran
+                self.device_batch(a, precond, steps, d, iterations, graphable, None)
             }
         }
     }
@@ -502,8 +557,7 @@ impl CgSteps for CudaBackend {
     ) -> Result<Collected> {
         match state {
             CudaCgState::Host(h) => Ok(h.collect(out)),
-            CudaCgState::Device(d) if is::<P, f64>() => self.device_collect::<P, f64>(d, out),
-            CudaCgState::Device(d) => self.device_collect::<P, Dd>(d, out),
+            CudaCgState::Device(d) => self.device_records(d, out),
         }
     }
 
