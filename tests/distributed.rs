@@ -206,3 +206,53 @@ fn a_rank_that_fails_alone_fails_every_rank() {
         assert!(e.contains("rank 1 of the solve failed"), "rank {rank}: {e}");
     }
 }
+
+/// A stop that one rank decides alone (rank 0's callback, another rank's clock) stops every rank
+/// at the same iteration, with the same reason, soon after: none is left waiting for the others
+/// in a reduction they never reach.
+#[test]
+fn a_stop_one_rank_decides_stops_every_rank_at_the_same_iteration() {
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let a = precsolve::poisson2d(100);
+        let b = vec![1.0; a.nrows()];
+        let mut seen = Vec::new();
+        for blocks in [false, true] {
+            for timed in [false, true] {
+                let spread = ThreadGroup::run(3, |comm| {
+                    let rank = comm.rank();
+                    let _scope = match blocks {
+                        true => CommScope::enter_blocks(comm),
+                        false => CommScope::enter(comm),
+                    };
+                    let mut solver = solver("cg", false, 1000);
+                    if timed && rank == 2 {
+                        solver = solver.time_limit(std::time::Duration::ZERO);
+                    }
+                    if !timed && rank == 0 {
+                        solver = solver.on_iteration(|at| match at.iteration >= 5 {
+                            true => precsolve::Control::Stop,
+                            false => precsolve::Control::Continue,
+                        });
+                    }
+                    let info = solver.solve(&a, &b).unwrap().info;
+                    (info.iterations, info.stop_reason.to_string())
+                });
+                seen.push((blocks, timed, spread));
+            }
+        }
+        let _ = done.send(seen);
+    });
+    let seen = outcome
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the ranks did not all stop: one waits for the others");
+    for (blocks, timed, spread) in seen {
+        let what = format!("blocks={blocks} time limit={timed}: {spread:?}");
+        let (iterations, reason) = &spread[0];
+        assert!(spread.iter().all(|s| s == &spread[0]), "{what}");
+        let want = if timed { "time limit" } else { "cancelled" };
+        assert_eq!(reason, want, "{what}");
+        let earliest = if timed { 1 } else { 5 };
+        assert!((earliest..earliest + 8).contains(iterations), "{what}");
+    }
+}

@@ -381,6 +381,16 @@ pub trait Backend: Send + Sync {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+    /// The ranks this backend's solve is spread over (1: it holds the whole problem).
+    fn ranks(&self) -> usize {
+        1
+    }
+    /// `mine` or'ed with every other rank's: how a stop that one rank decides alone (its
+    /// monitor, its clock) reaches all of them at the same iteration. Every rank calls it at
+    /// the same iterations; one process has nothing to ask.
+    fn any_rank(&self, mine: u64) -> Result<u64> {
+        Ok(mine)
+    }
     /// Do the one-time work that operations on `P` would otherwise do at first use (CUDA:
     /// compile the kernels), so that it is charged to no solve: `dispatch` calls it before a
     /// solve's clock starts. Cheap once done; a no-op on the CPU.

@@ -247,6 +247,14 @@ impl Backend for DistributedBackend {
         "cpu"
     }
 
+    fn ranks(&self) -> usize {
+        self.comm.size()
+    }
+
+    fn any_rank(&self, mine: u64) -> Result<u64> {
+        Ok(self.gather(vec![mine]).into_iter().fold(0, |any, w| any | w))
+    }
+
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<DistMatrix> {
         assert_eq!(a.nrows(), self.n(), "the backend was made for another matrix");
         let halo = Halo::new(a, &self.partition, self.comm.rank());

@@ -213,6 +213,15 @@ impl<B: BlockKernels> Backend for BlockBackend<B> {
         self.inner.name()
     }
 
+    fn ranks(&self) -> usize {
+        self.comm.size()
+    }
+
+    fn any_rank(&self, mine: u64) -> Result<u64> {
+        let all = self.clock.time(|| self.comm.all_gather(&[mine]));
+        Ok(all.iter().flatten().fold(0, |any, w| any | w))
+    }
+
     fn matrix(&self, a: &Arc<CsrMatrix>) -> Result<Self::Matrix> {
         assert_eq!(a.nrows(), self.n(), "the backend was made for another matrix");
         let (h, lead, n) = (&self.halo, self.lead, self.extended_len());

@@ -90,6 +90,9 @@ pub(crate) struct Tracker<'a, B: Backend> {
     true_residual: TrueResidual<B>,
     /// The monitor asked to stop (in a batch, taking effect at its last iteration).
     cancelled: bool,
+    /// Over several ranks: the first iteration at which they next agree on the stops one rank
+    /// decides alone ([`RANKS_AGREE_EVERY`]).
+    next_agreement: usize,
     /// A ladder rung's stagnation rules (`Params::watch_stagnation`).
     stall: Option<StallWatch>,
     /// Restarts after a breakdown so far (BiCGStab, BiCGStab(l)), which the report counts.
@@ -127,6 +130,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             time_to_target: None,
             true_residual,
             cancelled: false,
+            next_agreement: 0,
             stall: params
                 .watch_stagnation
                 .then(|| StallWatch::new(params.escalation, n)),
@@ -294,12 +298,27 @@ impl<'a, B: Backend> Tracker<'a, B> {
         if !may_cancel {
             return Ok(None);
         }
-        if self.cancelled {
+        let timed_out = self
+            .params
+            .time_limit
+            .is_some_and(|limit| self.start.elapsed() >= limit);
+        let mine = self.cancelled as u64 * CANCELLED | timed_out as u64 * TIMED_OUT;
+        // A monitor (rank 0's alone) or a clock stops one rank: every rank must stop at the same
+        // iteration or the others wait forever in their next reduction. They agree every few
+        // iterations (the iterations are the same on every rank), not at each, which would add
+        // a round trip to every iteration.
+        let stops = match self.backend.ranks() {
+            1 => mine,
+            _ if k < self.next_agreement => return Ok(None),
+            _ => {
+                self.next_agreement = k + RANKS_AGREE_EVERY;
+                self.backend.any_rank(mine)?
+            }
+        };
+        if stops & CANCELLED != 0 {
             return Ok(Some(StopReason::Cancelled));
         }
-        if let Some(limit) = self.params.time_limit
-            && self.start.elapsed() >= limit
-        {
+        if stops & TIMED_OUT != 0 {
             return Ok(Some(StopReason::TimeLimit));
         }
         Ok(None)
@@ -386,6 +405,13 @@ pub(crate) fn finite_or<P: Precision>(value: &P, what: &str) -> Option<StopReaso
 /// Iterations to run before the next read: the steps' batch `proposed`, ended at `max_iter` and
 /// where the tracker reads `x` (a periodic true residual, a ladder rung's stagnation check),
 /// `k` iterations done.
+/// Over several ranks, how many iterations may pass between their agreements on a cancellation
+/// or a time limit: how late a stop may come, against a round trip between the ranks.
+const RANKS_AGREE_EVERY: usize = 8;
+/// The stops one rank may decide alone, as the bits the ranks or together.
+const CANCELLED: u64 = 1;
+const TIMED_OUT: u64 = 2;
+
 pub(crate) fn next_batch(proposed: usize, k: usize, params: &Params) -> usize {
     let batch = proposed.clamp(1, params.max_iter - k);
     let stall_window = match params.watch_stagnation {
