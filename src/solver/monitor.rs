@@ -302,7 +302,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
             .params
             .time_limit
             .is_some_and(|limit| self.start.elapsed() >= limit);
-        let mine = self.cancelled as u64 * CANCELLED | timed_out as u64 * TIMED_OUT;
+        let mine = (self.cancelled as u64 * CANCELLED) | (timed_out as u64 * TIMED_OUT);
         // A monitor (rank 0's alone) or a clock stops one rank: every rank must stop at the same
         // iteration or the others wait forever in their next reduction. They agree every few
         // iterations (the iterations are the same on every rank), not at each, which would add
