@@ -93,6 +93,10 @@ pub struct BatchArgs {
     /// alone.
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = count_arg)]
     in_flight: usize,
+    /// Spread each CUDA solve over this many GPUs of this host (`all`: every one), as `solver
+    /// solve --devices` does; the solves then run one at a time.
+    #[arg(long, value_name = "N|all")]
+    devices: Option<crate::Devices>,
     /// No progress bar (the summary is still printed).
     #[arg(short, long)]
     quiet: bool,
@@ -160,7 +164,7 @@ fn spec(config: &precsolve::config::Config, args: &BatchArgs, limits: ReadLimits
             },
             escalation: config.params.escalation,
         },
-        backend: args.backend.unwrap_or(config.backend),
+        backend: config.backend,
         out: args.out.clone(),
         read_limits: limits,
         in_flight: args.in_flight,
@@ -178,7 +182,12 @@ pub fn run_batch(
     }
     args.method_options.apply(&mut raw);
     args.escalation.apply(&mut raw);
-    let config = raw.validate()?;
+    let mut config = raw.validate()?;
+    config.backend = args.backend.unwrap_or(config.backend);
+    config.quiet |= args.quiet;
+    // Under `mpirun` every rank runs each solve, together; rank 0 records and reports.
+    let ranks = crate::enter_ranks(&mut config, args.devices)?;
+    let _devices = crate::enter_devices(&mut config, args.devices)?;
     let spec = spec(&config, &args, limits);
     // Everything the user can get wrong is refused here, before a directory is created.
     spec.validate()?;
@@ -194,7 +203,16 @@ pub fn run_batch(
     }) {
         log::warn!("Ctrl-C will stop without a summary: {e}");
     }
-    let mut observer = Progress::new(progress, args.quiet, stop);
+    if !ranks.root {
+        // Rank 0 reports, and its Ctrl-C stops every rank (`run_study` asks them all).
+        let outcome = batch::run_study(&spec, &mut batch::Silent)?;
+        return Ok(if outcome.interrupted {
+            EXIT_INTERRUPTED
+        } else {
+            0
+        });
+    }
+    let mut observer = Progress::new(progress, config.quiet, stop);
     let outcome = batch::run_study(&spec, &mut observer)?;
     observer.finish();
     let summary = batch::render_study(&spec.out)?;

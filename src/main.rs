@@ -286,12 +286,12 @@ fn run(cli: Cli, progress: &MultiProgress) -> anyhow::Result<u8> {
         allow_special_files: cli.allow_special_files,
         ..ReadLimits::default()
     };
-    if !matches!(cli.command, Command::Solve(_))
+    if !matches!(cli.command, Command::Solve(_) | Command::Batch(_))
         && let Some(ranks) = mpirun_ranks().filter(|&r| r > 1)
     {
         anyhow::bail!(
-            "started as {ranks} MPI ranks: only `solver solve` spreads a solve over ranks; run \
-             this command in one process"
+            "started as {ranks} MPI ranks: only `solver solve` and `solver batch` spread solves \
+             over ranks; run this command in one process"
         );
     }
     match cli.command {
@@ -545,9 +545,70 @@ fn mpi_world() -> anyhow::Result<Option<Arc<dyn precsolve::distributed::Communic
     }
 }
 
+/// The MPI ranks `mpirun` started this command among, entered for this thread's solves.
+pub(crate) struct Ranks {
+    _scope: Option<precsolve::distributed::CommScope>,
+    /// Rank 0 (or the only process): the one that reports.
+    pub root: bool,
+}
+
+/// Over MPI ranks every rank solves its rows on the CPU backend, with its share of the cores,
+/// and only rank 0 reports.
+pub(crate) fn enter_ranks(config: &mut Config, devices: Option<Devices>) -> anyhow::Result<Ranks> {
+    let world = mpi_world()?;
+    let root = world.as_ref().is_none_or(|w| w.rank() == 0);
+    if let Some(world) = &world {
+        if config.backend == BackendChoice::Cuda {
+            anyhow::bail!(
+                "a solve over {} MPI ranks runs on the CPU backend (--backend cpu): GPUs are \
+                 not spread over ranks yet",
+                world.size()
+            );
+        }
+        config.backend = BackendChoice::Cpu;
+        if config.threads == 0 {
+            // All cores, shared among the ranks (one host's; give --threads on several).
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+            config.threads = (cores / world.size()).max(1);
+        }
+        config.quiet |= !root;
+        if devices.is_some() {
+            anyhow::bail!(
+                "--devices spreads a solve over the GPUs of one process, not of MPI ranks"
+            );
+        }
+    }
+    Ok(Ranks {
+        _scope: world.map(precsolve::distributed::CommScope::enter),
+        root,
+    })
+}
+
+/// The GPUs of `--devices`, entered for this thread's solves (`auto` with several GPUs asked
+/// for becomes CUDA: they are the point).
+#[cfg(feature = "cuda")]
+pub(crate) fn enter_devices(
+    config: &mut Config,
+    devices: Option<Devices>,
+) -> anyhow::Result<Option<precsolve::distributed::devices::DeviceScope>> {
+    let scope = device_group(devices, config.backend)?;
+    if scope.is_some() {
+        config.backend = BackendChoice::Cuda;
+    }
+    Ok(scope)
+}
+
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn enter_devices(
+    config: &mut Config,
+    devices: Option<Devices>,
+) -> anyhow::Result<Option<()>> {
+    device_group(devices, config.backend)
+}
+
 /// `--devices`: a count of GPUs, or all of them.
 #[derive(Clone, Copy, Debug)]
-enum Devices {
+pub(crate) enum Devices {
     Count(usize),
     All,
 }
@@ -601,36 +662,9 @@ fn run_solve(
 ) -> anyhow::Result<u8> {
     apply_overrides(&mut raw, &args);
     let mut config: Config = raw.validate()?;
-    // Over MPI ranks every rank solves its rows on the CPU backend; rank 0 reports.
-    let world = mpi_world()?;
-    let _ranks = world.clone().map(precsolve::distributed::CommScope::enter);
-    let root = world.as_ref().is_none_or(|w| w.rank() == 0);
-    if let Some(world) = &world {
-        if config.backend == BackendChoice::Cuda {
-            anyhow::bail!(
-                "a solve over {} MPI ranks runs on the CPU backend (--backend cpu): GPUs are \
-                 not spread over ranks yet",
-                world.size()
-            );
-        }
-        config.backend = BackendChoice::Cpu;
-        if config.threads == 0 {
-            // All cores, shared among the ranks (one host's; give --threads on several).
-            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-            config.threads = (cores / world.size()).max(1);
-        }
-        config.quiet |= !root;
-        if args.devices.is_some() {
-            anyhow::bail!(
-                "--devices spreads a solve over the GPUs of one process, not of MPI ranks"
-            );
-        }
-    }
-    let devices = device_group(args.devices, config.backend)?;
-    if devices.is_some() {
-        // `auto` with several GPUs asked for: they are the point.
-        config.backend = BackendChoice::Cuda;
-    }
+    let ranks = enter_ranks(&mut config, args.devices)?;
+    let root = ranks.root;
+    let _devices = enter_devices(&mut config, args.devices)?;
     config.params.record_history = args.history.is_some();
     // Output paths are checked before any work: a bad one fails now, not after the solves.
     let history_out = args

@@ -240,3 +240,159 @@ fn block_jacobi_over_mpi_ranks_is_that_of_the_in_process_ranks() {
         }
     }
 }
+
+/// `[mpirun -np N] solver batch INPUTS ARGS --out DIR`: the study's records by run, with what
+/// must match one process's (iterations, stop reason, both residuals, as serde_json writes
+/// them: the shortest text that reads back to each double).
+fn batch(ranks: usize, inputs: &[&str], out: &Path) -> std::collections::BTreeMap<String, String> {
+    let solver = env!("CARGO_BIN_EXE_solver");
+    let mut command = match ranks {
+        1 => Command::new(solver),
+        n => {
+            let mut c = Command::new("mpirun");
+            c.args(["--oversubscribe", "-np", &n.to_string(), solver]);
+            c
+        }
+    };
+    command
+        .arg("batch")
+        .args(inputs)
+        .args([
+            "--precision",
+            "f64,dd",
+            "--precond",
+            "none,ilu0",
+            "--tol",
+            "1e-10",
+        ])
+        .args(["--threads", "1", "--quiet", "--out", out.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let done = command.output().expect("mpirun is on the PATH");
+    let stdout = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        done.status.success(),
+        "{ranks} ranks: {stdout}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap();
+    runs.lines()
+        .map(|line| {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            let k = &r["key"];
+            let key = format!("{} {} {}", k["matrix"], k["precision"], k["precond"]);
+            let x = &r["result"];
+            assert_eq!(x["ranks"].as_u64().unwrap_or(1), ranks as u64, "{key}");
+            let communication = x["communication_time"].as_f64().unwrap_or(0.0);
+            assert_eq!(communication > 0.0, ranks > 1, "{key}: {communication}");
+            let numbers = format!(
+                "{} {} {} {} {}",
+                r["status"],
+                x["iterations"],
+                x["stop_reason"],
+                x["recurrence_residual"],
+                x["true_residual"]
+            );
+            (key, numbers)
+        })
+        .collect()
+}
+
+/// `mpirun -np 2 solver batch` runs every solve of the study over the ranks: rank 0 records
+/// the bits of a one-process study, with the rank count and the time spent communicating,
+/// says so in the summary, and a second run of the same command finds nothing left to do.
+#[test]
+fn a_batch_study_over_2_ranks_records_the_bits_of_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("convection.mtx");
+    convection_diffusion(170, &matrix);
+    let inputs = ["poisson2d:170", matrix.to_str().unwrap()];
+    let want = batch(1, &inputs, &dir.path().join("one"));
+    assert_eq!(want.len(), 8);
+    let spread = dir.path().join("two");
+    assert_eq!(batch(2, &inputs, &spread), want);
+    let summary = std::fs::read_to_string(spread.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("8 solves spread over 2 MPI ranks"),
+        "{summary}"
+    );
+    let csv = std::fs::read_to_string(spread.join("runs.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("ranks,devices,communication_time_s")
+    );
+    // resumed: every run is recorded, none runs again
+    let again = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            "2",
+            env!("CARGO_BIN_EXE_solver"),
+            "batch",
+        ])
+        .args(inputs)
+        .args([
+            "--precision",
+            "f64,dd",
+            "--precond",
+            "none,ilu0",
+            "--tol",
+            "1e-10",
+        ])
+        .args(["--quiet", "--out", spread.to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(stdout.contains("0 runs this time"), "{stdout}");
+}
+
+/// A time limit ends a solve over ranks on every rank at the same iteration (the ranks agree on
+/// it): the study returns, and rank 0 records the limit.
+#[test]
+fn a_time_limit_over_ranks_stops_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            "2",
+            env!("CARGO_BIN_EXE_solver"),
+            "batch",
+        ])
+        .args([
+            "poisson2d:170",
+            "--method",
+            "cg",
+            "--precision",
+            "dd",
+            "--tol",
+            "1e-300",
+        ])
+        .args([
+            "--max-iter",
+            "1000000",
+            "--time-limit",
+            "50ms",
+            "--quiet",
+            "--threads",
+            "1",
+        ])
+        .args(["--out", dir.path().to_str().unwrap()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = std::fs::read_to_string(dir.path().join("runs.jsonl")).unwrap();
+    let run: serde_json::Value = serde_json::from_str(runs.lines().next().unwrap()).unwrap();
+    assert_eq!(run["status"], "time-limit", "{run}");
+    assert_eq!(run["result"]["ranks"], 2, "{run}");
+}

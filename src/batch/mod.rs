@@ -28,6 +28,7 @@ pub use store::{
 };
 pub use summary::{Category, ConditionSummary, MatrixRow, Ratios, Summary};
 
+use crate::distributed::from_root;
 use crate::error::{Error, Result};
 use crate::precond::Preconditioning;
 use crate::precond::ilu0::IluShift;
@@ -138,9 +139,27 @@ pub struct StudyOutcome {
 pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<StudyOutcome> {
     spec.validate()?;
     let matrices = expand_inputs(&spec.inputs)?;
-    // Held until the study returns: a second `solver batch` on this directory fails at once.
-    let _lock = StudyLock::acquire(&spec.out)?;
-    let (mut store, records) = Store::open(&spec.out)?;
+    // Over MPI ranks (`mpirun ... solver batch`) every rank runs each solve, together; rank 0
+    // alone holds the lock and the records, and tells the others which runs are pending.
+    let ranks = crate::distributed::current();
+    let root = ranks.as_ref().is_none_or(|comm| comm.rank() == 0);
+    let opened = match root {
+        // Held until the study returns: a second `solver batch` on this directory fails at once.
+        true => StudyLock::acquire(&spec.out)
+            .and_then(|lock| Ok((lock, Store::open(&spec.out)?)))
+            .map(Some),
+        false => Ok(None),
+    };
+    let (_lock, mut store, records) = match opened {
+        Ok(Some((lock, (store, records)))) => (Some(lock), Some(store), records),
+        Ok(None) => (None, None, Vec::new()),
+        Err(e) => {
+            if let Some(comm) = &ranks {
+                from_root(&**comm, format!("{FAILED}{e}").as_bytes());
+            }
+            return Err(e);
+        }
+    };
     let latest = latest_by_key(records);
     // (records of an older version that the automatic ILU(0) shift would now get past)
     let stale: std::collections::HashSet<String> = latest
@@ -174,6 +193,13 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
             work.push((m, pending));
         }
     }
+    if let Some(comm) = &ranks {
+        let pending = pending_on_every_rank(&**comm, &work)?;
+        for (_, keys) in &mut work {
+            keys.retain(|k| pending.contains(&k.id()));
+        }
+        work.retain(|(_, keys)| !keys.is_empty());
+    }
     observer.planned(&plan);
     if !work.is_empty() {
         warm_up(spec);
@@ -181,12 +207,15 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
 
     let mut outcome = StudyOutcome::default();
     let mut recorder = Recorder {
-        store: &mut store,
+        store: store.as_mut(),
         latest: &latest,
         outcome: &mut outcome,
         observer,
+        ranks: ranks.as_deref(),
     };
     let in_flight = match spec.in_flight {
+        // (solves spread over ranks or GPUs run on this thread, whose scopes say so)
+        _ if crate::distributed::spread() => 1,
         0 => default_in_flight(spec.backend),
         n => n,
     };
@@ -206,6 +235,29 @@ pub fn run_study(spec: &StudySpec, observer: &mut dyn StudyObserver) -> Result<S
     Ok(outcome)
 }
 
+/// What rank 0 sends in place of the pending runs when it could not open the study.
+const FAILED: &str = "failed: ";
+
+/// The ids of the runs rank 0 found pending, on every rank (rank 0's `work`; the others'
+/// hold every run, not having read the records), or rank 0's failure to open the study.
+fn pending_on_every_rank(
+    comm: &dyn crate::distributed::Communicator,
+    work: &[(&MatrixInput, Vec<RunKey>)],
+) -> Result<std::collections::HashSet<String>> {
+    let ids: Vec<String> = work
+        .iter()
+        .flat_map(|(_, keys)| keys.iter().map(RunKey::id))
+        .collect();
+    let shared = from_root(comm, ids.join("\n").as_bytes());
+    let shared = String::from_utf8_lossy(&shared);
+    if let Some(why) = shared.strip_prefix(FAILED) {
+        return Err(Error::Config(format!(
+            "rank 0 could not open the study: {why}"
+        )));
+    }
+    Ok(shared.lines().map(str::to_string).collect())
+}
+
 /// Where the runs of a matrix report: straight to the study ([`Recorder`], one solve at a
 /// time), or to the thread that records them (`schedule`, several in flight).
 trait RunSink {
@@ -220,17 +272,24 @@ trait RunSink {
     fn run_finished(&mut self, record: RunRecord) -> Result<()>;
 }
 
-/// The study's own sink: the store, what it held before, the counts, and the observer.
+/// The study's own sink: the store (rank 0's), what it held before, the counts, the observer,
+/// and the ranks that run the study together.
 struct Recorder<'a> {
-    store: &'a mut Store,
+    store: Option<&'a mut Store>,
     latest: &'a HashMap<String, RunStatus>,
     outcome: &'a mut StudyOutcome,
     observer: &'a mut dyn StudyObserver,
+    ranks: Option<&'a dyn crate::distributed::Communicator>,
 }
 
 impl RunSink for Recorder<'_> {
+    /// Over ranks, where any rank was asked to stop: each asks at the same points.
     fn stop_requested(&self) -> bool {
-        self.observer.stop_requested()
+        let mine = self.observer.stop_requested();
+        match self.ranks {
+            Some(comm) => comm.all_gather(&[mine as u64]).concat().contains(&1),
+            None => mine,
+        }
     }
     fn run_started(&mut self, name: &str, key: &RunKey) {
         self.observer.run_started(name, key);
@@ -239,7 +298,8 @@ impl RunSink for Recorder<'_> {
         self.observer.iteration(iteration, relative_residual)
     }
     fn run_finished(&mut self, record: RunRecord) -> Result<()> {
-        finish_record(self.store, self.latest, record, self.outcome, self.observer)
+        let store = self.store.as_deref_mut();
+        finish_record(store, self.latest, record, self.outcome, self.observer)
     }
 }
 
@@ -347,7 +407,7 @@ fn run_key(
 
 /// Count a finished run and append it, unless it repeats a recorded error.
 fn finish_record(
-    store: &mut Store,
+    store: Option<&mut Store>,
     latest: &HashMap<String, RunStatus>,
     record: RunRecord,
     outcome: &mut StudyOutcome,
@@ -359,7 +419,7 @@ fn finish_record(
     if record.status.is_retried() {
         outcome.errors += 1;
     }
-    if !repeated_error {
+    if !repeated_error && let Some(store) = store {
         store.append(&record)?;
     }
     observer.run_finished(&record, !repeated_error);
@@ -515,6 +575,9 @@ fn run_one(
         ilu_shift: info.ilu_shift,
         ilu_remedy: info.ilu_remedy.clone(),
         restarts: info.restarts,
+        ranks: info.ranks,
+        devices: info.devices,
+        communication_time: info.times.communication,
         phases: info.phases.iter().map(store::PhaseRecord::of).collect(),
     };
     Some(RunRecord {

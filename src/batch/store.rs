@@ -151,6 +151,15 @@ pub struct RunResult {
     /// BiCGStab's restarts after breakdowns (0, and absent, in older files).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub restarts: usize,
+    /// The MPI ranks the solve was spread over (1, and absent, in one process).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ranks: usize,
+    /// The GPUs of one process it was spread over (`--devices`; 1, and absent, otherwise).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub devices: usize,
+    /// Of `total_time`: moving words between the ranks or devices (0, and absent, on one).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub communication_time: f64,
     /// A precision ladder's rungs, in the order they ran (absent for one precision).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseRecord>,
@@ -185,6 +194,14 @@ fn is_zero(n: &usize) -> bool {
 
 fn one() -> usize {
     1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
+fn is_zero_f64(t: &f64) -> bool {
+    *t == 0.0
 }
 
 impl RunResult {

@@ -110,6 +110,34 @@ pub fn current() -> Option<Arc<dyn Communicator>> {
     CURRENT.with(|c| c.borrow().clone()).filter(|c| c.size() > 1)
 }
 
+/// Whether this thread's solves are spread over ranks or over the GPUs of `--devices`: the
+/// scopes that say so belong to this thread, so its solves run here, one at a time.
+pub fn spread() -> bool {
+    #[cfg(feature = "cuda")]
+    let devices = devices::current().is_some();
+    #[cfg(not(feature = "cuda"))]
+    let devices = false;
+    current().is_some() || devices
+}
+
+/// Rank 0's `bytes` on every rank (what the others pass is ignored): how one rank's decision,
+/// such as which runs of a study are pending, reaches the others.
+pub fn from_root(comm: &dyn Communicator, bytes: &[u8]) -> Vec<u8> {
+    let mut words = Vec::new();
+    if comm.rank() == 0 {
+        words.push(bytes.len() as u64);
+        words.extend(bytes.chunks(8).map(|chunk| {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            u64::from_le_bytes(word)
+        }));
+    }
+    let all = comm.all_gather(&words);
+    let root = &all[0];
+    let len = root[0] as usize;
+    root[1..].iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
+}
+
 /// Whether this thread's distributed CPU solves run on [`BlockBackend`].
 pub fn in_blocks() -> bool {
     IN_BLOCKS.with(|b| b.get())

@@ -392,6 +392,9 @@ pub fn text(summary: &Summary) -> String {
     if summary.conditions.is_empty() {
         out.push_str("no runs recorded\n");
     }
+    if let Some(spread) = spread_note(summary) {
+        let _ = writeln!(out, "{spread}\n");
+    }
     for cs in &summary.conditions {
         let precond = cs.condition.precond != crate::precond::PrecondKind::None;
         let _ = writeln!(
@@ -448,6 +451,50 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
+/// Where a study's solves were spread over ranks or devices: how many, and the share of their
+/// time spent moving words between them.
+fn spread_note(summary: &Summary) -> Option<String> {
+    let spread: Vec<&RunResult> = summary
+        .runs
+        .iter()
+        .filter_map(|r| r.result.as_ref())
+        .filter(|r| r.ranks > 1 || r.devices > 1)
+        .collect();
+    let counts = |of: fn(&RunResult) -> usize| {
+        let mut counts: Vec<usize> = spread.iter().map(|r| of(r)).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        counts
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let total: f64 = spread.iter().map(|r| r.total_time).sum();
+    let communication: f64 = spread.iter().map(|r| r.communication_time).sum();
+    let share = if total > 0.0 {
+        communication / total
+    } else {
+        0.0
+    };
+    let mut over = Vec::new();
+    if spread.iter().any(|r| r.ranks > 1) {
+        over.push(format!("{} MPI ranks", counts(|r| r.ranks)));
+    }
+    if spread.iter().any(|r| r.devices > 1) {
+        over.push(format!("{} GPUs", counts(|r| r.devices)));
+    }
+    (!spread.is_empty()).then(|| {
+        format!(
+            "{} solves spread over {}: {:.1}% of their time spent moving words between them \
+             (`runs.csv`: `ranks`, `devices`, `communication_time_s`).",
+            spread.len(),
+            over.join(" and "),
+            100.0 * share
+        )
+    })
+}
+
 /// `summary.md`: the terminal summary's content plus every matrix's row and the errors.
 pub fn markdown(summary: &Summary) -> String {
     let mut out = String::from("# Batch study summary\n\n");
@@ -467,6 +514,9 @@ pub fn markdown(summary: &Summary) -> String {
             "Up to {in_flight} solves ran at once (`--in-flight`): each time includes the \
              others' use of the device; iterations and residuals are those of each solve alone.\n"
         );
+    }
+    if let Some(spread) = spread_note(summary) {
+        let _ = writeln!(out, "{spread}\n");
     }
     for cs in &summary.conditions {
         let precond = cs.condition.precond != crate::precond::PrecondKind::None;
@@ -660,6 +710,9 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
             "ilu_shift",
             "ilu_sigma",
             "ilu_remedy",
+            "ranks",
+            "devices",
+            "communication_time_s",
             "error",
         ]);
         w.write_record(&header)?;
@@ -718,6 +771,9 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
                     .and_then(|x| x.ilu_remedy.as_ref())
                     .map_or(String::new(), |m| m.to_string()),
             );
+            rec.push(result.map_or(String::new(), |x| x.ranks.to_string()));
+            rec.push(result.map_or(String::new(), |x| x.devices.to_string()));
+            rec.push(result.map_or(String::new(), |x| num(x.communication_time)));
             rec.push(r.error.clone().unwrap_or_default());
             w.write_record(&rec)?;
         }
