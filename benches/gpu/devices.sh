@@ -6,7 +6,7 @@
 #
 #   cargo build --release && mkdir -p .gpu && strip -o .gpu/solver target/release/solver &&
 #   cp benches/gpu/devices.sh .gpu/
-#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|bjacobi|big ...]
+#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|bjacobi|batch|big ...]
 set -u
 S=${SOLVER:-.gpu/solver}
 # Reports and solutions go to $DIR; the lines printed are the results.
@@ -140,6 +140,33 @@ for r in json.load(open(sys.argv[1]))["runs"]:
           "comm s %.3f" % r["communication_time"], "true res", r["true_residual"])
 ' "$DIR/overlap.json" $o
         done
+        ;;
+    batch)
+        # `solver batch --devices 2`: the study's records have one GPU's bits, with the count and
+        # the communication time; a time limit stops both GPUs (they agree on it) and the study
+        common=(poisson3d:60 --precision f64,dd --precond none,ilu0 --tol 1e-10 --backend cuda --quiet)
+        rm -rf "$DIR/study.1" "$DIR/study.2" "$DIR/study.limit"
+        timeout 120 "$S" batch "${common[@]}" --out "$DIR/study.1" >/dev/null
+        timeout 120 "$S" batch "${common[@]}" --devices 2 --out "$DIR/study.2" >/dev/null
+        timeout 60 "$S" batch poisson3d:100 --precision dd --method cg --tol 1e-300 --max-iter 1000000 \
+            --time-limit 200ms --backend cuda --devices 2 --quiet --out "$DIR/study.limit" >/dev/null
+        echo "time-limited study on 2 GPUs: exit $?"
+        python3 - "$DIR" <<'EOF'
+import json, sys
+def load(d):
+    out = {}
+    for line in open(f"{sys.argv[1]}/{d}/runs.jsonl"):
+        r = json.loads(line); x = r.get("result") or {}; k = r["key"]
+        out[(k["precision"], k["precond"])] = ((r["status"], x.get("iterations"), x.get("recurrence_residual"),
+            x.get("true_residual")), x.get("devices", 1), x.get("communication_time", 0), x.get("total_time"))
+    return out
+one, two = load("study.1"), load("study.2")
+for k in sorted(one):
+    print("batch poisson3d:60", *k, "SAME" if one[k][0] == two[k][0] else "DIFFERENT", one[k][0],
+          "devices", two[k][1], "comm s %.4f of %.4f" % (two[k][2], two[k][3]))
+for r in load("study.limit").values():
+    print("batch poisson3d:100 dd 2 GPUs --time-limit 200ms:", r[0][0], r[0][1], "iterations")
+EOF
         ;;
     big)
         # mp:1024 CG holds x, r, p, q (136 bytes an element), b (8) and the CSR (12 a nonzero,
