@@ -1165,3 +1165,51 @@ fn study_page_has_a_performance_profile_and_a_residual_scatter() {
         "two series' points and legend"
     );
 }
+
+/// A study whose solves were spread over ranks or GPUs (`mpirun ... solver batch`, `--devices`)
+/// says how many and the share of their time spent communicating, in every view of it; a record
+/// without those fields (one process, or an older file) reads as one rank and one GPU.
+#[test]
+fn spread_solves_are_counted_in_the_summaries() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "batch",
+        "poisson2d:12",
+        "--precision",
+        "f64,dd",
+        "--out",
+        "s",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let study = tmp.path().join("s");
+    let mut recs = records(&study);
+    assert!(recs.iter().all(|r| r["result"].get("ranks").is_none()));
+    // as rank 0 of a two-rank study would have written them, a quarter of the time communicating
+    for r in &mut recs {
+        let total = r["result"]["total_time"].as_f64().unwrap();
+        r["result"]["ranks"] = 2.into();
+        r["result"]["communication_time"] = (total / 4.0).into();
+    }
+    let lines: Vec<String> = recs.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(study.join("runs.jsonl"), lines.concat()).unwrap();
+    let out = solver(&["report", "s"], tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let note = "2 solves spread over 2 MPI ranks: 25.0% of their time spent moving words";
+    assert!(text(&out).contains(note), "{}", text(&out));
+    for file in ["summary.md", "index.html"] {
+        let shown = std::fs::read_to_string(study.join(file)).unwrap();
+        assert!(shown.contains(note), "{file}: {shown}");
+    }
+    let mut runs = csv::Reader::from_path(study.join("runs.csv")).unwrap();
+    let header = runs.headers().unwrap().clone();
+    let column = |name| header.iter().position(|h| h == name).unwrap();
+    for row in runs.records() {
+        let row = row.unwrap();
+        assert_eq!(&row[column("ranks")], "2");
+        assert_eq!(&row[column("devices")], "1");
+        assert!(row[column("communication_time_s")].parse::<f64>().unwrap() > 0.0);
+    }
+}

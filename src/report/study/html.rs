@@ -2,7 +2,7 @@
 
 use super::{
     DEFINITIONS, Table, category_label, comparison_table, count_rows, detail_sections, escape,
-    has_plot, plot_file, precision_table, profile_file, scatter_file,
+    has_plot, plot_file, precision_table, profile_file, scatter_file, spread_note,
 };
 use crate::batch::{MatrixRow, Summary};
 use std::fmt::Write as _;
@@ -35,6 +35,9 @@ pub fn html(summary: &Summary) -> String {
     );
     if summary.conditions.is_empty() {
         out.push_str("<p>No runs recorded.</p>\n");
+    }
+    if let Some(spread) = spread_note(summary) {
+        let _ = writeln!(out, "<p>{}</p>", escape(&spread));
     }
     if !summary.profiles.is_empty() {
         let _ = writeln!(
