@@ -10,10 +10,27 @@ use common::matrices::{shared_matrices, shared_matrix};
 use std::path::Path;
 use std::process::Command;
 
+/// `solver` as one process, or as `ranks` ranks of `mpirun` (oversubscribed: CI has 2 cores).
+fn on_ranks(ranks: usize) -> Command {
+    let solver = env!("CARGO_BIN_EXE_solver");
+    let mut command = match ranks {
+        1 => Command::new(solver),
+        n => {
+            let mut c = Command::new("mpirun");
+            c.args(["--oversubscribe", "-np", &n.to_string(), solver]);
+            c
+        }
+    };
+    // Open MPI refuses to run as root unless told it may (CI containers run as root).
+    command
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    command
+}
+
 /// `[mpirun -np N] solver solve ARGS --format json --write-x X`: the report's numbers that must
 /// match (serde_json writes the shortest text that reads back to each double) and `x`'s file.
 fn run(ranks: usize, args: &[&str], dir: &Path) -> (Vec<String>, String) {
-    let solver = env!("CARGO_BIN_EXE_solver");
     let x_file = dir.join(format!("x{ranks}.txt"));
     let x_arg = x_file.to_str().unwrap();
     let mut tail: Vec<&str> = vec!["solve"];
@@ -27,20 +44,8 @@ fn run(ranks: usize, args: &[&str], dir: &Path) -> (Vec<String>, String) {
         "--threads",
         "1",
     ]);
-    let mut command = match ranks {
-        1 => Command::new(solver),
-        n => {
-            let mut c = Command::new("mpirun");
-            c.args(["--oversubscribe", "-np", &n.to_string(), solver]);
-            c
-        }
-    };
-    // Open MPI refuses to run as root unless told it may (CI containers run as root).
-    command
+    let out = on_ranks(ranks)
         .args(&tail)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    let out = command
         .output()
         .expect("mpirun is on the PATH (.ci/run installs Open MPI)");
     assert!(
@@ -245,16 +250,7 @@ fn block_jacobi_over_mpi_ranks_is_that_of_the_in_process_ranks() {
 /// must match one process's (iterations, stop reason, both residuals, as serde_json writes
 /// them: the shortest text that reads back to each double).
 fn batch(ranks: usize, inputs: &[&str], out: &Path) -> std::collections::BTreeMap<String, String> {
-    let solver = env!("CARGO_BIN_EXE_solver");
-    let mut command = match ranks {
-        1 => Command::new(solver),
-        n => {
-            let mut c = Command::new("mpirun");
-            c.args(["--oversubscribe", "-np", &n.to_string(), solver]);
-            c
-        }
-    };
-    command
+    let done = on_ranks(ranks)
         .arg("batch")
         .args(inputs)
         .args([
@@ -266,9 +262,8 @@ fn batch(ranks: usize, inputs: &[&str], out: &Path) -> std::collections::BTreeMa
             "1e-10",
         ])
         .args(["--threads", "1", "--quiet", "--out", out.to_str().unwrap()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    let done = command.output().expect("mpirun is on the PATH");
+        .output()
+        .expect("mpirun is on the PATH");
     let stdout = String::from_utf8_lossy(&done.stdout);
     assert!(
         done.status.success(),
@@ -324,14 +319,8 @@ fn a_batch_study_over_2_ranks_records_the_bits_of_one_process() {
             .contains("ranks,devices,communication_time_s")
     );
     // resumed: every run is recorded, none runs again
-    let again = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "-np",
-            "2",
-            env!("CARGO_BIN_EXE_solver"),
-            "batch",
-        ])
+    let again = on_ranks(2)
+        .arg("batch")
         .args(inputs)
         .args([
             "--precision",
@@ -342,8 +331,6 @@ fn a_batch_study_over_2_ranks_records_the_bits_of_one_process() {
             "1e-10",
         ])
         .args(["--quiet", "--out", spread.to_str().unwrap()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&again.stdout);
@@ -355,14 +342,8 @@ fn a_batch_study_over_2_ranks_records_the_bits_of_one_process() {
 #[test]
 fn a_time_limit_over_ranks_stops_every_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "-np",
-            "2",
-            env!("CARGO_BIN_EXE_solver"),
-            "batch",
-        ])
+    let out = on_ranks(2)
+        .arg("batch")
         .args([
             "poisson2d:170",
             "--method",
@@ -382,8 +363,6 @@ fn a_time_limit_over_ranks_stops_every_rank() {
             "1",
         ])
         .args(["--out", dir.path().to_str().unwrap()])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .unwrap();
     assert!(
