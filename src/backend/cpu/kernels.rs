@@ -147,10 +147,9 @@ fn spmv_rows_grouped<P: Precision, X: AccSource<P>>(
     if let Some(b) = b {
         assert_eq!(b.len(), out.len(), "spmv_rows: b length");
     }
-    // Whole groups of rows for the SIMD kernel: `first + lo .. first + hi`.
-    let w = sell.rows_at_once();
-    let lo = (first.next_multiple_of(w) - first).min(out.len());
-    let hi = lo + (out.len() - lo) / w * w;
+    // Whole groups (and windows) of rows for the SIMD kernel: `first + lo .. first + hi`.
+    let simd = sell.simd_rows(first, first + out.len());
+    let (lo, hi) = (simd.start - first, simd.end - first);
     let (head, rest) = out.split_at_mut(lo);
     let (middle, tail) = rest.split_at_mut(hi - lo);
     spmv_rows_scalar_from::<P, X>(a, lanes, x, first, head, b.map(|b| &b[..lo]));
