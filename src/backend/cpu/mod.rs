@@ -27,9 +27,12 @@ pub use blocks::CpuLink;
 pub use tasks::use_threads;
 pub use trisolve::CpuIlu;
 
-/// SpMV tasks start at multiples of this many rows: whole groups of the SIMD kernel's rows at
-/// once (4 or 8). How many tasks, and where they end, is the work's to say (`tasks.rs`).
-const SPMV_ROW_ALIGN: usize = 64;
+/// SpMV tasks start at multiples of this many rows: whole windows of the DD SIMD layout's
+/// reordered rows (`simd_dd::SORT_WINDOW`), so whole groups of its rows at once (4 or 8). How
+/// many tasks, and where they end, is the work's to say (`tasks.rs`).
+const SPMV_ROW_ALIGN: usize = simd_dd::SORT_WINDOW;
+// The fused SpMV and dot tasks start at multiples of TILE_ROWS: whole windows too.
+const _: () = assert!(TILE_ROWS.is_multiple_of(simd_dd::SORT_WINDOW));
 /// Elements per piece of the vector updates (pieces run on the pool when the work is worth it).
 const VECTOR_CHUNK: usize = 1 << 14;
 

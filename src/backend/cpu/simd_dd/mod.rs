@@ -786,7 +786,7 @@ mod td_lanes;
 mod tile_tree;
 #[cfg(test)]
 pub use spmv::spmv_rows_at;
-pub use spmv::{Sell, spmv_rows, supports_lanes};
+pub use spmv::{SORT_WINDOW, Sell, spmv_rows, supports_lanes};
 use td_lanes::{pack_lanes, td_lanes};
 use tile_tree::TileTree;
 

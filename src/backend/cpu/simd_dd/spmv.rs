@@ -18,7 +18,7 @@ use std::sync::Arc;
 ///
 /// Where rows of very different lengths share groups, the rows of each window of
 /// [`SORT_WINDOW`] are stored longest first ("SELL-C-sigma", Kreutzer et al. 2014), so that a
-/// group's rows have about one length and its steps little padding (fs_183_4: 1,750 slots for
+/// group's rows have about one length and its steps little padding (fs_183_4: 1,350 slots for
 /// 1,069 entries, against 2,812 in row order). Each row is still summed alone in its own order,
 /// so the bits do not change; the kernel writes each lane's sum back to its row.
 #[derive(Debug)]
@@ -37,9 +37,11 @@ pub struct Sell {
 }
 
 /// Rows whose order [`Sell`] may change among themselves: the SIMD kernel takes whole windows
-/// where the rows are reordered. A divisor of the row ranges the CPU backend's tasks take
-/// (`SPMV_ROW_ALIGN` rows, 64), so a task boundary never cuts a window.
-pub const SORT_WINDOW: usize = 64;
+/// where the rows are reordered. The CPU backend's SpMV tasks (`SPMV_ROW_ALIGN`) and its fused
+/// SpMV and dot tasks (`TILE_ROWS`, 256) start at multiples of it, so no task boundary cuts a
+/// window. 256 rows held fs_183_4 in 1,350 slots (64: 1,750) and ran its DD BiCGStab iteration
+/// 16% faster than 64 (`benches/results/cpu-threads.md`).
+pub const SORT_WINDOW: usize = 256;
 
 impl Sell {
     /// The layout of `source` for groups of `w` rows.
