@@ -37,7 +37,7 @@ pub struct Sell {
 }
 
 /// Rows whose order [`Sell`] may change among themselves: the SIMD kernel takes whole windows
-/// where the rows are reordered. The CPU backend's SpMV tasks (`SPMV_ROW_ALIGN`) and its fused
+/// where the rows are reordered. The CPU backend's DD and td SpMV tasks (`row_tasks`) and its fused
 /// SpMV and dot tasks (`TILE_ROWS`, 256) start at multiples of it, so no task boundary cuts a
 /// window. 256 rows held fs_183_4 in 1,350 slots (64: 1,750) and ran its DD BiCGStab iteration
 /// 16% faster than 64 (`benches/results/cpu-threads.md`).
