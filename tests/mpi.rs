@@ -246,11 +246,10 @@ fn block_jacobi_over_mpi_ranks_is_that_of_the_in_process_ranks() {
     }
 }
 
-/// `[mpirun -np N] solver batch INPUTS ARGS --out DIR`: the study's records by run, with what
-/// must match one process's (iterations, stop reason, both residuals, as serde_json writes
-/// them: the shortest text that reads back to each double).
-fn batch(ranks: usize, inputs: &[&str], out: &Path) -> std::collections::BTreeMap<String, String> {
-    let done = on_ranks(ranks)
+/// `[mpirun -np N] solver batch INPUTS --out DIR`, f64 and dd, with and without ILU(0).
+fn study(ranks: usize, inputs: &[&str], out: &Path) -> Command {
+    let mut command = on_ranks(ranks);
+    command
         .arg("batch")
         .args(inputs)
         .args([
@@ -261,7 +260,15 @@ fn batch(ranks: usize, inputs: &[&str], out: &Path) -> std::collections::BTreeMa
             "--tol",
             "1e-10",
         ])
-        .args(["--threads", "1", "--quiet", "--out", out.to_str().unwrap()])
+        .args(["--threads", "1", "--quiet", "--out", out.to_str().unwrap()]);
+    command
+}
+
+/// [`study`]: the study's records by run, with what
+/// must match one process's (iterations, stop reason, both residuals, as serde_json writes
+/// them: the shortest text that reads back to each double).
+fn batch(ranks: usize, inputs: &[&str], out: &Path) -> std::collections::BTreeMap<String, String> {
+    let done = study(ranks, inputs, out)
         .output()
         .expect("mpirun is on the PATH");
     let stdout = String::from_utf8_lossy(&done.stdout);
@@ -319,20 +326,7 @@ fn a_batch_study_over_2_ranks_records_the_bits_of_one_process() {
             .contains("ranks,devices,communication_time_s")
     );
     // resumed: every run is recorded, none runs again
-    let again = on_ranks(2)
-        .arg("batch")
-        .args(inputs)
-        .args([
-            "--precision",
-            "f64,dd",
-            "--precond",
-            "none,ilu0",
-            "--tol",
-            "1e-10",
-        ])
-        .args(["--quiet", "--out", spread.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let again = study(2, &inputs, &spread).output().unwrap();
     let stdout = String::from_utf8_lossy(&again.stdout);
     assert!(stdout.contains("0 runs this time"), "{stdout}");
 }
