@@ -287,7 +287,7 @@ impl RunSink for Recorder<'_> {
     fn stop_requested(&self) -> bool {
         let mine = self.observer.stop_requested();
         match self.ranks {
-            Some(comm) => comm.all_gather(&[mine as u64]).concat().contains(&1),
+            Some(comm) => crate::distributed::any_rank(comm, mine as u64) != 0,
             None => mine,
         }
     }

@@ -120,6 +120,11 @@ pub fn spread() -> bool {
     current().is_some() || devices
 }
 
+/// `mine` or'ed with every other rank's word: a flag any rank may raise, seen by all.
+pub fn any_rank(comm: &dyn Communicator, mine: u64) -> u64 {
+    comm.all_gather(&[mine]).iter().flatten().fold(0, |any, w| any | w)
+}
+
 /// Rank 0's `bytes` on every rank (what the others pass is ignored): how one rank's decision,
 /// such as which runs of a study are pending, reaches the others.
 pub fn from_root(comm: &dyn Communicator, bytes: &[u8]) -> Vec<u8> {
