@@ -22,7 +22,7 @@ echo "| precision | GPU s/it | GPU / GPU dd | CPU s/it | CPU / GPU |"
 echo "|---|---:|---:|---:|---:|"
 dd=$(per_iteration cuda dd 50)
 echo "| dd | $dd | 1.00 | | |"
-for bits in 128 256 1024; do
+for bits in 128 256 512 1024; do
   g=$(per_iteration cuda "mp:$bits" 10)
   c=$(per_iteration cpu "mp:$bits" 2)
   python3 -c "g,c,d=$g,$c,$dd; print(f'| mp:$bits | {g:.3e} | {g/d:.1f} | {c:.3e} | {c/g:.1f} |')"

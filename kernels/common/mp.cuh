@@ -22,6 +22,21 @@ typedef unsigned long long mp_u64;
 // The widest integer an operation forms: a square root's 2L + 3 limbs and a spare.
 #define MP_WIDE (2 * MP_LIMBS + 4)
 
+// Up to 256 bits the operations the vector kernels use are inlined at each use, their limb loops
+// unrolled so that their arrays stay in registers (the fixed-size section below); at 512 bits
+// the same code is one function a module (inlined, it makes tens of MB of PTX for the driver to
+// compile). From 1,024 bits the unrolled code spills more than the general loops cost (mp:1024
+// CG on poisson3d:200, H200: 80 ms an iteration against 54), so those keep the general loops
+// (MP_WIDE_LOOPS). Either way every result is the correctly rounded one.
+#if MP_LIMBS <= 4
+#define MP_OP __device__ __forceinline__
+#elif MP_LIMBS <= 8
+#define MP_OP __device__ __noinline__
+#else
+#define MP_OP __device__
+#define MP_WIDE_LOOPS
+#endif
+
 struct mp_t {
     mp_u64 s[MP_LIMBS];
     int exp;
@@ -102,43 +117,6 @@ __device__ __forceinline__ bool mp_sub_assign(mp_u64* x, const mp_u64* y, int n)
         borrow = b1 | b2;
     }
     return borrow != 0;
-}
-
-__device__ __forceinline__ bool mp_add_bit(mp_u64* x, int n, int bit) {
-    int i = bit / 64;
-    mp_u64 add = 1ULL << (bit % 64);
-    for (; i < n; i++) {
-        mp_u64 s = x[i] + add;
-        bool c = s < x[i];
-        x[i] = s;
-        if (!c) return false;
-        add = 1;
-    }
-    return true;
-}
-
-__device__ __forceinline__ void mp_decrement(mp_u64* x, int n) {
-    for (int i = 0; i < n; i++) {
-        mp_u64 d = x[i] - 1;
-        bool borrow = x[i] == 0;
-        x[i] = d;
-        if (!borrow) return;
-    }
-}
-
-__device__ __forceinline__ bool mp_bit(const mp_u64* x, int i) { return (x[i / 64] >> (i % 64)) & 1; }
-
-__device__ __forceinline__ bool mp_any_below(const mp_u64* x, int count) {
-    const int limbs = count / 64, bits = count % 64;
-    for (int i = 0; i < limbs; i++)
-        if (x[i] != 0) return true;
-    return bits > 0 && (x[limbs] & ((1ULL << bits) - 1)) != 0;
-}
-
-__device__ __forceinline__ void mp_clear_below(mp_u64* x, int count) {
-    const int limbs = count / 64, bits = count % 64;
-    for (int i = 0; i < limbs; i++) x[i] = 0;
-    if (bits > 0) x[limbs] &= ~((1ULL << bits) - 1);
 }
 
 // out (nx + ny limbs) = x * y; zero limbs of x are skipped
@@ -291,16 +269,129 @@ __device__ void mp_isqrt(const mp_u64* x, int nx, mp_u64* root, int nr) {
     }
 }
 
+// ---- fixed-size limb arrays -------------------------------------------------------------------
+// The operations the vector kernels run (add, sub, mul, mul_f64 and their rounding) work on
+// arrays whose length is known when the kernel is compiled, with every index a constant once the
+// loops are unrolled and every shift a barrel of selects: the arrays stay in registers. (With a
+// shift's limb count as an index, or an array behind a pointer, they live in local memory, and
+// that was most of an iteration's time.) Division and square root, run only on scalars, keep the
+// general helpers above.
+
+template <int N>
+__device__ __forceinline__ int mp_clz_n(const mp_u64 (&x)[N]) {
+    int z = 0;
+    bool found = false;
+#pragma unroll
+    for (int i = N - 1; i >= 0; i--) {
+        z += found ? 0 : __clzll(x[i]);
+        found = found || x[i] != 0;
+    }
+    return z;
+}
+
+// x <<= s, 0 <= s < 64 N
+template <int N>
+__device__ __forceinline__ void mp_shl_n(mp_u64 (&x)[N], int s) {
+    const int limbs = s >> 6, b = s & 63;
+#pragma unroll
+    for (int k = 0; (1 << k) < N; k++) {
+        const int step = 1 << k;
+        const bool on = (limbs & step) != 0;
+#pragma unroll
+        for (int i = N - 1; i >= 0; i--) x[i] = on ? (i >= step ? x[i - step] : 0) : x[i];
+    }
+#pragma unroll
+    for (int i = N - 1; i > 0; i--) x[i] = (x[i] << b) | ((x[i - 1] >> 1) >> (63 - b));
+    x[0] <<= b;
+}
+
+// x >>= s (s >= 0); returns whether a nonzero bit was shifted out
+template <int N>
+__device__ __forceinline__ bool mp_shr_n(mp_u64 (&x)[N], long long s) {
+    bool lost = false;
+    if (s >= 64LL * N) {
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            lost = lost || x[i] != 0;
+            x[i] = 0;
+        }
+        return lost;
+    }
+    const int limbs = (int)(s >> 6), b = (int)(s & 63);
+#pragma unroll
+    for (int k = 0; (1 << k) < N; k++) {
+        const int step = 1 << k;
+        const bool on = (limbs & step) != 0;
+#pragma unroll
+        for (int i = 0; i < step && i < N; i++) lost = lost || (on && x[i] != 0);
+#pragma unroll
+        for (int i = 0; i < N; i++) x[i] = on ? (i + step < N ? x[i + step] : 0) : x[i];
+    }
+    lost = lost || (b > 0 && (x[0] << ((64 - b) & 63)) != 0);
+#pragma unroll
+    for (int i = 0; i + 1 < N; i++) x[i] = (x[i] >> b) | ((x[i + 1] << 1) << (63 - b));
+    x[N - 1] >>= b;
+    return lost;
+}
+
+// -1, 0, 1 as x <, =, > y
+template <int N>
+__device__ __forceinline__ int mp_cmp_n(const mp_u64 (&x)[N], const mp_u64 (&y)[N]) {
+    int r = 0;
+#pragma unroll
+    for (int i = N - 1; i >= 0; i--) r = r != 0 ? r : (x[i] < y[i] ? -1 : (x[i] > y[i] ? 1 : 0));
+    return r;
+}
+
 // ---- rounding, as src/precision/mpfloat/round.rs --------------------------------------------
 
 __device__ __forceinline__ mp_t mp_special(int kind, int neg, int bits) {
     mp_t r;
+#pragma unroll
     for (int i = 0; i < MP_LIMBS; i++) r.s[i] = 0;
     r.exp = 0;
     r.bits = bits;
     r.neg = neg;
     r.kind = kind;
     return r;
+}
+
+#ifdef MP_WIDE_LOOPS
+__device__ __forceinline__ bool mp_add_bit(mp_u64* x, int n, int bit) {
+    int i = bit / 64;
+    mp_u64 add = 1ULL << (bit % 64);
+    for (; i < n; i++) {
+        mp_u64 s = x[i] + add;
+        bool c = s < x[i];
+        x[i] = s;
+        if (!c) return false;
+        add = 1;
+    }
+    return true;
+}
+
+__device__ __forceinline__ void mp_decrement(mp_u64* x, int n) {
+    for (int i = 0; i < n; i++) {
+        mp_u64 d = x[i] - 1;
+        bool borrow = x[i] == 0;
+        x[i] = d;
+        if (!borrow) return;
+    }
+}
+
+__device__ __forceinline__ bool mp_bit(const mp_u64* x, int i) { return (x[i / 64] >> (i % 64)) & 1; }
+
+__device__ __forceinline__ bool mp_any_below(const mp_u64* x, int count) {
+    const int limbs = count / 64, bits = count % 64;
+    for (int i = 0; i < limbs; i++)
+        if (x[i] != 0) return true;
+    return bits > 0 && (x[limbs] & ((1ULL << bits) - 1)) != 0;
+}
+
+__device__ __forceinline__ void mp_clear_below(mp_u64* x, int count) {
+    const int limbs = count / 64, bits = count % 64;
+    for (int i = 0; i < limbs; i++) x[i] = 0;
+    if (bits > 0) x[limbs] &= ~((1ULL << bits) - 1);
 }
 
 // (-1)^neg (int + f) 2^scale rounded at `bits` bits; int in x[0..n] (destroyed), f nonzero
@@ -347,6 +438,74 @@ __device__ mp_t mp_round(mp_u64* x, int n, bool sticky, long long scale, int neg
     r.exp = (int)exp;
     return r;
 }
+
+template <int N>
+__device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long long scale, int neg,
+                                           int bits) {
+    return mp_round(x, N, sticky, scale, neg, bits);
+}
+#else
+// (-1)^neg (int + f) 2^scale rounded at `bits` bits (<= 64 MP_LIMBS); int in x (destroyed), N >=
+// MP_LIMBS, f nonzero exactly when sticky (then int has at least bits + 1 significant bits).
+template <int N>
+__device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long long scale, int neg,
+                                           int bits) {
+    const int zeros = mp_clz_n(x);
+    if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
+    mp_shl_n(x, zeros);
+    long long exp = scale + 64LL * N - zeros;
+    if (exp < MP_EMIN) {
+        // decided on the exact value: above half the smallest number gives it, else zero
+        bool half = x[N - 1] == (1ULL << 63) && !sticky;
+#pragma unroll
+        for (int i = 0; i < N - 1; i++) half = half && x[i] == 0;
+        if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
+        mp_t r = mp_special(MP_NORMAL, neg, bits);
+        r.s[MP_LIMBS - 1] = 1ULL << 63;
+        r.exp = MP_EMIN;
+        return r;
+    }
+    // keep the top `bits` bits: bit `cut` of x is the last kept one, cut - 1 the rounding bit
+    const int cut = 64 * N - bits;
+    bool round_bit = false, rest = sticky, odd = false;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const int keep = cut - 64 * j;  // the last kept bit's place in this limb (if 0..63)
+        const int half = keep - 1;      // the rounding bit's place in this limb (if 0..63)
+        const mp_u64 limb = x[j];
+        const mp_u64 below_half = half >= 64 ? limb : (half > 0 ? limb & ((1ULL << half) - 1) : 0);
+        rest = rest || below_half != 0;
+        round_bit = round_bit || (half >= 0 && half < 64 && ((limb >> half) & 1));
+        odd = odd || (keep >= 0 && keep < 64 && ((limb >> keep) & 1));
+        x[j] = keep >= 64 ? 0 : (keep > 0 ? limb & ~((1ULL << keep) - 1) : limb);
+    }
+    if (round_bit && (odd || rest)) {
+        // add one at bit `cut`: the bits below are clear, so a carry leaves a power of two
+        mp_u64 carry = 0;
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const int keep = cut - 64 * j;
+            const mp_u64 add = (keep >= 0 && keep < 64) ? 1ULL << keep : carry;
+            const mp_u64 t = x[j] + add;
+            carry = t < x[j];
+            x[j] = t;
+        }
+        if (carry) {
+            x[N - 1] = 1ULL << 63;
+            exp += 1;
+        }
+    }
+    if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
+    mp_t r;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = x[N - MP_LIMBS + i];
+    r.exp = (int)exp;
+    r.bits = bits;
+    r.neg = neg;
+    r.kind = MP_NORMAL;
+    return r;
+}
+#endif
 // ---- operations, as src/precision/mpfloat/{arith,convert}.rs ---------------------------------
 
 __device__ __forceinline__ int mp_max_bits(const mp_t& a, const mp_t& b) {
@@ -355,7 +514,7 @@ __device__ __forceinline__ int mp_max_bits(const mp_t& a, const mp_t& b) {
 
 __device__ __forceinline__ int mp_cmp_magnitude(const mp_t& a, const mp_t& b) {
     if (a.exp != b.exp) return a.exp < b.exp ? -1 : 1;
-    return mp_cmp(a.s, b.s, MP_LIMBS);
+    return mp_cmp_n(a.s, b.s);
 }
 
 __device__ __forceinline__ mp_t mp_with_bits(mp_t a, int bits) {
@@ -365,8 +524,9 @@ __device__ __forceinline__ mp_t mp_with_bits(mp_t a, int bits) {
         return a;
     }
     mp_u64 w[MP_LIMBS];
+#pragma unroll
     for (int i = 0; i < MP_LIMBS; i++) w[i] = a.s[i];
-    return mp_round(w, MP_LIMBS, false, (long long)a.exp - 64LL * MP_LIMBS, a.neg, bits);
+    return mp_round_n(w, false, (long long)a.exp - 64LL * MP_LIMBS, a.neg, bits);
 }
 
 __device__ __forceinline__ mp_t mp_neg(mp_t a) {
@@ -374,6 +534,7 @@ __device__ __forceinline__ mp_t mp_neg(mp_t a) {
     return a;
 }
 
+#ifdef MP_WIDE_LOOPS
 // a + (-1)^bneg |b|
 __device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
@@ -414,10 +575,71 @@ __device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     }
     return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
 }
+#else
+// a + (-1)^bneg |b|
+MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
+    const int bits = mp_max_bits(a, b);
+    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF && b.kind == MP_INF && a.neg != bneg) return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF) return mp_special(MP_INF, a.neg, bits);
+    if (b.kind == MP_INF) return mp_special(MP_INF, bneg, bits);
+    if (a.kind == MP_ZERO && b.kind == MP_ZERO) return mp_special(MP_ZERO, a.neg && bneg, bits);
+    b.neg = bneg;
+    if (a.kind == MP_ZERO) return mp_with_bits(b, bits);
+    if (b.kind == MP_ZERO) return mp_with_bits(a, bits);
+    // x the larger magnitude, y the other, each with a guard limb below
+    const bool swap = mp_cmp_magnitude(a, b) < 0;
+    mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
+    w[0] = 0;
+    v[0] = 0;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) {
+        w[i + 1] = swap ? b.s[i] : a.s[i];
+        v[i + 1] = swap ? a.s[i] : b.s[i];
+    }
+    const int xexp = swap ? b.exp : a.exp, yexp = swap ? a.exp : b.exp;
+    const int xneg = swap ? b.neg : a.neg, yneg = swap ? a.neg : b.neg;
+    bool sticky = mp_shr_n(v, (long long)xexp - yexp);
+    long long scale = (long long)xexp - 64LL * (MP_LIMBS + 1);
+    if (xneg == yneg) {
+        mp_u64 carry = 0;
+#pragma unroll
+        for (int i = 0; i <= MP_LIMBS; i++) {
+            const mp_u64 s = w[i] + v[i];
+            const mp_u64 t = s + carry;
+            carry = (s < w[i]) | (t < s);
+            w[i] = t;
+        }
+        if (carry) {
+            // one bit more: shift it in from the top
+            sticky = sticky || (w[0] & 1);
+#pragma unroll
+            for (int i = 0; i < MP_LIMBS; i++) w[i] = (w[i] >> 1) | (w[i + 1] << 63);
+            w[MP_LIMBS] = (w[MP_LIMBS] >> 1) | (1ULL << 63);
+            scale += 1;
+        }
+    } else {
+        // w - v, less one unit of the guard limb when bits of y were shifted out (w - v - f
+        // with 0 < f < 1 keeps its integer part's rounding and its sticky bit)
+        mp_u64 borrow = sticky ? 1 : 0, any = 0;
+#pragma unroll
+        for (int i = 0; i <= MP_LIMBS; i++) {
+            const mp_u64 d = w[i] - v[i];
+            const mp_u64 t = d - borrow;
+            borrow = (w[i] < v[i]) | (d < borrow);
+            w[i] = t;
+            any |= t;
+        }
+        if (!sticky && any == 0) return mp_special(MP_ZERO, 0, bits);
+    }
+    return mp_round_n(w, sticky, scale, xneg, bits);
+}
+#endif
 
 __device__ __forceinline__ mp_t mp_add(mp_t a, mp_t b) { return mp_sum(a, b, b.neg); }
 __device__ __forceinline__ mp_t mp_sub(mp_t a, mp_t b) { return mp_sum(a, b, !b.neg); }
 
+#ifdef MP_WIDE_LOOPS
 __device__ mp_t mp_mul(mp_t a, mp_t b) {
     const int bits = mp_max_bits(a, b);
     const int neg = a.neg != b.neg;
@@ -431,6 +653,38 @@ __device__ mp_t mp_mul(mp_t a, mp_t b) {
     const long long scale = (long long)a.exp + b.exp - 128LL * MP_LIMBS;
     return mp_round(p, 2 * MP_LIMBS, false, scale, neg, bits);
 }
+#else
+MP_OP mp_t mp_mul(mp_t a, mp_t b) {
+    const int bits = mp_max_bits(a, b);
+    const int neg = a.neg != b.neg;
+    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
+    if ((a.kind == MP_INF && b.kind == MP_ZERO) || (a.kind == MP_ZERO && b.kind == MP_INF))
+        return mp_special(MP_NAN, 0, bits);
+    if (a.kind == MP_INF || b.kind == MP_INF) return mp_special(MP_INF, neg, bits);
+    if (a.kind == MP_ZERO || b.kind == MP_ZERO) return mp_special(MP_ZERO, neg, bits);
+    // schoolbook, a row of b's limbs for each limb of a (zero limbs, as from doubles, skipped)
+    mp_u64 p[2 * MP_LIMBS];
+#pragma unroll
+    for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = 0;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) {
+        const mp_u64 x = a.s[i];
+        if (x == 0) continue;
+        mp_u64 carry = 0;
+#pragma unroll
+        for (int j = 0; j < MP_LIMBS; j++) {
+            const mp_u64 lo = x * b.s[j], hi = __umul64hi(x, b.s[j]);
+            const mp_u64 t = p[i + j] + lo;
+            const mp_u64 t2 = t + carry;
+            carry = hi + (t < lo) + (t2 < t);
+            p[i + j] = t2;
+        }
+        p[i + MP_LIMBS] = carry;
+    }
+    const long long scale = (long long)a.exp + b.exp - 128LL * MP_LIMBS;
+    return mp_round_n(p, false, scale, neg, bits);
+}
+#endif
 
 __device__ mp_t mp_div(mp_t a, mp_t b) {
     const int bits = mp_max_bits(a, b);
@@ -447,7 +701,7 @@ __device__ mp_t mp_div(mp_t a, mp_t b) {
     bool sticky = false;
     for (int i = 0; i < MP_LIMBS; i++) sticky = sticky || u[i] != 0;
     const long long scale = (long long)a.exp - b.exp - 64LL * (MP_LIMBS + 1);
-    return mp_round(q, MP_LIMBS + 2, sticky, scale, neg, bits);
+    return mp_round_n(q, sticky, scale, neg, bits);
 }
 
 __device__ mp_t mp_sqrt(mp_t a) {
@@ -467,7 +721,7 @@ __device__ mp_t mp_sqrt(mp_t a) {
     for (int i = 0; i < 2 * MP_LIMBS + 3; i++) sticky = sticky || sq[i] != n[i];
     const long long shift = 64LL * (MP_LIMBS + 2) + odd;
     const long long scale = ((long long)a.exp - 64LL * MP_LIMBS - shift) / 2;
-    return mp_round(r, MP_LIMBS + 2, sticky, scale, 0, bits);
+    return mp_round_n(r, sticky, scale, 0, bits);
 }
 
 // x = (-1)^neg m 2^e, m < 2^53
@@ -485,7 +739,7 @@ __device__ __forceinline__ void mp_decompose(double x, int* neg, mp_u64* m, long
     }
 }
 
-__device__ mp_t mp_from_f64(double x, int bits) {
+__device__ __forceinline__ mp_t mp_from_f64(double x, int bits) {
     if (isnan(x)) return mp_special(MP_NAN, 0, bits);
     if (isinf(x)) return mp_special(MP_INF, x < 0.0, bits);
     int neg;
@@ -501,6 +755,7 @@ __device__ mp_t mp_from_f64(double x, int bits) {
 }
 
 // a * d correctly rounded at a's precision: L limb products
+#ifdef MP_WIDE_LOOPS
 __device__ mp_t mp_mul_f64(mp_t a, double d) {
     if (a.kind != MP_NORMAL || !isfinite(d) || d == 0.0) return mp_mul(a, mp_from_f64(d, a.bits));
     int neg;
@@ -519,6 +774,27 @@ __device__ mp_t mp_mul_f64(mp_t a, double d) {
     const long long scale = (long long)a.exp - 64LL * MP_LIMBS + e;
     return mp_round(p, MP_LIMBS + 1, false, scale, a.neg != neg, a.bits);
 }
+#else
+MP_OP mp_t mp_mul_f64(mp_t a, double d) {
+    if (a.kind != MP_NORMAL || !isfinite(d) || d == 0.0) return mp_mul(a, mp_from_f64(d, a.bits));
+    int neg;
+    mp_u64 m;
+    long long e;
+    mp_decompose(d, &neg, &m, &e);
+    mp_u64 p[MP_LIMBS + 1];
+    mp_u64 carry = 0;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) {
+        const mp_u64 lo = a.s[i] * m, hi = __umul64hi(a.s[i], m);
+        const mp_u64 t = lo + carry;
+        carry = hi + (t < lo);
+        p[i] = t;
+    }
+    p[MP_LIMBS] = carry;
+    const long long scale = (long long)a.exp - 64LL * MP_LIMBS + e;
+    return mp_round_n(p, false, scale, a.neg != neg, a.bits);
+}
+#endif
 
 // The nearest double (ties to even; subnormals on their grid; beyond the range an infinity).
 __device__ double mp_to_f64(const mp_t& a) {
