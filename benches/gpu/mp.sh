@@ -3,9 +3,27 @@
 # GPU and mp:<bits> on the CPU backend of the same host (all its cores), poisson3d:N, a fixed
 # number of iterations (tol 1e-300). Prepare as benches/gpu/correctness.sh says (.gpu/solver),
 # cp benches/gpu/mp.sh .gpu/; on the device (carry .gpu): bash .gpu/mp.sh [N] > $OUT/mp-gpu.md
+# `bash .gpu/mp.sh profile`: instead, Nsight Compute's per-kernel counts (instructions, integer
+# instructions, DRAM bytes, local-memory loads) for 6 CG iterations of poisson3d:100 in dd and
+# mp:256 (the table "Where an iteration's time goes").
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
+if [ "${1:-}" = profile ]; then
+  for p in dd mp256; do
+    /usr/local/cuda/bin/ncu -k regex:"_$p" --launch-skip 20 --launch-count 12 --csv \
+      --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__sass_thread_inst_executed.sum,smsp__sass_thread_inst_executed_op_integer_pred_on.sum,dram__bytes.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum \
+      ./solver solve poisson3d:100 --backend cuda --precision "${p/mp/mp:}" --tol 1e-300 --max-iter 6 -q |
+      python3 -c '
+import csv, sys, collections
+m = collections.defaultdict(lambda: collections.defaultdict(list))
+for r in csv.DictReader(l for l in sys.stdin if l.startswith(chr(34))):
+    try: m[r["Kernel Name"]][r["Metric Name"]].append(float(r["Metric Value"].replace(",", "")))
+    except ValueError: pass
+for k, v in m.items(): print(k, {n: "%.3g" % (sum(x) / len(x)) for n, x in v.items()})'
+  done
+  exit
+fi
 n=${1:-200}
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 per_iteration() { # backend precision iterations
