@@ -293,12 +293,14 @@ __device__ __forceinline__ int mp_clz_n(const mp_u64 (&x)[N]) {
 template <int N>
 __device__ __forceinline__ void mp_shl_n(mp_u64 (&x)[N], int s) {
     const int limbs = s >> 6, b = s & 63;
+    if (limbs != 0) {  // only after a cancellation: products and most sums shift by bits
 #pragma unroll
-    for (int k = 0; (1 << k) < N; k++) {
-        const int step = 1 << k;
-        const bool on = (limbs & step) != 0;
+        for (int k = 0; (1 << k) < N; k++) {
+            const int step = 1 << k;
+            const bool on = (limbs & step) != 0;
 #pragma unroll
-        for (int i = N - 1; i >= 0; i--) x[i] = on ? (i >= step ? x[i - step] : 0) : x[i];
+            for (int i = N - 1; i >= 0; i--) x[i] = on ? (i >= step ? x[i - step] : 0) : x[i];
+        }
     }
 #pragma unroll
     for (int i = N - 1; i > 0; i--) x[i] = (x[i] << b) | ((x[i - 1] >> 1) >> (63 - b));
@@ -445,6 +447,37 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
     return mp_round(x, N, sticky, scale, neg, bits);
 }
 #else
+// x rounded in place to nearest (ties to even) at bit `cut` (its last kept bit), the bits below
+// cleared; `sticky`: something nonzero lies below x. Returns whether rounding up carried out of
+// the top (x is then zero: it was all ones).
+template <int N>
+__device__ __forceinline__ bool mp_round_at(mp_u64 (&x)[N], int cut, bool sticky) {
+    bool round_bit = false, rest = sticky, odd = false;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const int keep = cut - 64 * j;  // the last kept bit's place in this limb (if 0..63)
+        const int half = keep - 1;      // the rounding bit's place in this limb (if 0..63)
+        const mp_u64 limb = x[j];
+        const mp_u64 below_half = half >= 64 ? limb : (half > 0 ? limb & ((1ULL << half) - 1) : 0);
+        rest = rest || below_half != 0;
+        round_bit = round_bit || (half >= 0 && half < 64 && ((limb >> half) & 1));
+        odd = odd || (keep >= 0 && keep < 64 && ((limb >> keep) & 1));
+        x[j] = keep >= 64 ? 0 : (keep > 0 ? limb & ~((1ULL << keep) - 1) : limb);
+    }
+    if (!(round_bit && (odd || rest))) return false;
+    // add one at bit `cut`: the bits below are clear, so a carry leaves zeros
+    mp_u64 carry = 0;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const int keep = cut - 64 * j;
+        const mp_u64 add = (keep >= 0 && keep < 64) ? 1ULL << keep : carry;
+        const mp_u64 t = x[j] + add;
+        carry = t < x[j];
+        x[j] = t;
+    }
+    return carry != 0;
+}
+
 // (-1)^neg (int + f) 2^scale rounded at `bits` bits (<= 64 MP_LIMBS); int in x (destroyed), N >=
 // MP_LIMBS, f nonzero exactly when sticky (then int has at least bits + 1 significant bits).
 template <int N>
@@ -465,35 +498,18 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
         r.exp = MP_EMIN;
         return r;
     }
-    // keep the top `bits` bits: bit `cut` of x is the last kept one, cut - 1 the rounding bit
-    const int cut = 64 * N - bits;
-    bool round_bit = false, rest = sticky, odd = false;
-#pragma unroll
-    for (int j = 0; j < N; j++) {
-        const int keep = cut - 64 * j;  // the last kept bit's place in this limb (if 0..63)
-        const int half = keep - 1;      // the rounding bit's place in this limb (if 0..63)
-        const mp_u64 limb = x[j];
-        const mp_u64 below_half = half >= 64 ? limb : (half > 0 ? limb & ((1ULL << half) - 1) : 0);
-        rest = rest || below_half != 0;
-        round_bit = round_bit || (half >= 0 && half < 64 && ((limb >> half) & 1));
-        odd = odd || (keep >= 0 && keep < 64 && ((limb >> keep) & 1));
-        x[j] = keep >= 64 ? 0 : (keep > 0 ? limb & ~((1ULL << keep) - 1) : limb);
-    }
-    if (round_bit && (odd || rest)) {
-        // add one at bit `cut`: the bits below are clear, so a carry leaves a power of two
-        mp_u64 carry = 0;
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            const int keep = cut - 64 * j;
-            const mp_u64 add = (keep >= 0 && keep < 64) ? 1ULL << keep : carry;
-            const mp_u64 t = x[j] + add;
-            carry = t < x[j];
-            x[j] = t;
-        }
-        if (carry) {
-            x[N - 1] = 1ULL << 63;
-            exp += 1;
-        }
+    // keep the top `bits` bits; the vector kernels' numbers all have the module's precision,
+    // whose cut is a constant that folds every mask below
+    bool carried;
+#ifdef MP_BITS
+    if (bits == MP_BITS)
+        carried = mp_round_at(x, 64 * N - MP_BITS, sticky);
+    else
+#endif
+        carried = mp_round_at(x, 64 * N - bits, sticky);
+    if (carried) {
+        x[N - 1] = 1ULL << 63;
+        exp += 1;
     }
     if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
     mp_t r;
