@@ -30,10 +30,13 @@ typedef unsigned long long mp_u64;
 // (MP_WIDE_LOOPS). Either way every result is the correctly rounded one.
 #if MP_LIMBS <= 4
 #define MP_OP __device__ __forceinline__
+#define MP_UNROLL _Pragma("unroll")
 #elif MP_LIMBS <= 8
 #define MP_OP __device__ __noinline__
+#define MP_UNROLL _Pragma("unroll")
 #else
 #define MP_OP __device__
+#define MP_UNROLL
 #define MP_WIDE_LOOPS
 #endif
 
@@ -550,18 +553,39 @@ __device__ __forceinline__ mp_t mp_neg(mp_t a) {
     return a;
 }
 
+// The sum's cases other than two normal numbers (b's sign already the one to add): true with
+// the result in *r. Shared by both forms of mp_sum below.
+__device__ __forceinline__ bool mp_sum_special(const mp_t& a, const mp_t& b, int bits, mp_t* r) {
+    if (a.kind == MP_NAN || b.kind == MP_NAN) *r = mp_special(MP_NAN, 0, bits);
+    else if (a.kind == MP_INF && b.kind == MP_INF && a.neg != b.neg) *r = mp_special(MP_NAN, 0, bits);
+    else if (a.kind == MP_INF) *r = mp_special(MP_INF, a.neg, bits);
+    else if (b.kind == MP_INF) *r = mp_special(MP_INF, b.neg, bits);
+    else if (a.kind == MP_ZERO && b.kind == MP_ZERO) *r = mp_special(MP_ZERO, a.neg && b.neg, bits);
+    else if (a.kind == MP_ZERO) *r = mp_with_bits(b, bits);
+    else if (b.kind == MP_ZERO) *r = mp_with_bits(a, bits);
+    else return false;
+    return true;
+}
+
+// The product's cases other than two normal numbers: true with the result in *r.
+__device__ __forceinline__ bool mp_mul_special(const mp_t& a, const mp_t& b, int bits, mp_t* r) {
+    const int neg = a.neg != b.neg;
+    if (a.kind == MP_NAN || b.kind == MP_NAN) *r = mp_special(MP_NAN, 0, bits);
+    else if ((a.kind == MP_INF && b.kind == MP_ZERO) || (a.kind == MP_ZERO && b.kind == MP_INF))
+        *r = mp_special(MP_NAN, 0, bits);
+    else if (a.kind == MP_INF || b.kind == MP_INF) *r = mp_special(MP_INF, neg, bits);
+    else if (a.kind == MP_ZERO || b.kind == MP_ZERO) *r = mp_special(MP_ZERO, neg, bits);
+    else return false;
+    return true;
+}
+
 #ifdef MP_WIDE_LOOPS
 // a + (-1)^bneg |b|
 __device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
-    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
-    if (a.kind == MP_INF && b.kind == MP_INF && a.neg != bneg) return mp_special(MP_NAN, 0, bits);
-    if (a.kind == MP_INF) return mp_special(MP_INF, a.neg, bits);
-    if (b.kind == MP_INF) return mp_special(MP_INF, bneg, bits);
-    if (a.kind == MP_ZERO && b.kind == MP_ZERO) return mp_special(MP_ZERO, a.neg && bneg, bits);
     b.neg = bneg;
-    if (a.kind == MP_ZERO) return mp_with_bits(b, bits);
-    if (b.kind == MP_ZERO) return mp_with_bits(a, bits);
+    mp_t special;
+    if (mp_sum_special(a, b, bits, &special)) return special;
     const mp_t x = mp_cmp_magnitude(a, b) < 0 ? b : a;
     const mp_t y = mp_cmp_magnitude(a, b) < 0 ? a : b;
     mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
@@ -595,14 +619,9 @@ __device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
 // a + (-1)^bneg |b|
 MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
-    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
-    if (a.kind == MP_INF && b.kind == MP_INF && a.neg != bneg) return mp_special(MP_NAN, 0, bits);
-    if (a.kind == MP_INF) return mp_special(MP_INF, a.neg, bits);
-    if (b.kind == MP_INF) return mp_special(MP_INF, bneg, bits);
-    if (a.kind == MP_ZERO && b.kind == MP_ZERO) return mp_special(MP_ZERO, a.neg && bneg, bits);
     b.neg = bneg;
-    if (a.kind == MP_ZERO) return mp_with_bits(b, bits);
-    if (b.kind == MP_ZERO) return mp_with_bits(a, bits);
+    mp_t special;
+    if (mp_sum_special(a, b, bits, &special)) return special;
     // x the larger magnitude, y the other, each with a guard limb below
     const bool swap = mp_cmp_magnitude(a, b) < 0;
     mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
@@ -655,31 +674,16 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
 __device__ __forceinline__ mp_t mp_add(mp_t a, mp_t b) { return mp_sum(a, b, b.neg); }
 __device__ __forceinline__ mp_t mp_sub(mp_t a, mp_t b) { return mp_sum(a, b, !b.neg); }
 
-#ifdef MP_WIDE_LOOPS
-__device__ mp_t mp_mul(mp_t a, mp_t b) {
-    const int bits = mp_max_bits(a, b);
-    const int neg = a.neg != b.neg;
-    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
-    if ((a.kind == MP_INF && b.kind == MP_ZERO) || (a.kind == MP_ZERO && b.kind == MP_INF))
-        return mp_special(MP_NAN, 0, bits);
-    if (a.kind == MP_INF || b.kind == MP_INF) return mp_special(MP_INF, neg, bits);
-    if (a.kind == MP_ZERO || b.kind == MP_ZERO) return mp_special(MP_ZERO, neg, bits);
-    mp_u64 p[2 * MP_LIMBS];
-    mp_mul_limbs(b.s, MP_LIMBS, a.s, MP_LIMBS, p);
-    const long long scale = (long long)a.exp + b.exp - 128LL * MP_LIMBS;
-    return mp_round(p, 2 * MP_LIMBS, false, scale, neg, bits);
-}
-#else
 MP_OP mp_t mp_mul(mp_t a, mp_t b) {
     const int bits = mp_max_bits(a, b);
     const int neg = a.neg != b.neg;
-    if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
-    if ((a.kind == MP_INF && b.kind == MP_ZERO) || (a.kind == MP_ZERO && b.kind == MP_INF))
-        return mp_special(MP_NAN, 0, bits);
-    if (a.kind == MP_INF || b.kind == MP_INF) return mp_special(MP_INF, neg, bits);
-    if (a.kind == MP_ZERO || b.kind == MP_ZERO) return mp_special(MP_ZERO, neg, bits);
-    // schoolbook, a row of b's limbs for each limb of a (zero limbs, as from doubles, skipped)
+    mp_t special;
+    if (mp_mul_special(a, b, bits, &special)) return special;
     mp_u64 p[2 * MP_LIMBS];
+#ifdef MP_WIDE_LOOPS
+    mp_mul_limbs(b.s, MP_LIMBS, a.s, MP_LIMBS, p);
+#else
+    // schoolbook, a row of b's limbs for each limb of a (zero limbs, as from doubles, skipped)
 #pragma unroll
     for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = 0;
 #pragma unroll
@@ -697,10 +701,10 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
         }
         p[i + MP_LIMBS] = carry;
     }
+#endif
     const long long scale = (long long)a.exp + b.exp - 128LL * MP_LIMBS;
     return mp_round_n(p, false, scale, neg, bits);
 }
-#endif
 
 __device__ mp_t mp_div(mp_t a, mp_t b) {
     const int bits = mp_max_bits(a, b);
@@ -771,26 +775,6 @@ __device__ __forceinline__ mp_t mp_from_f64(double x, int bits) {
 }
 
 // a * d correctly rounded at a's precision: L limb products
-#ifdef MP_WIDE_LOOPS
-__device__ mp_t mp_mul_f64(mp_t a, double d) {
-    if (a.kind != MP_NORMAL || !isfinite(d) || d == 0.0) return mp_mul(a, mp_from_f64(d, a.bits));
-    int neg;
-    mp_u64 m;
-    long long e;
-    mp_decompose(d, &neg, &m, &e);
-    mp_u64 p[MP_LIMBS + 1];
-    mp_u64 carry = 0;
-    for (int i = 0; i < MP_LIMBS; i++) {
-        const mp_u64 lo = a.s[i] * m, hi = __umul64hi(a.s[i], m);
-        const mp_u64 t = lo + carry;
-        carry = hi + (t < lo);
-        p[i] = t;
-    }
-    p[MP_LIMBS] = carry;
-    const long long scale = (long long)a.exp - 64LL * MP_LIMBS + e;
-    return mp_round(p, MP_LIMBS + 1, false, scale, a.neg != neg, a.bits);
-}
-#else
 MP_OP mp_t mp_mul_f64(mp_t a, double d) {
     if (a.kind != MP_NORMAL || !isfinite(d) || d == 0.0) return mp_mul(a, mp_from_f64(d, a.bits));
     int neg;
@@ -799,7 +783,7 @@ MP_OP mp_t mp_mul_f64(mp_t a, double d) {
     mp_decompose(d, &neg, &m, &e);
     mp_u64 p[MP_LIMBS + 1];
     mp_u64 carry = 0;
-#pragma unroll
+MP_UNROLL
     for (int i = 0; i < MP_LIMBS; i++) {
         const mp_u64 lo = a.s[i] * m, hi = __umul64hi(a.s[i], m);
         const mp_u64 t = lo + carry;
@@ -810,7 +794,6 @@ MP_OP mp_t mp_mul_f64(mp_t a, double d) {
     const long long scale = (long long)a.exp - 64LL * MP_LIMBS + e;
     return mp_round_n(p, false, scale, a.neg != neg, a.bits);
 }
-#endif
 
 // The nearest double (ties to even; subnormals on their grid; beyond the range an infinity).
 __device__ double mp_to_f64(const mp_t& a) {
