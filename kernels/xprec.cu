@@ -22,7 +22,7 @@ struct TdOps {
     typedef dd_t V;
     typedef td_ptr Vec;
     typedef double2 S;
-    enum { W = 2 };
+    enum { W = 2, SLOTS = DOT_THREADS };
     static __device__ __forceinline__ V load(Vec v, long long i) { return td_load(v, i); }
     static __device__ __forceinline__ void store(Vec v, long long i, V a) { td_store(v, i, a); }
     static __device__ __forceinline__ Vec at(Vec v, long long i) {
@@ -75,7 +75,7 @@ struct QdOps {
     typedef qd_t V;
     typedef double* Vec;
     typedef qd_elem S;
-    enum { W = 4 };
+    enum { W = 4, SLOTS = DOT_THREADS };
     static __device__ __forceinline__ V load(Vec v, long long i) { return qd_load(v, i); }
     static __device__ __forceinline__ void store(Vec v, long long i, V a) { qd_store(v, i, a); }
     static __device__ __forceinline__ Vec at(Vec v, long long i) { return v + 4 * i; }
@@ -131,9 +131,22 @@ __device__ __forceinline__ typename O::A warp_tree_x(typename O::A s) {
 }
 
 // The halving tree of common/reduce.cuh: shared memory down to a warp, then shuffles; in A.
+// Where a block's values do not fit in 48 KiB (O::SLOTS, the values the shared buffer holds,
+// is half the block: mp beyond 1,024 bits), each level's upper half is handed down through the
+// buffer instead: the same sums, two barriers a level.
 template <class O>
 __device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* shared) {
     const int t = threadIdx.x;
+    if (O::SLOTS < DOT_THREADS) {
+        for (int off = DOT_THREADS / 2; off >= 32; off >>= 1) {
+            if (t >= off && t < 2 * off) O::put(shared, t - off, s);
+            __syncthreads();
+            if (t < off) s = O::a_add(s, O::get(shared, t));
+            __syncthreads();
+        }
+        if (t < 32) s = warp_tree_x<O>(s);
+        return s;
+    }
     O::put(shared, t, s);
     __syncthreads();
     for (int off = DOT_THREADS / 2; off >= 32; off >>= 1) {
@@ -144,7 +157,7 @@ __device__ __forceinline__ typename O::A tree_reduce_x(typename O::A s, double* 
     return s;  // valid in thread 0
 }
 
-#define X_SHARED(O) __shared__ double shared[O::W * DOT_THREADS]
+#define X_SHARED(O) __shared__ double shared[O::W * O::SLOTS]
 #define X_BASE const long long base = (long long)blockIdx.x * DOT_CHUNK + threadIdx.x
 #define X_FOR_CHUNK                                   \
     for (int j = 0; j < DOT_PER_THREAD; j++) {        \

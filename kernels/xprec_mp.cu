@@ -20,7 +20,9 @@ struct MpOps {
     typedef mp_t V;
     typedef mp_ptr Vec;
     typedef mp_s S;
-    enum { W = MP_LIMBS + 1 };
+    // A reduction's block of values in shared memory, at most 48 KiB: beyond 1,024 bits half
+    // a block (xprec.cu's tree_reduce_x).
+    enum { W = MP_LIMBS + 1, SLOTS = MP_LIMBS > 16 ? DOT_THREADS / 2 : DOT_THREADS };
     static __device__ __forceinline__ V load(Vec v, long long i) {
         return mp_unpack(v.base + i, v.stride, v.base[MP_LIMBS * v.stride + i]);
     }
@@ -62,11 +64,11 @@ struct MpOps {
     static __device__ __forceinline__ bool flag(V a) { return a.kind != MP_ZERO; }
     static __device__ __forceinline__ void put(double* sh, int t, V a) {
         mp_u64* w = (mp_u64*)sh;
-        mp_pack(a, w + t, DOT_THREADS, w + MP_LIMBS * DOT_THREADS + t);
+        mp_pack(a, w + t, SLOTS, w + MP_LIMBS * SLOTS + t);
     }
     static __device__ __forceinline__ V get(const double* sh, int t) {
         const mp_u64* w = (const mp_u64*)sh;
-        return mp_unpack(w + t, DOT_THREADS, w[MP_LIMBS * DOT_THREADS + t]);
+        return mp_unpack(w + t, SLOTS, w[MP_LIMBS * SLOTS + t]);
     }
     static __device__ __forceinline__ V shfl_down(V a, int off, int width) {
         V r;
@@ -92,6 +94,15 @@ X_KERNELS_OF(MP_SUFFIX, MpOps)
     extern "C" __global__ void convert_##P##_to_f64(long long n, mp_ptr x, double* y) {       \
         ELEMENT_INDEX                                                                          \
         y[i] = mp_to_f64(MpOps::load(x, i));                                                   \
+    }                                                                                          \
+    /* The CPU's MpFloat::to_dd: hi the nearest double, lo the nearest to x - hi (exact at */   \
+    /* x's precision): the true residual's iterate where the precision is at most dd's. */      \
+    extern "C" __global__ void convert_##P##_to_dd(long long n, mp_ptr x, double2* y) {       \
+        ELEMENT_INDEX                                                                          \
+        const mp_t v = MpOps::load(x, i);                                                      \
+        const double hi = mp_to_f64(v);                                                        \
+        const double lo = isfinite(hi) ? mp_to_f64(mp_sub(v, mp_from_f64(hi, v.bits))) : 0.0;  \
+        y[i] = make_double2(hi, lo);                                                           \
     }
 #define MP_CONVERTS_OF(P) MP_CONVERTS(P)
 MP_CONVERTS_OF(MP_SUFFIX)

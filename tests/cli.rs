@@ -677,7 +677,8 @@ fn mp_needs_a_valid_number_of_bits() {
 }
 
 /// `mp:256` beside f64 and dd on the CPU: its own column named `mp:256`, ratios against f64;
-/// on `--backend cuda` refused before any work, with `auto` run on the CPU.
+/// MPFR's precision on `--backend cuda` refused before any work, and `auto` run on the CPU here
+/// (no GPU in CI).
 #[cfg(feature = "mpfr")]
 #[test]
 fn mp_runs_on_the_cpu_beside_f64_and_dd() {
@@ -711,7 +712,7 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
             "solve",
             "poisson2d:12",
             "--precision",
-            "f64,mp:2048",
+            "f64,mp-mpfr:256",
             "--backend",
             "cuda",
         ],
@@ -721,7 +722,7 @@ fn mp_runs_on_the_cpu_beside_f64_and_dd() {
     assert_ne!(out.status.code(), Some(EXIT_OK));
     assert!(stdout.is_empty(), "no report expected:\n{stdout}");
     assert!(
-        stderr.contains("mp:2048 has CUDA kernels up to mp:1024 only")
+        stderr.contains("mp-mpfr:256 runs on the CPU only (MPFR)")
             && stderr.contains("--backend cpu"),
         "{stderr}"
     );

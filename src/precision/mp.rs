@@ -25,9 +25,6 @@ pub const MIN_BITS: u32 = 53;
 /// The largest precision `mp-mpfr:<bits>` accepts: 2^16 bits (about 19,700 decimal digits, 8 KiB
 /// per element). MPFR allows far more; a Krylov solve in it would not finish.
 pub const MAX_MPFR_BITS: u32 = 65536;
-/// The largest precision `mp:<bits>` runs in on the GPU: the CUDA reductions keep a block's
-/// values, `L + 1` words each, in 48 KiB of shared memory (16 limbs: 34 KiB).
-pub const MAX_GPU_BITS: u32 = 1024;
 /// The largest precision `mp:<bits>` accepts: what [`MpFloat`](super::MpFloat)'s largest limb
 /// count holds.
 pub const MAX_BITS: u32 = super::mpfloat::MAX_BITS;

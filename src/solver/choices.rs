@@ -65,8 +65,8 @@ pub enum WorkingPrecision {
     /// Triple precision: D+I storage (12 bytes), double-double arithmetic rounded to D+I
     /// (see `precision::Td`).
     Td,
-    /// This many bits in the own correctly rounded type (`mp:<bits>`, 53 to 2,048;
-    /// `crate::precision::MpFloat`): both backends up to 1,024 bits, the CPU beyond.
+    /// This many bits in the own correctly rounded type (`mp:<bits>`, 53 to 2,048, on both
+    /// backends; `crate::precision::MpFloat`).
     Mp(u32),
     /// This many bits in MPFR (`mp-mpfr:<bits>`, `crate::precision::Mpfr`): the same bits as
     /// `Mp`, CPU only, and only in a build with the `mpfr` feature
@@ -116,11 +116,10 @@ impl WorkingPrecision {
         }
     }
 
-    /// Whether the CUDA backend has kernels for this precision: f64, dd, td, qd and `mp:<bits>`
-    /// up to `mp::MAX_GPU_BITS` do; `mp-mpfr` runs on the CPU.
+    /// Whether the CUDA backend has kernels for this precision: every one but `mp-mpfr`, which
+    /// runs on the CPU.
     pub fn runs_on_gpu(self) -> bool {
         match self {
-            WorkingPrecision::Mp(bits) => bits <= crate::precision::mp::MAX_GPU_BITS,
             WorkingPrecision::Mpfr(_) => false,
             WorkingPrecision::Ladder(ladder) => ladder.rungs().all(Self::runs_on_gpu),
             _ => true,
@@ -163,9 +162,8 @@ fn interned(name: String) -> &'static str {
 /// The error for a CPU-only precision on the CUDA backend.
 pub fn cpu_only_error(p: WorkingPrecision) -> Error {
     let why = match p {
-        WorkingPrecision::Mp(_) => "has CUDA kernels up to mp:1024 only",
         WorkingPrecision::Mpfr(_) => "runs on the CPU only (MPFR)",
-        WorkingPrecision::Ladder(_) => "has a rung without CUDA kernels (mp-mpfr:<bits> and mp above 1,024 bits run on the CPU only)",
+        WorkingPrecision::Ladder(_) => "has a rung without CUDA kernels (mp-mpfr:<bits> runs on the CPU only)",
         _ => "has no CUDA kernels",
     };
     Error::Unavailable(format!("{} {why}: use --backend cpu", p.name()))

@@ -164,7 +164,7 @@ pub fn mp_solves(_gpu: &CudaBackend) -> Result<(), String> {
     for (spec, method, ilu0, max_iter) in cases {
         let a = precsolve::load_matrix(&spec).map_err(err)?;
         let b = vec![1.0; a.nrows()];
-        for bits in [128, 256, 1024] {
+        for bits in [106, 128, 256, 1024, 2048] {
             let run = |backend| {
                 let mut solver = Solver::with_method(method)
                     .tol(1e-300)

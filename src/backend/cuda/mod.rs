@@ -195,6 +195,7 @@ enum Scalar {
     Mp4(MpScalar<5>),
     Mp8(MpScalar<9>),
     Mp16(MpScalar<17>),
+    Mp32(MpScalar<33>),
 }
 
 impl CudaBackend {
@@ -520,5 +521,6 @@ fn push_scalar<'a>(args: &mut LaunchArgs<'a>, s: &'a Scalar) {
         Scalar::Mp4(v) => args.arg(v),
         Scalar::Mp8(v) => args.arg(v),
         Scalar::Mp16(v) => args.arg(v),
+        Scalar::Mp32(v) => args.arg(v),
     };
 }

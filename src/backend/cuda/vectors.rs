@@ -2,7 +2,6 @@
 //! kernel arguments.
 
 use super::*;
-use crate::precision::mp::MAX_GPU_BITS;
 
 impl CudaBackend {
     pub(super) fn suffix<P: Precision>() -> Result<&'static str> {
@@ -24,12 +23,6 @@ impl CudaBackend {
         };
         let bits = crate::precision::mp::current_bits()
             .ok_or_else(|| refuse("an mp vector outside an mp solve's precision scope".into()))?;
-        if bits > MAX_GPU_BITS {
-            return Err(refuse(format!(
-                "mp:{bits} has no CUDA kernels: at most mp:{MAX_GPU_BITS} on the GPU (a \
-                 reduction keeps a block's values in shared memory); use --backend cpu"
-            )));
-        }
         Ok(device::mp_vector_source_name(bits))
     }
 
@@ -53,6 +46,7 @@ impl CudaBackend {
                 5 => Scalar::Mp4(MpScalar(std::array::from_fn(|i| w[i]))),
                 9 => Scalar::Mp8(MpScalar(std::array::from_fn(|i| w[i]))),
                 17 => Scalar::Mp16(MpScalar(std::array::from_fn(|i| w[i]))),
+                33 => Scalar::Mp32(MpScalar(std::array::from_fn(|i| w[i]))),
                 n => unreachable!("mp scalars of {n} words have no kernels (suffix refuses them)"),
             };
         }
