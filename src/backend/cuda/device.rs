@@ -292,8 +292,14 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
         use_fast_math: Some(false),
         ..Default::default()
     };
-    compile_ptx_with_opts(&text, options)
-        .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))
+    let cached = super::ptx_cache::Entry::new(source_name, &text, &options);
+    if let Some(ptx) = cached.load() {
+        return Ok(ptx);
+    }
+    let ptx = compile_ptx_with_opts(&text, options)
+        .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))?;
+    cached.store(&ptx);
+    Ok(ptx)
 }
 
 /// Compile every kernel source for `arch` with NVRTC alone: no GPU or driver is needed, so the

@@ -12,6 +12,7 @@ mod bicgstab_kernels;
 mod cg;
 mod cg_kernels;
 pub(crate) mod device;
+mod ptx_cache;
 mod ilu;
 mod launch;
 mod mp_arithmetic;
