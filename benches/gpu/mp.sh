@@ -5,7 +5,8 @@
 # cp benches/gpu/mp.sh .gpu/; on the device (carry .gpu): bash .gpu/mp.sh [N] > $OUT/mp-gpu.md
 # `bash .gpu/mp.sh profile`: instead, Nsight Compute's per-kernel counts (instructions, integer
 # instructions, DRAM bytes, local-memory loads) for 6 CG iterations of poisson3d:100 in dd and
-# mp:256 (the table "Where an iteration's time goes").
+# mp:256 (the table "Where an iteration's time goes"). `bash .gpu/mp.sh range [N]`: the table
+# across 106 to 1,696 bits, after `bash .gpu/mp.sh warm 106 128 212 ...` has compiled them.
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
@@ -21,6 +22,44 @@ for r in csv.DictReader(l for l in sys.stdin if l.startswith(chr(34))):
     try: m[r["Kernel Name"]][r["Metric Name"]].append(float(r["Metric Value"].replace(",", "")))
     except ValueError: pass
 for k, v in m.items(): print(k, {n: "%.3g" % (sum(x) / len(x)) for n, x in v.items()})'
+  done
+  exit
+fi
+if [ "${1:-}" = warm ]; then
+  # Compile the modules of the precisions given, in parallel, into the kernel cache: the
+  # compile time of each, and no compile inside a later timed run.
+  shift
+  t0=$(date +%s)
+  for p in "$@"; do
+    ( timeout 450 ./solver solve poisson3d:4 --backend cuda --precision "mp:$p" --tol 1e-300 \
+        --max-iter 2 -q > /dev/null 2>&1
+      echo "mp:$p compiled and ran (rc $?, 3: not converged, as asked) at $(( $(date +%s) - t0 )) s" ) &
+  done
+  wait
+  exit
+fi
+if [ "${1:-}" = range ]; then
+  # The 106-1,696-bit table: CG on poisson3d:N (default 100) at each precision of MPRES-BLAS's
+  # GEMV study (seed 000, Table 5: GTX 1080, ms for a 1000 x 1000 GEMV), beside our own
+  # expansions at 106 and 212 bits (dd, qd: CAMPARY's 2- and 4-term format). Every mp module is
+  # compiled in the first solve that uses it, outside the timed iterations.
+  n=${2:-100}
+  it() { # precision iterations -> s/it
+    ./solver solve "poisson3d:$n" --backend cuda --precision "$1" --tol 1e-300 \
+      --max-iter "$2" --format json 2>/dev/null |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["time_per_iteration"])'
+  }
+  echo "| bits | ours, mp GPU s/it | / 106 bits | ours, expansion s/it | MPRES-BLAS GEMV ms (/ 106 bits) | CAMPARY GEMV ms (/ 106 bits) |"
+  echo "|---:|---:|---:|---:|---:|---:|"
+  base=""
+  for row in "106 dd 3.1 0.7" "212 qd 5.6 6.0" "424 - 8.5 26.3" "848 - 12.9 124.4" "1696 - 24.6 2499.9"; do
+    set -- $row
+    g=$(it "mp:$1" 10)
+    e=""; [ "$2" != - ] && e=$(it "$2" 100)
+    base=${base:-$g}
+    python3 -c "
+g,b=$g,$base; e='$e'; m,c=$3,$4
+print(f'| $1 | {g:.3e} | {g/b:.1f} | {(\"%.3e (%s)\" % (float(e), \"$2\")) if e else \"\"} | {m} ({m/3.1:.1f}) | {c} ({c/0.7:.0f}) |')"
   done
   exit
 fi
