@@ -14,7 +14,7 @@ fn mp_names_parse_and_round_trip_through_serde() {
     assert_eq!(p, WorkingPrecision::Mp(256));
     assert_eq!(p.name(), "mp:256");
     assert!(p.runs_on_gpu());
-    assert!(!WorkingPrecision::Mp(2048).runs_on_gpu());
+    assert!(WorkingPrecision::Mp(2048).runs_on_gpu());
     assert!(!WorkingPrecision::Mpfr(256).runs_on_gpu());
     assert_eq!("MP:128".parse(), Ok(WorkingPrecision::Mp(128)));
     assert_eq!("mp-mpfr:300".parse(), Ok(WorkingPrecision::Mpfr(300)));
