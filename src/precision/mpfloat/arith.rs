@@ -2,7 +2,7 @@
 //! and a sticky bit) in integers, then rounds once (`round.rs`).
 
 use super::round::Exact;
-use super::{Kind, MpFloat, limbs};
+use super::{Kind, MpFloat, limbs, window};
 use std::cmp::Ordering;
 
 // The methods are the operators' bodies (and the `Precision` trait's), callable by name.
@@ -76,42 +76,50 @@ impl<const L: usize> MpFloat<L> {
         }
     }
 
-    /// `x + y` for normal values with `|x| >= |y|`. Both significands sit in `L + 1` limbs (a
-    /// guard limb below), `y`'s shifted right by the exponent difference; what leaves the guard
-    /// limb only matters as a sticky bit, and then at most one bit cancels.
+    /// `x + y` for normal values with `|x| >= |y|`: `x`'s significand over a zero guard limb,
+    /// `y`'s shifted right by the exponent difference (what leaves the guard limb only matters
+    /// as a sticky bit, and then at most one bit cancels).
     fn sum_normal(x: &Self, y: &Self, bits: u32) -> Self {
-        let mut wide = [[0u64; L]; 2];
-        let w = &mut wide.as_flattened_mut()[..L + 1];
-        w[1..].copy_from_slice(&x.sig);
-        let mut other = [[0u64; L]; 2];
-        let v = &mut other.as_flattened_mut()[..L + 1];
-        v[1..].copy_from_slice(&y.sig);
-        let mut sticky = limbs::shr(v, (i64::from(x.exp) - i64::from(y.exp)) as u64);
-        let mut scale = i64::from(x.exp) - 64 * (L as i64 + 1);
+        let d = (i64::from(x.exp) - i64::from(y.exp)) as u64;
+        let (vh, vg, mut sticky) = window::shr(&y.sig, d);
+        let (mut h, mut g) = (x.sig, 0u64);
+        let mut exp = i64::from(x.exp);
         if x.negative == y.negative {
-            if limbs::add_assign(w, v) {
-                sticky |= limbs::shr(w, 1);
-                w[L] |= 1 << 63;
-                scale += 1;
+            if window::add(&mut h, &mut g, &vh, vg) {
+                sticky |= window::shr_carry(&mut h, &mut g);
+                exp += 1;
             }
         } else {
-            limbs::sub_assign(w, v);
+            window::sub(&mut h, &mut g, &vh, vg);
             if sticky {
                 // x - (v + f) = (x - v - 1) + (1 - f), 0 < 1 - f < 1
-                limbs::decrement(w);
-            } else if w.iter().all(|&l| l == 0) {
+                window::decrement(&mut h, &mut g);
+            }
+            let zeros = window::leading_zeros(&h, g);
+            if zeros == 64 * (L as u32 + 1) {
                 return Self::zero(false, bits);
             }
+            if zeros >= 64 {
+                // A whole limb cancelled (no sticky part then): the general normalisation.
+                let mut wide = [[0u64; L]; 2];
+                let limbs = &mut wide.as_flattened_mut()[..L + 1];
+                limbs[0] = g;
+                limbs[1..].copy_from_slice(&h);
+                let scale = exp - 64 * (L as i64 + 1);
+                return Self::round(
+                    Exact {
+                        negative: x.negative,
+                        limbs,
+                        sticky,
+                        scale,
+                    },
+                    bits,
+                );
+            }
+            window::shl_small(&mut h, &mut g, zeros);
+            exp -= i64::from(zeros);
         }
-        Self::round(
-            Exact {
-                negative: x.negative,
-                limbs: w,
-                sticky,
-                scale,
-            },
-            bits,
-        )
+        Self::round_normalised(x.negative, h, g, sticky, exp, bits)
     }
 
     /// `self * b`, correctly rounded.
@@ -125,19 +133,17 @@ impl<const L: usize> MpFloat<L> {
             (Kind::Zero, _) | (_, Kind::Zero) => Self::zero(negative, bits),
             (Kind::Normal, Kind::Normal) => {
                 let mut wide = [[0u64; L]; 2];
-                let p = wide.as_flattened_mut();
                 // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
-                limbs::mul(&b.sig, &self.sig, p);
-                let scale = i64::from(self.exp) + i64::from(b.exp) - 128 * L as i64;
-                Self::round(
-                    Exact {
-                        negative,
-                        limbs: p,
-                        sticky: false,
-                        scale,
-                    },
-                    bits,
-                )
+                limbs::mul(&b.sig, &self.sig, wide.as_flattened_mut());
+                let [low, top] = wide;
+                // Two significands in [1/2, 1): the product's top bit is one of its top two.
+                let z = top[L - 1].leading_zeros();
+                let (mut hi, mut guard) = (top, low[L - 1]);
+                window::shl_small(&mut hi, &mut guard, z);
+                let next = if z == 0 { 0 } else { low[L - 2] >> (64 - z) };
+                let sticky = low[L - 2] << z != 0 || low[..L - 2].iter().any(|&l| l != 0);
+                let exp = i64::from(self.exp) + i64::from(b.exp) - i64::from(z);
+                Self::round_normalised(negative, hi, guard | next, sticky, exp, bits)
             }
         }
     }
@@ -150,25 +156,39 @@ impl<const L: usize> MpFloat<L> {
             return self.mul(Self::from_f64_bits(b, bits));
         }
         let (b_negative, m, e) = super::convert::decompose(b);
-        let mut wide = [[0u64; L]; 2];
-        let p = &mut wide.as_flattened_mut()[..L + 1];
+        let mut low = [0u64; L];
         let mut carry = 0u64;
-        for (out, &a) in p.iter_mut().zip(&self.sig) {
+        for (out, &a) in low.iter_mut().zip(&self.sig) {
             let t = u128::from(a) * u128::from(m) + u128::from(carry);
             *out = t as u64;
             carry = (t >> 64) as u64;
         }
-        p[L] = carry;
-        let scale = i64::from(self.exp) - 64 * L as i64 + e;
-        Self::round(
-            Exact {
-                negative: self.negative != b_negative,
-                limbs: p,
-                sticky: false,
-                scale,
-            },
-            bits,
-        )
+        let negative = self.negative != b_negative;
+        if carry == 0 {
+            // A subnormal b of a few bits: the general normalisation.
+            let mut wide = [[0u64; L]; 2];
+            let p = &mut wide.as_flattened_mut()[..L + 1];
+            p[..L].copy_from_slice(&low);
+            let scale = i64::from(self.exp) - 64 * L as i64 + e;
+            return Self::round(
+                Exact {
+                    negative,
+                    limbs: p,
+                    sticky: false,
+                    scale,
+                },
+                bits,
+            );
+        }
+        // The product (carry, low) normalised into L limbs and a guard limb: exact.
+        let z = carry.leading_zeros();
+        let mut hi = [0u64; L];
+        hi[..L - 1].copy_from_slice(&low[1..]);
+        hi[L - 1] = carry;
+        let mut guard = low[0];
+        window::shl_small(&mut hi, &mut guard, z);
+        let exp = i64::from(self.exp) + e + 64 - i64::from(z);
+        Self::round_normalised(negative, hi, guard, false, exp, bits)
     }
 
     /// `self / b`, correctly rounded: `self`'s significand over `b`'s with `L + 1` limbs more

@@ -83,17 +83,6 @@ pub(super) fn add_bit(x: &mut [u64], bit: u32) -> bool {
     true
 }
 
-/// `x -= 1`; `x` must be nonzero.
-pub(super) fn decrement(x: &mut [u64]) {
-    for limb in x {
-        let (d, borrow) = limb.overflowing_sub(1);
-        *limb = d;
-        if !borrow {
-            return;
-        }
-    }
-}
-
 /// Leading zero bits of `x` (`64 * len` for zero).
 pub(super) fn leading_zeros(x: &[u64]) -> u32 {
     let mut zeros = 0;

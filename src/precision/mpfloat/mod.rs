@@ -39,6 +39,7 @@ mod convert;
 mod limb_counts;
 mod limbs;
 mod round;
+mod window;
 
 pub(crate) use limb_counts::{with_limbs, with_mp_vector};
 pub use limb_counts::MpVector;

@@ -78,6 +78,48 @@ impl<const L: usize> MpFloat<L> {
         Self::round_sig(x.negative, sig, sticky, exp, bits)
     }
 
+    /// `0.hi guard... 2^exp` (normalised: the top bit of `hi` set), `sticky` for anything
+    /// nonzero below `guard`, rounded to nearest, ties to even, at `bits` bits: the common case
+    /// of every operation (`window.rs`). Out of the exponent range it takes the general path.
+    #[inline(always)]
+    pub(super) fn round_normalised(
+        negative: bool,
+        mut hi: [u64; L],
+        guard: u64,
+        sticky: bool,
+        mut exp: i64,
+        bits: u32,
+    ) -> MpFloat<L> {
+        debug_assert!(hi[L - 1] >> 63 == 1);
+        if exp < i64::from(EMIN) {
+            let mut wide = [[0u64; L]; 2];
+            let limbs = &mut wide.as_flattened_mut()[..L + 1];
+            limbs[0] = guard;
+            limbs[1..].copy_from_slice(&hi);
+            let scale = exp - 64 * (L as i64 + 1);
+            return Self::round(Exact { negative, limbs, sticky, scale }, bits);
+        }
+        // The last kept bit is bit `shift` of `hi`; the rounding bit the one below it.
+        let shift = 64 * L as u32 - bits;
+        let round_up = if shift == 0 {
+            guard >> 63 == 1 && (hi[0] & 1 == 1 || guard << 1 != 0 || sticky)
+        } else {
+            let up = limbs::bit(&hi, shift - 1)
+                && (limbs::bit(&hi, shift)
+                    || sticky
+                    || guard != 0
+                    || limbs::any_below(&hi, shift - 1));
+            limbs::clear_below(&mut hi, shift);
+            up
+        };
+        if round_up && limbs::add_bit(&mut hi, shift) {
+            // 0.111..1 + ulp = 1.000..0: one bit up.
+            hi[L - 1] = 1 << 63;
+            exp += 1;
+        }
+        MpFloat::in_range(negative, hi, exp, bits)
+    }
+
     /// `sig` (normalised, with bits below the precision) rounded at `bits` bits; `sticky`:
     /// something nonzero lies below `sig`'s limbs.
     fn round_sig(negative: bool, mut sig: [u64; L], sticky: bool, mut exp: i64, bits: u32) -> Self {
