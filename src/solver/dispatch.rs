@@ -196,7 +196,7 @@ pub(crate) fn solve_typed<P: Precision>(
             let (mut info, x) = backend.fail_together(run_blocks::<_, P>(
                 &backend, a, &b, x0, recipe, params, monitor,
             ))?;
-            info.ranks = backend.comm().size();
+            info.ranks = backend.ranks();
             Ok((info, x))
         }
         #[cfg(feature = "cuda")]
@@ -212,7 +212,7 @@ pub(crate) fn solve_typed<P: Precision>(
             let backend = DistributedBackend::new(comm, a);
             let matrix = |on: &DistributedBackend| on.matrix(a);
             let (mut info, x) = run::<_, P>(&backend, Some(a), matrix, &b, x0, recipe, params, monitor)?;
-            info.ranks = backend.comm().size();
+            info.ranks = backend.ranks();
             info.times.communication = backend.communication().as_secs_f64();
             Ok((info, x))
         }
