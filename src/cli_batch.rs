@@ -205,7 +205,8 @@ pub fn run_batch(
     }
     if !ranks.root {
         // Rank 0 reports, and its Ctrl-C stops every rank (`run_study` asks them all).
-        let outcome = batch::run_study(&spec, &mut batch::Silent)?;
+        let outcome =
+            ranks.check(batch::run_study(&spec, &mut batch::Silent).map_err(Into::into))?;
         return Ok(if outcome.interrupted {
             EXIT_INTERRUPTED
         } else {
@@ -213,7 +214,7 @@ pub fn run_batch(
         });
     }
     let mut observer = Progress::new(progress, config.quiet, stop);
-    let outcome = batch::run_study(&spec, &mut observer)?;
+    let outcome = ranks.check(batch::run_study(&spec, &mut observer).map_err(Into::into))?;
     observer.finish();
     let summary = batch::render_study(&spec.out)?;
     print!("{}", study::text(&summary));

@@ -548,8 +548,29 @@ fn mpi_world() -> anyhow::Result<Option<Arc<dyn precsolve::distributed::Communic
 /// The MPI ranks `mpirun` started this command among, entered for this thread's solves.
 pub(crate) struct Ranks {
     _scope: Option<precsolve::distributed::CommScope>,
+    world: Option<Arc<dyn precsolve::distributed::Communicator>>,
     /// Rank 0 (or the only process): the one that reports.
     pub root: bool,
+}
+
+impl Ranks {
+    /// `result` of this rank's work. Over several ranks an error is printed here, naming the
+    /// rank, and stops them all: the others may be waiting for this one in a collective (a
+    /// matrix only this rank could not read, memory only it ran out of), and would wait forever.
+    pub(crate) fn check<T>(&self, result: anyhow::Result<T>) -> anyhow::Result<T> {
+        if let (Err(err), Some(world)) = (&result, &self.world)
+            && world.size() > 1
+        {
+            eprintln!(
+                "error on rank {} of {}: {}",
+                world.rank(),
+                world.size(),
+                precsolve::escape::escape_keeping_lines(&error_chain(err))
+            );
+            world.abort_all(i32::from(exit_code(err)));
+        }
+        result
+    }
 }
 
 /// Over MPI ranks every rank solves its rows on the CPU backend, with its share of the cores,
@@ -579,7 +600,8 @@ pub(crate) fn enter_ranks(config: &mut Config, devices: Option<Devices>) -> anyh
         }
     }
     Ok(Ranks {
-        _scope: world.map(precsolve::distributed::CommScope::enter),
+        _scope: world.clone().map(precsolve::distributed::CommScope::enter),
+        world,
         root,
     })
 }
@@ -664,6 +686,18 @@ fn run_solve(
     let mut config: Config = raw.validate()?;
     let ranks = enter_ranks(&mut config, args.devices)?;
     let root = ranks.root;
+    ranks.check(solve_listed(config, args, limits, progress, root))
+}
+
+/// `solver solve`'s work once the ranks are entered: every precision of the list on one
+/// problem, then the report (rank 0's).
+fn solve_listed(
+    mut config: Config,
+    args: SolveArgs,
+    limits: &ReadLimits,
+    progress: &MultiProgress,
+    root: bool,
+) -> anyhow::Result<u8> {
     let _devices = enter_devices(&mut config, args.devices)?;
     config.params.record_history = args.history.is_some();
     // Output paths are checked before any work: a bad one fails now, not after the solves.

@@ -369,3 +369,43 @@ fn a_time_limit_over_ranks_stops_every_rank() {
     assert_eq!(run["status"], "time-limit", "{run}");
     assert_eq!(run["result"]["ranks"], 2, "{run}");
 }
+
+/// A matrix only one rank can read (a path that differs between ranks, as on nodes that do not
+/// share a file system): that rank's error names itself and stops every rank, where the other
+/// would wait for it in the solve's first collective forever.
+#[test]
+fn an_error_on_one_rank_stops_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("only-on-rank-0.mtx");
+    // Rank 1 gets the second matrix argument (Open MPI and MPICH name the rank differently).
+    let script = r#"r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}; if [ "$r" = 1 ]; then m=$2; else m=$1; fi
+exec "$0" solve "$m" --tol 1e-300 --max-iter 1000000 --threads 1 --quiet"#;
+    let mut child = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "2", "sh", "-c", script])
+        .args([env!("CARGO_BIN_EXE_solver"), "poisson2d:100"])
+        .arg(&missing)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun is on the PATH (.ci/run installs Open MPI)");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("rank 0 still waits for rank 1 after 2 minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("error on rank 1 of 2") && stderr.contains("only-on-rank-0.mtx"),
+        "{stderr}"
+    );
+}

@@ -62,6 +62,10 @@ pub trait Communicator: Send + Sync {
     );
     /// What to call the transport in reports (`mpi`, `threads`).
     fn kind(&self) -> &'static str;
+    /// Stop every rank after an error on this one, which the others, waiting for it in a
+    /// collective, would never learn of (MPI: `MPI_Abort`, as PETSc's error handler does).
+    /// The in-process transport (threads of one process, in tests) does nothing here.
+    fn abort_all(&self, _exit_code: i32) {}
 }
 
 thread_local! {

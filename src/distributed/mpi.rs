@@ -41,6 +41,9 @@ impl Communicator for MpiWorld {
     fn rank(&self) -> usize {
         self.world.rank() as usize
     }
+    fn abort_all(&self, exit_code: i32) {
+        self.world.abort(exit_code)
+    }
     fn size(&self) -> usize {
         self.world.size() as usize
     }
