@@ -101,20 +101,7 @@ impl<const L: usize> MpFloat<L> {
             }
             if zeros >= 64 {
                 // A whole limb cancelled (no sticky part then): the general normalisation.
-                let mut wide = [[0u64; L]; 2];
-                let limbs = &mut wide.as_flattened_mut()[..L + 1];
-                limbs[0] = g;
-                limbs[1..].copy_from_slice(&h);
-                let scale = exp - 64 * (L as i64 + 1);
-                return Self::round(
-                    Exact {
-                        negative: x.negative,
-                        limbs,
-                        sticky,
-                        scale,
-                    },
-                    bits,
-                );
+                return Self::round_window(x.negative, h, g, sticky, exp, bits);
             }
             window::shl_small(&mut h, &mut g, zeros);
             exp -= i64::from(zeros);
@@ -164,31 +151,19 @@ impl<const L: usize> MpFloat<L> {
             carry = (t >> 64) as u64;
         }
         let negative = self.negative != b_negative;
-        if carry == 0 {
-            // A subnormal b of a few bits: the general normalisation.
-            let mut wide = [[0u64; L]; 2];
-            let p = &mut wide.as_flattened_mut()[..L + 1];
-            p[..L].copy_from_slice(&low);
-            let scale = i64::from(self.exp) - 64 * L as i64 + e;
-            return Self::round(
-                Exact {
-                    negative,
-                    limbs: p,
-                    sticky: false,
-                    scale,
-                },
-                bits,
-            );
-        }
-        // The product (carry, low) normalised into L limbs and a guard limb: exact.
-        let z = carry.leading_zeros();
+        // The product as L limbs (`carry` on top) and a guard limb: exact.
         let mut hi = [0u64; L];
         hi[..L - 1].copy_from_slice(&low[1..]);
         hi[L - 1] = carry;
         let mut guard = low[0];
+        let exp = i64::from(self.exp) + e + 64;
+        if carry == 0 {
+            // A subnormal b of a few bits: the general normalisation.
+            return Self::round_window(negative, hi, guard, false, exp, bits);
+        }
+        let z = carry.leading_zeros();
         window::shl_small(&mut hi, &mut guard, z);
-        let exp = i64::from(self.exp) + e + 64 - i64::from(z);
-        Self::round_normalised(negative, hi, guard, false, exp, bits)
+        Self::round_normalised(negative, hi, guard, false, exp - i64::from(z), bits)
     }
 
     /// `self / b`, correctly rounded: `self`'s significand over `b`'s with `L + 1` limbs more

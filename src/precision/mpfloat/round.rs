@@ -92,32 +92,39 @@ impl<const L: usize> MpFloat<L> {
     ) -> MpFloat<L> {
         debug_assert!(hi[L - 1] >> 63 == 1);
         if exp < i64::from(EMIN) {
-            let mut wide = [[0u64; L]; 2];
-            let limbs = &mut wide.as_flattened_mut()[..L + 1];
-            limbs[0] = guard;
-            limbs[1..].copy_from_slice(&hi);
-            let scale = exp - 64 * (L as i64 + 1);
-            return Self::round(Exact { negative, limbs, sticky, scale }, bits);
+            return Self::round_window(negative, hi, guard, sticky, exp, bits);
         }
-        // The last kept bit is bit `shift` of `hi`; the rounding bit the one below it.
-        let shift = 64 * L as u32 - bits;
-        let round_up = if shift == 0 {
-            guard >> 63 == 1 && (hi[0] & 1 == 1 || guard << 1 != 0 || sticky)
-        } else {
-            let up = limbs::bit(&hi, shift - 1)
-                && (limbs::bit(&hi, shift)
-                    || sticky
-                    || guard != 0
-                    || limbs::any_below(&hi, shift - 1));
-            limbs::clear_below(&mut hi, shift);
-            up
-        };
-        if round_up && limbs::add_bit(&mut hi, shift) {
+        if bits < 64 * L as u32 {
+            // The rounding bit is one of `hi`'s: `guard` only adds to the sticky bit.
+            return Self::round_sig(negative, hi, sticky || guard != 0, exp, bits);
+        }
+        // The rounding bit is the top bit of `guard`.
+        if guard >> 63 == 1
+            && (hi[0] & 1 == 1 || guard << 1 != 0 || sticky)
+            && limbs::add_bit(&mut hi, 0)
+        {
             // 0.111..1 + ulp = 1.000..0: one bit up.
             hi[L - 1] = 1 << 63;
             exp += 1;
         }
         MpFloat::in_range(negative, hi, exp, bits)
+    }
+
+    /// `0.hi guard... 2^exp`, normalised or not, rounded by the general path (`round`).
+    pub(super) fn round_window(
+        negative: bool,
+        hi: [u64; L],
+        guard: u64,
+        sticky: bool,
+        exp: i64,
+        bits: u32,
+    ) -> MpFloat<L> {
+        let mut wide = [[0u64; L]; 2];
+        let limbs = &mut wide.as_flattened_mut()[..L + 1];
+        limbs[0] = guard;
+        limbs[1..].copy_from_slice(&hi);
+        let scale = exp - 64 * (L as i64 + 1);
+        Self::round(Exact { negative, limbs, sticky, scale }, bits)
     }
 
     /// `sig` (normalised, with bits below the precision) rounded at `bits` bits; `sticky`:
