@@ -1,6 +1,6 @@
 //! Updates fused with the dot products that follow them: CG's step as two passes over the
 //! vectors instead of five, BiCGStab's `s` and `r` updates with their norms. Each pass works on
-//! the dot product's chunks ([`DOT_CHUNK`] elements, one rayon task each) and computes a chunk's
+//! the dot product's chunks ([`DOT_CHUNK`] elements, one task each) and computes a chunk's
 //! partial right after writing the chunk, while it is still in cache; the partials are the ones
 //! `dot` computes over the same chunks, so the bits are those of the unfused kernels, except
 //! the dots summed beside an SpMV (CG's `<p, q>`, BiCGStab's `<r~, v>`, `<t, t>` and `<t, s>`),

@@ -1,5 +1,5 @@
 //! CPU backend: vectors are laid out as [`Precision::Vector`] says (`Vec<P>`, or td's structure
-//! of arrays), kernels run on rayon's thread pool.
+//! of arrays), kernels run on the backend's thread team (`team.rs`, split as `tasks.rs` says).
 //!
 //! Reproducibility: SpMV rows are independent; dot products reduce fixed-size chunks (whose
 //! boundaries depend on the length alone) in the GPU kernels' order and then reduce the chunk
@@ -9,6 +9,7 @@ mod blocks;
 mod kernels;
 mod simd_dd;
 mod tasks;
+mod team;
 pub mod trisolve;
 
 use super::{Backend, Operand, OperandOf, TiledDots, spmv_lanes};

@@ -1,25 +1,22 @@
-//! How a kernel call is split over the thread pool: by its work, not by a fixed piece size.
+//! How a kernel call is split over the kernel threads: by its work, not by a fixed piece size.
 //!
-//! A call whose work is small runs on the calling thread, in order, without touching the pool:
-//! handing a job to rayon from outside the pool and waiting for it costs microseconds, more
-//! than a small matrix's whole kernel (`benches/results/cpu-threads.md`). Larger calls are split
-//! into tasks of at least [`TASK_MIN_WORK`], at most a few per thread; an SpMV's rows are split
-//! where the nonzeros balance, not every so many rows, which can leave most of a matrix's
-//! entries to one task. Where the pieces end never changes a result: dot products reduce the
-//! same fixed chunks and tiles in the same order whatever the tasks are, and rows are
-//! independent.
+//! A call whose work is small runs on the calling thread, in order: handing work to other
+//! threads and waiting for it costs more than a small matrix's whole kernel
+//! (`benches/results/cpu-threads.md`). Larger calls are split into tasks of at least
+//! [`TASK_MIN_WORK`], at most a few per thread, run by the calling thread and the spinning
+//! workers of [`team`](super::team); an SpMV's rows are split where the nonzeros balance, not
+//! every so many rows, which can leave most of a matrix's entries to one task. Where the pieces
+//! end never changes a result: dot products reduce the same fixed chunks and tiles in the same
+//! order whatever the tasks are, and rows are independent.
 
 use crate::precision::{HostSliceMut, Precision};
 use crate::sparse::CsrMatrix;
-use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::Mutex;
 
-/// Set up the process's thread pool with `threads` threads (0: rayon's default, one per core),
-/// the calling thread one of them. A program calls this once, before its first solve, from the
-/// thread that will run the solves: the solver's parallel calls are then rayon joins from
-/// inside the pool, where the caller does its share and takes back whatever the other threads
-/// have not started, instead of handing every call to the pool from outside and sleeping until
-/// it is done (a 1,250-row double-double iteration took twice as long on 2 threads as on 1).
+/// Set up the process's threads: `threads` (0: one per core), the calling thread one of them,
+/// for the kernels ([`team`](super::team), sized by this count) and for rayon's pool (reading
+/// matrices, setup). A program calls this once, before its first solve.
 pub fn use_threads(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -28,9 +25,9 @@ pub fn use_threads(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
 }
 
 /// Work (elements, or nonzeros, times [`cost`]) below which a call stays on the calling thread.
-pub(super) const PARALLEL_MIN_WORK: usize = 1 << 17;
+pub(super) const PARALLEL_MIN_WORK: usize = 1 << 15;
 /// Work a task gets at least, once a call is split.
-pub(super) const TASK_MIN_WORK: usize = 1 << 16;
+pub(super) const TASK_MIN_WORK: usize = 1 << 14;
 /// Tasks per thread at most: a few, so that a slow thread is balanced by the others.
 const TASKS_PER_THREAD: usize = 4;
 
@@ -60,43 +57,41 @@ pub(super) fn task_count(work: usize) -> usize {
     (work / TASK_MIN_WORK).clamp(2, TASKS_PER_THREAD * rayon::current_num_threads())
 }
 
-/// `f(index, item)` for every item, on the pool when `work` is worth it, else here in order.
-/// The calling thread's mp precision goes with each task (`precision::mp::carried`).
+/// `f(index, item)` for every item, on the kernel threads ([`team`](super::team)) when `work`
+/// is worth it, else here in order. The calling thread's mp precision goes with each task
+/// (`precision::mp::carried`).
 pub(super) fn for_each<T: Send>(items: Vec<T>, work: usize, f: impl Fn(usize, T) + Sync + Send) {
-    if items.len() > 1 && parallel(work) {
-        let bits = crate::precision::mp::current_bits();
-        items
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(i, item)| crate::precision::mp::carried(bits, || f(i, item)));
-    } else {
-        items
-            .into_iter()
-            .enumerate()
-            .for_each(|(i, item)| f(i, item));
-    }
+    map(items, work, f);
 }
 
-/// `f(index, item)` for every item, collected in order; on the pool as [`for_each`].
+/// `f(index, item)` for every item, collected in order; on the kernel threads as [`for_each`].
 pub(super) fn map<T: Send, R: Send>(
     items: Vec<T>,
     work: usize,
     f: impl Fn(usize, T) -> R + Sync + Send,
 ) -> Vec<R> {
-    if items.len() > 1 && parallel(work) {
-        let bits = crate::precision::mp::current_bits();
-        items
-            .into_par_iter()
-            .enumerate()
-            .map(|(i, item)| crate::precision::mp::carried(bits, || f(i, item)))
-            .collect()
-    } else {
-        items
+    if items.len() < 2 || !parallel(work) {
+        return items
             .into_iter()
             .enumerate()
             .map(|(i, item)| f(i, item))
-            .collect()
+            .collect();
     }
+    let bits = crate::precision::mp::current_bits();
+    // Each task takes its item and leaves its result in its own slot (uncontended locks).
+    let slots: Vec<Mutex<(Option<T>, Option<R>)>> = items
+        .into_iter()
+        .map(|item| Mutex::new((Some(item), None)))
+        .collect();
+    super::team::run_tasks(rayon::current_num_threads(), slots.len(), &|i| {
+        let item = slots[i].lock().unwrap().0.take().expect("each task runs once");
+        let result = crate::precision::mp::carried(bits, || f(i, item));
+        slots[i].lock().unwrap().1 = Some(result);
+    });
+    slots
+        .into_iter()
+        .map(|slot| slot.into_inner().unwrap().1.expect("every task ran"))
+        .collect()
 }
 
 /// Rows of `a` in `parts` ranges of about equal nonzeros, each starting at a multiple of
