@@ -5,8 +5,9 @@
 # Prints the lines benches/results/multi-gpu.md quotes.
 #
 #   cargo build --release && mkdir -p .gpu && strip -o .gpu/solver target/release/solver &&
-#   cp benches/gpu/devices.sh .gpu/
-#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|bjacobi|batch|big ...]
+#   cp benches/gpu/devices.sh .gpu/ (and for `allreduce`: cargo build --release --example
+#   nccl_allreduce_cost && strip -o .gpu/nccl_allreduce_cost target/release/examples/nccl_allreduce_cost)
+#   (device) COUNTS="2 4" bash .gpu/devices.sh [checks|speed|overlap|allreduce|bjacobi|batch|big ...]
 set -u
 S=${SOLVER:-.gpu/solver}
 # Reports and solutions go to $DIR; the lines printed are the results.
@@ -108,6 +109,11 @@ for r in json.load(open(sys.argv[1]))["runs"]:
           "setup s %.2f" % r["setup_time"], "true res", r["true_residual"])
 ' "$DIR/speed.$d.json"
         done
+        ;;
+    allreduce)
+        # the fixed order's price: a dot's partials broadcast to every GPU against ncclAllReduce
+        # (`strip -o .gpu/nccl_allreduce_cost target/release/examples/nccl_allreduce_cost`)
+        for c in $COUNTS; do timeout 300 .gpu/nccl_allreduce_cost "$c"; done
         ;;
     bjacobi)
         # block Jacobi: one GPU is one block (ILU(0) itself); on 2 GPUs the same bits run after

@@ -142,6 +142,11 @@ impl<B: BlockKernels> BlockBackend<B> {
         &self.inner
     }
 
+    /// How this rank reaches the others.
+    pub fn link(&self) -> &B::Link {
+        &self.link
+    }
+
     pub fn comm(&self) -> &Arc<dyn Communicator> {
         &self.comm
     }

@@ -257,6 +257,44 @@ impl CudaBackend {
         })
     }
 
+    /// What the fixed order is measured against (`examples/nccl_allreduce_cost.rs`): `<x, y>`
+    /// of this GPU's rows summed here, then `ncclAllReduce`'s sum of one double a GPU, as
+    /// codes without the same-bits guarantee reduce (the result's bits depend on the GPU
+    /// count). Same partials, final stage and transfer timing as [`BlockKernels::reduce`].
+    pub fn plain_all_reduce_dot(
+        &self,
+        link: &NcclLink,
+        x: &CudaVector<f64>,
+        y: &CudaVector<f64>,
+    ) -> Result<f64> {
+        let (partials, count) = self.partials::<f64>(x.len)?;
+        self.launch_dot_partial_op("dot", x, y, &partials, count)?;
+        let mut sum = self.alloc_vector::<f64>(1)?;
+        self.launch_final(FinalStage::Dot, &partials, count, &mut sum, 0)?;
+        let at = self.base(&sum);
+        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
+        self.nccl_group(link, &self.stream, || {
+            // SAFETY: one double in `sum`, alive until the stream has run the reduction
+            // (`decode` below waits for it).
+            unsafe {
+                nccl::all_reduce(
+                    at as *const _,
+                    at as *mut _,
+                    1,
+                    nccl_sys::ncclDataType_t::ncclFloat64,
+                    nccl_sys::ncclRedOp_t::ncclSum,
+                    link.comm(),
+                    self.stream_ptr(),
+                )
+            }
+            .map_err(nccl_error("an all-reduce"))?;
+            Ok(())
+        })?;
+        let value = self.decode(&sum)?.remove(0);
+        self.resolve_timing(link);
+        Ok(value)
+    }
+
     /// The GPU on `ordinal` (0 is [`CudaBackend::new`]'s).
     pub fn on_device(ordinal: usize) -> Result<Self> {
         if ordinal == 0 {
