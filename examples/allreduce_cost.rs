@@ -14,21 +14,9 @@ use precsolve::backend::cpu::CpuBackend;
 use precsolve::distributed::mpi::MpiWorld;
 use precsolve::distributed::{Communicator, DistributedBackend};
 use std::sync::Arc;
-use std::time::Instant;
-
-fn median_seconds(mut f: impl FnMut()) -> f64 {
-    const ROUNDS: usize = 9;
-    const CALLS: usize = 200;
-    let mut times: Vec<f64> = (0..ROUNDS)
-        .map(|_| {
-            let start = Instant::now();
-            (0..CALLS).for_each(|_| f());
-            start.elapsed().as_secs_f64() / CALLS as f64
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[ROUNDS / 2]
-}
+#[path = "common/timing.rs"]
+mod timing;
+use timing::median_seconds;
 
 fn main() {
     let world = Arc::new(MpiWorld::initialize().expect("MPI initialises once"));
