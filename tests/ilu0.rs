@@ -286,7 +286,7 @@ fn schedules_thread_counts_and_precisions_give_the_same_bits() {
             assert_eq!(zi.parts(), (*wi, 0), "td row {i}");
         }
     }
-    // Levels this wide are split over rayon tasks (narrower ones run inline).
+    // Levels this wide are split over the kernel threads (narrower ones run inline).
     assert!(widest_level >= 4096, "no case exercised a parallel level");
 }
 

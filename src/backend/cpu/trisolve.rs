@@ -3,7 +3,7 @@
 //!
 //! Two schedules, chosen once per factorization:
 //! - `Sequential`: rows in natural order on one thread, on the factors as stored.
-//! - `Levels`: level by level, the rows of a wide level split over rayon. Rows of one level lie
+//! - `Levels`: level by level, the rows of a wide level split over the kernel threads. Rows of one level lie
 //!   far apart in natural order (on a 3D grid a level is a diagonal plane), and walking them
 //!   there missed the cache on every row, far slower than `Sequential` (`benches/results/cpu.md`).
 //!   So this schedule solves on copies of the two triangles renumbered in level order (each
@@ -11,20 +11,22 @@
 //!   between the triangles and one into `z`, and a second copy of the factors.
 //!
 //! `Levels` is tried when there are threads to share the work and the levels are wide enough to
-//! amortise a fork-join per level (microseconds, against ~15 ns per row), and kept if a trial
-//! application runs faster than `Sequential` (on this project's 2-core machine it does not for
-//! poisson3d:100: see benches/results/cpu.md).
+//! amortise a hand-off per level (about a microsecond on the spinning thread team, against
+//! ~15 ns per row), and kept if a trial application runs faster than `Sequential`.
 
 use crate::precision::{HostSlice, HostSliceMut, Precision, SliceMutOf, SliceOf};
 use crate::precond::ilu0::{Ilu0Factors, OrderedTriangle};
-use rayon::prelude::*;
+use super::tasks;
 use std::sync::Arc;
 
 /// Mean rows per level from which a level-scheduled solve can beat the sequential one on 2+
 /// threads (measured in benches/cpu_ilu.rs, see benches/results/cpu.md).
 const MIN_MEAN_LEVEL_WIDTH: f64 = 2048.0;
-/// Rows per rayon task within a level; levels with fewer rows than two tasks run inline.
+/// Rows per task within a level (a level runs inline unless its work passes the tasks' grain).
 const ROWS_PER_TASK: usize = 1024;
+/// The work of one row of a triangular solve against one element of a vector pass (the
+/// tasks' unit): a few dependent loads and multiply-adds, about 15 ns.
+const ROW_WORK: usize = 16;
 
 /// How the two triangles are solved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,13 +132,13 @@ impl CpuIlu {
 
 /// `z_i = w_i` in `P`, on the pool where the vector is long enough to pay for it.
 fn widen<P: Precision>(w: &[f64], z: SliceMutOf<'_, P>) {
-    let work = w.len() * super::tasks::cost::<P>();
+    let work = w.len() * tasks::cost::<P>();
     let pieces: Vec<_> = z
         .chunks_mut(ROWS_PER_TASK)
         .into_iter()
         .zip(w.chunks(ROWS_PER_TASK))
         .collect();
-    super::tasks::for_each(pieces, work, |_, (mut z, w)| {
+    tasks::for_each(pieces, work, |_, (mut z, w)| {
         for (i, &wi) in w.iter().enumerate() {
             z.set(i, P::from_f64(wi));
         }
@@ -192,21 +194,13 @@ impl OrderedTriangle {
                     acc / self.diag[p]
                 };
             };
-            if block.len() < 2 * ROWS_PER_TASK {
-                for (o, out) in block.iter_mut().enumerate() {
-                    row(start + o, out);
+            let pieces: Vec<_> = block.chunks_mut(ROWS_PER_TASK).collect();
+            tasks::for_each(pieces, (end - start) * ROW_WORK, |t, chunk| {
+                let first = start + t * ROWS_PER_TASK;
+                for (o, out) in chunk.iter_mut().enumerate() {
+                    row(first + o, out);
                 }
-            } else {
-                block
-                    .par_chunks_mut(ROWS_PER_TASK)
-                    .enumerate()
-                    .for_each(|(t, chunk)| {
-                        let first = start + t * ROWS_PER_TASK;
-                        for (o, out) in chunk.iter_mut().enumerate() {
-                            row(first + o, out);
-                        }
-                    });
-            }
+            });
         }
     }
 }
@@ -238,26 +232,27 @@ impl LevelOrdered {
         let rhs = |i: usize| r.get(i).to_f64();
         self.lower.solve(&mut self.y, Some(&rhs));
         let y = &self.y;
-        self.x
-            .par_chunks_mut(ROWS_PER_TASK)
-            .zip(self.lower_of_upper.par_chunks(ROWS_PER_TASK))
-            .for_each(|(x, from)| {
-                for (xq, &p) in x.iter_mut().zip(from) {
-                    *xq = y[p as usize];
-                }
-            });
+        let pieces: Vec<_> = self
+            .x
+            .chunks_mut(ROWS_PER_TASK)
+            .zip(self.lower_of_upper.chunks(ROWS_PER_TASK))
+            .collect();
+        tasks::for_each(pieces, y.len(), |_, (x, from)| {
+            for (xq, &p) in x.iter_mut().zip(from) {
+                *xq = y[p as usize];
+            }
+        });
         self.upper.solve(&mut self.x, None);
         let x = &self.x;
-        let bits = crate::precision::mp::current_bits();
-        z.chunks_mut(ROWS_PER_TASK)
-            .into_par_iter()
-            .zip(self.upper.position.par_chunks(ROWS_PER_TASK))
-            .for_each(|(mut z, from)| {
-                crate::precision::mp::carried(bits, || {
-                    for (i, &q) in from.iter().enumerate() {
-                        z.set(i, Z::from_f64(x[q as usize]));
-                    }
-                })
-            });
+        let pieces: Vec<_> = z
+            .chunks_mut(ROWS_PER_TASK)
+            .into_iter()
+            .zip(self.upper.position.chunks(ROWS_PER_TASK))
+            .collect();
+        tasks::for_each(pieces, x.len() * tasks::cost::<Z>(), |_, (mut z, from)| {
+            for (i, &q) in from.iter().enumerate() {
+                z.set(i, Z::from_f64(x[q as usize]));
+            }
+        });
     }
 }
