@@ -23,25 +23,29 @@ use std::time::{Duration, Instant};
 const SPIN: Duration = Duration::from_micros(200);
 
 /// One call: its tasks, on the caller's stack while the call lasts. The tasks are cut into one
-/// block per thread, which that thread starts on (thread 0 is the caller), so that the same
-/// rows land on the same core call after call while the threads keep pace, as OpenMP's static
-/// schedule does; a thread that runs out takes what is left of the others' blocks.
+/// block per taking-part thread, which that thread starts on (thread 0 is the caller), so that
+/// the same rows land on the same core call after call while the threads keep pace, as OpenMP's
+/// static schedule does; a thread that runs out takes what is left of the others' blocks.
 struct Job<'a> {
     run: &'a (dyn Fn(usize) + Sync),
     tasks: usize,
-    /// The next task of each block.
-    next: Vec<AtomicUsize>,
+    /// The next task of each block, a cache line each (their owners update them).
+    next: Vec<Line<AtomicUsize>>,
     done: AtomicUsize,
     panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
+/// A value alone on its cache line (128 bytes: two lines, for the adjacent-line prefetcher).
+#[repr(align(128))]
+struct Line<T>(T);
+
 impl Job<'_> {
-    fn new(threads: usize, tasks: usize, run: &(dyn Fn(usize) + Sync)) -> Job<'_> {
+    fn new(blocks: usize, tasks: usize, run: &(dyn Fn(usize) + Sync)) -> Job<'_> {
         Job {
             run,
             tasks,
-            next: (0..threads)
-                .map(|b| AtomicUsize::new(b * tasks / threads))
+            next: (0..blocks)
+                .map(|b| Line(AtomicUsize::new(b * tasks / blocks)))
                 .collect(),
             done: AtomicUsize::new(0),
             panic: Mutex::new(None),
@@ -51,10 +55,11 @@ impl Job<'_> {
     /// Run tasks, thread `me`'s block first, until none is left.
     fn work(&self, me: usize) {
         let blocks = self.next.len();
-        for b in (me..blocks).chain(0..me) {
-            let end = (b + 1) * self.tasks / blocks;
-            loop {
-                let task = self.next[b].fetch_add(1, SeqCst);
+        for b in (0..blocks).map(|k| (me + k) % blocks) {
+            let (next, end) = (&self.next[b].0, (b + 1) * self.tasks / blocks);
+            // A read before the increment: a finished block costs no write to its line.
+            while next.load(SeqCst) < end {
+                let task = next.fetch_add(1, SeqCst);
                 if task >= end {
                     break;
                 }
@@ -74,6 +79,9 @@ struct Team {
     job: AtomicPtr<Job<'static>>,
     /// Bumped for each job, so that an idle worker notices one without touching `active`.
     epoch: AtomicU64,
+    /// Workers `1..=helpers` take part in the current job (one thread a task at most); the
+    /// others leave it alone, so a 2-task call on 16 threads costs no more than on 2.
+    helpers: AtomicUsize,
     /// Workers between taking `job` and being done with it.
     active: AtomicUsize,
     /// One call at a time; a call that finds the team busy runs its tasks itself.
@@ -89,6 +97,7 @@ impl Team {
             threads,
             job: AtomicPtr::new(std::ptr::null_mut()),
             epoch: AtomicU64::new(0),
+            helpers: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
             caller: Mutex::new(()),
             sleepers: AtomicUsize::new(0),
@@ -115,13 +124,15 @@ impl Team {
             // Another solve (or a task of this call) holds the team: run here, in order.
             return (0..tasks).for_each(run);
         };
-        let job = Job::new(self.threads, tasks, run);
+        let threads = self.threads.min(tasks);
+        let job = Job::new(threads, tasks, run);
         // SAFETY: the pointer outlives its use: it is withdrawn below before this frame ends,
         // and a worker only dereferences it between raising `active` and lowering it again,
         // having loaded it after raising `active`; the wait for `active == 0` after the
         // withdrawal (all SeqCst) means every worker that saw it is done with it.
         let shared = &job as *const Job<'_> as *mut Job<'static>;
         self.job.store(shared, SeqCst);
+        self.helpers.store(threads - 1, SeqCst);
         self.epoch.fetch_add(1, SeqCst);
         if self.sleepers.load(SeqCst) > 0 {
             let _lock = self.parked.lock().unwrap();
@@ -148,6 +159,11 @@ impl Team {
             let epoch = self.epoch.load(SeqCst);
             if epoch != seen {
                 seen = epoch;
+                if me > self.helpers.load(SeqCst) {
+                    // Not needed (a later job's count read here at worst: it then runs
+                    // without this worker, or finds the job done).
+                    continue;
+                }
                 self.active.fetch_add(1, SeqCst);
                 let job = self.job.load(SeqCst);
                 if !job.is_null() {
