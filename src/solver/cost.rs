@@ -102,14 +102,11 @@ pub struct CostModel {
     /// CPU: an iteration's floor; the rate of one thread in double, in double-double and td,
     /// and in qd (the extended formats are arithmetic-bound), up to `cpu_ceiling` for all
     /// threads together; the work (elements times their cost) from which a pass is split over
-    /// the threads, the least work of a task (a pass uses at most one thread a task), both the
-    /// CPU backend's own (`backend::cpu::tasks`), and what each such pass pays to hand out its
-    /// tasks and wait for the last.
+    /// the threads (`backend::cpu::tasks`), and what each such pass pays to fork and join.
     pub cpu_floor: f64,
     pub cpu_thread_rate: [f64; 3],
     pub cpu_ceiling: f64,
     pub cpu_parallel_work: f64,
-    pub cpu_task_work: f64,
     pub cpu_join: f64,
     pub cpu_threads: usize,
     /// GPU: the floor of an iteration whose scalars stay on the device (f64 and dd: CG, then
@@ -133,9 +130,8 @@ impl CostModel {
             cpu_floor: 2e-6,
             cpu_thread_rate: [25e9, 12e9, 3e9],
             cpu_ceiling: 100e9,
-            cpu_parallel_work: crate::backend::cpu::PARALLEL_MIN_WORK as f64,
-            cpu_task_work: crate::backend::cpu::TASK_MIN_WORK as f64,
-            cpu_join: 2e-6,
+            cpu_parallel_work: (1 << 17) as f64,
+            cpu_join: 10e-6,
             cpu_threads: cpu_threads.max(1),
             gpu_floor_resident: [[12e-6, 22e-6], [28e-6, 40e-6]],
             gpu_floor_synchronous: [50e-6, 90e-6],
@@ -157,16 +153,13 @@ impl CostModel {
                 self.cpu_thread_rate[2]
             }
         };
-        // a pass over `elements` runs on one thread below the grain, else on as many threads
-        // as it has tasks
+        let threads = self.cpu_threads as f64;
+        let all = (per_thread * threads).min(self.cpu_ceiling);
+        // a pass over `elements` runs on one thread below the grain, else on all of them
         let part = |bytes: f64, elements: usize, passes: f64| {
-            let work = elements as f64 * w.cpu_element_cost();
-            let tasks = (work / self.cpu_task_work).floor().max(2.0);
-            match work >= self.cpu_parallel_work && self.cpu_threads > 1 {
-                true => {
-                    let threads = tasks.min(self.cpu_threads as f64);
-                    bytes / (per_thread * threads).min(self.cpu_ceiling) + passes * self.cpu_join
-                }
+            let split = elements as f64 * w.cpu_element_cost() >= self.cpu_parallel_work;
+            match split && self.cpu_threads > 1 {
+                true => bytes / all + passes * self.cpu_join,
                 false => bytes / per_thread,
             }
         };

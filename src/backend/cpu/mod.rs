@@ -26,7 +26,6 @@ pub use kernels::{
 };
 pub use blocks::CpuLink;
 pub use tasks::use_threads;
-pub(crate) use tasks::{PARALLEL_MIN_WORK, TASK_MIN_WORK};
 pub use trisolve::CpuIlu;
 
 /// SpMV tasks start at multiples of this many rows: whole groups of the SIMD kernel's rows at

@@ -25,9 +25,9 @@ pub fn use_threads(threads: usize) -> Result<(), rayon::ThreadPoolBuildError> {
 }
 
 /// Work (elements, or nonzeros, times [`cost`]) below which a call stays on the calling thread.
-pub(crate) const PARALLEL_MIN_WORK: usize = 1 << 15;
+pub(super) const PARALLEL_MIN_WORK: usize = 1 << 15;
 /// Work a task gets at least, once a call is split.
-pub(crate) const TASK_MIN_WORK: usize = 1 << 14;
+pub(super) const TASK_MIN_WORK: usize = 1 << 14;
 /// Tasks per thread at most: a few, so that a slow thread is balanced by the others.
 const TASKS_PER_THREAD: usize = 4;
 
