@@ -102,7 +102,7 @@ pub struct CostModel {
     /// CPU: an iteration's floor; the rate of one thread in double, in double-double and td,
     /// and in qd (the extended formats are arithmetic-bound), up to `cpu_ceiling` for all
     /// threads together; the work (elements times their cost) from which a pass is split over
-    /// the threads (`backend::cpu::tasks`), and what each such pass pays to fork and join.
+    /// the threads, and what each such pass pays to fork and join (as fitted: see `measured`).
     pub cpu_floor: f64,
     pub cpu_thread_rate: [f64; 3],
     pub cpu_ceiling: f64,
@@ -130,6 +130,9 @@ impl CostModel {
             cpu_floor: 2e-6,
             cpu_thread_rate: [25e9, 12e9, 3e9],
             cpu_ceiling: 100e9,
+            // The grain and join of the rayon-era CPU backend the suite was fitted on; the
+            // thread team splits from 2^15 and hands out a call in a microsecond or two, and
+            // the refit on it is open (`benches/results/gpu-suite.md`).
             cpu_parallel_work: (1 << 17) as f64,
             cpu_join: 10e-6,
             cpu_threads: cpu_threads.max(1),

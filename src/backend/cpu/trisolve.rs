@@ -3,9 +3,10 @@
 //!
 //! Two schedules, chosen once per factorization:
 //! - `Sequential`: rows in natural order on one thread, on the factors as stored.
-//! - `Levels`: level by level, the rows of a wide level split over the kernel threads. Rows of one level lie
-//!   far apart in natural order (on a 3D grid a level is a diagonal plane), and walking them
-//!   there missed the cache on every row, far slower than `Sequential` (`benches/results/cpu.md`).
+//! - `Levels`: level by level, the rows of a wide level split over the kernel threads. Rows of
+//!   one level lie far apart in natural order (on a 3D grid a level is a diagonal plane), and
+//!   walking them there missed the cache on every row, far slower than `Sequential`
+//!   (`benches/results/cpu.md`).
 //!   So this schedule solves on copies of the two triangles renumbered in level order (each
 //!   level a contiguous block of rows and of the work vector), at the price of one gather
 //!   between the triangles and one into `z`, and a second copy of the factors.
@@ -130,7 +131,7 @@ impl CpuIlu {
     }
 }
 
-/// `z_i = w_i` in `P`, on the pool where the vector is long enough to pay for it.
+/// `z_i = w_i` in `P`, on the kernel threads where the vector is long enough to pay for it.
 fn widen<P: Precision>(w: &[f64], z: SliceMutOf<'_, P>) {
     let work = w.len() * tasks::cost::<P>();
     let pieces: Vec<_> = z
