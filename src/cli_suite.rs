@@ -31,6 +31,11 @@ pub struct SuiteRow {
     pub cupy_time_per_iteration: Option<f64>,
     /// Iterations timed (fewer than asked where a solve stopped early).
     pub iterations: usize,
+    /// Solves timed on each backend, alternated GPU then CPU (the times are their medians),
+    /// and each backend's spread: its slowest solve over its fastest.
+    pub repeats: usize,
+    pub gpu_spread: Option<f64>,
+    pub cpu_spread: Option<f64>,
     /// What the cost model of `--backend auto` weighs beside rows and nonzeros: the longest
     /// row, and ILU(0)'s levels (both triangles).
     pub max_row: usize,
@@ -43,6 +48,20 @@ pub struct SuiteRow {
 
 /// CuPy's solvers timed on the matrices (one Python process for them all), where CuPy imports.
 const CUPY_SCRIPT: &str = include_str!("../benches/gpu/cupy_suite.py");
+
+/// The median of `times` (the upper one of an even count) and the slowest over the fastest;
+/// `None` where a solve failed.
+fn median_and_spread(times: Vec<Option<f64>>) -> (Option<f64>, Option<f64>) {
+    let Some(mut times) = times.into_iter().collect::<Option<Vec<f64>>>() else {
+        return (None, None);
+    };
+    if times.is_empty() {
+        return (None, None);
+    }
+    times.sort_by(f64::total_cmp);
+    let (median, fastest, slowest) = (times[times.len() / 2], times[0], times[times.len() - 1]);
+    (Some(median), Some(slowest / fastest))
+}
 
 /// Seconds an iteration of `solve` on `backend` (`None` where it failed or did no iteration).
 fn time_per_iteration(
@@ -67,6 +86,7 @@ fn time_per_iteration(
 pub fn run(
     dir: &Path,
     iterations: usize,
+    repeats: usize,
     precond: PrecondKind,
     card: &str,
     limits: &ReadLimits,
@@ -115,8 +135,18 @@ pub fn run(
             };
             let (auto, _) =
                 BackendChoice::Auto.resolve_for_problem(&a, method, &prepared, &[precision])?;
-            let (gpu, g_it) = time_per_iteration(&problem, BackendChoice::Cuda, recipe, &params);
-            let (cpu, c_it) = time_per_iteration(&problem, BackendChoice::Cpu, recipe, &params);
+            // alternated, so that a slow spell of the host weighs on both backends alike
+            let (mut gpu, mut cpu, mut g_it, mut c_it) = (Vec::new(), Vec::new(), 0, 0);
+            for _ in 0..repeats.max(1) {
+                let (t, it) = time_per_iteration(&problem, BackendChoice::Cuda, recipe, &params);
+                gpu.push(t);
+                g_it = it;
+                let (t, it) = time_per_iteration(&problem, BackendChoice::Cpu, recipe, &params);
+                cpu.push(t);
+                c_it = it;
+            }
+            let ((gpu, gpu_spread), (cpu, cpu_spread)) =
+                (median_and_spread(gpu), median_and_spread(cpu));
             if precision == WorkingPrecision::F64 && precond == PrecondKind::None {
                 cupy_jobs.push((rows.len(), path.clone(), method, g_it.max(c_it)));
             }
@@ -131,6 +161,9 @@ pub fn run(
                 cpu_time_per_iteration: cpu,
                 cupy_time_per_iteration: None,
                 iterations: g_it.max(c_it),
+                repeats: repeats.max(1),
+                gpu_spread,
+                cpu_spread,
                 max_row: a.nnz_per_row_max(),
                 ilu_levels: prepared.ilu_levels(),
                 auto: match auto {

@@ -88,9 +88,10 @@ struct BenchArgs {
     /// a table, and with --json one object per matrix and precision.
     #[arg(long)]
     suite: bool,
-    /// Timed runs per kernel (the median is reported).
-    #[arg(long, default_value_t = 20, allow_negative_numbers = true, value_parser = positive_count_arg)]
-    reps: usize,
+    /// Timed runs per kernel (the median is reported; default 20); with --suite, timed solves
+    /// per backend and matrix, alternated GPU then CPU (the median is reported; default 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = positive_count_arg)]
+    reps: Option<usize>,
     /// Iterations of each timed CG/BiCGStab solve.
     #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = positive_count_arg)]
     iterations: usize,
@@ -318,6 +319,7 @@ fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
         let rows = cli_suite::run(
             Path::new(&args.matrix),
             args.iterations,
+            args.reps.unwrap_or(1),
             args.precond,
             &card,
             limits,
@@ -334,14 +336,18 @@ fn run_bench(args: BenchArgs, limits: &ReadLimits) -> anyhow::Result<u8> {
             gpu,
             &args.matrix,
             &a,
-            args.reps,
+            args.reps.unwrap_or(20),
             args.iterations,
             args.sweep_lanes,
         )?,
         // one process holds one block: block Jacobi is ILU(0)
-        PrecondKind::Ilu0 | PrecondKind::BlockJacobi => {
-            precsolve::bench::run_ilu0(gpu, &args.matrix, &a, args.reps, args.iterations)?
-        }
+        PrecondKind::Ilu0 | PrecondKind::BlockJacobi => precsolve::bench::run_ilu0(
+            gpu,
+            &args.matrix,
+            &a,
+            args.reps.unwrap_or(20),
+            args.iterations,
+        )?,
     };
     print!("{}", report.to_table());
     if let Some(out) = json_out {
