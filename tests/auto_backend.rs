@@ -1,39 +1,100 @@
-//! `--backend auto`'s cost model against the shared matrices' suite on a lent H200 and its
-//! 16-core host (`solver bench --suite`, committed as `benches/results/gpu-suite.json` and
-//! `gpu-suite-ilu0.json`; the model's constants were fitted to other runs of the same suite).
-//! Of the solves of enough iterations to time: on every matrix of 2,000 rows or more the
-//! backend the model picks is within 10% of the faster one measured (the issue's target);
-//! elsewhere at most 5% of the picks miss that, none by 1.5 times or more (small dd solves,
-//! where one solve of each, as the suite times them, differs by 10-30% from run to run).
+//! `--backend auto`'s cost model against the shared matrices' suite (`solver bench --suite`),
+//! replayed from the committed runs: three on a lent H200's 16-core host and two on an H100's
+//! (`benches/results/gpu-suite*.json`, `gpu-suite-runs/`; `gpu-suite.md` says how each ran).
+//! Each row carries what the model weighs (rows, nonzeros, longest row, ILU(0)'s levels), so
+//! this needs no matrix files.
+//!
+//! What is asserted, of the solves of enough iterations to time: no pick is 1.5 times slower
+//! than the faster backend or worse; at most 2% are more than 10% slower; and on 2,000 rows or
+//! more a pick more than 10% slower only where another run measured the picked backend the
+//! faster, that is where the runs themselves disagree on the order. The lent hosts are shared:
+//! the same CPU solve of the same build differs by up to 2.5 times between two runs minutes
+//! apart on one host, while the three timings of one run agree within 10-40%.
 
-use precsolve::precond::ilu0::Ilu0Factors;
 use precsolve::solver::cost::{CostModel, Workload};
 use precsolve::solver::dispatch::{Method, WorkingPrecision};
 use std::collections::HashMap;
 
-const SUITES: [(&str, &str, usize); 2] = [
+/// (run, preconditioner, JSON, iterations a solve needs to be judged).
+const RUNS: [(&str, &str, &str, usize); 7] = [
     (
+        "h200",
         "none",
         include_str!("../benches/results/gpu-suite.json"),
         100,
     ),
     (
+        "h200-2",
+        "none",
+        include_str!("../benches/results/gpu-suite-runs/h200-none-2.json"),
+        100,
+    ),
+    (
+        "h200-3",
+        "none",
+        include_str!("../benches/results/gpu-suite-runs/h200-none-3.json"),
+        100,
+    ),
+    (
+        "h100",
+        "none",
+        include_str!("../benches/results/gpu-suite-runs/h100-none.json"),
+        100,
+    ),
+    (
+        "h200",
         "ilu0",
         include_str!("../benches/results/gpu-suite-ilu0.json"),
         50,
     ),
+    (
+        "h200-2",
+        "ilu0",
+        include_str!("../benches/results/gpu-suite-runs/h200-ilu0-2.json"),
+        50,
+    ),
+    (
+        "h100",
+        "ilu0",
+        include_str!("../benches/results/gpu-suite-runs/h100-ilu0.json"),
+        50,
+    ),
 ];
 
-#[test]
-#[cfg_attr(
-    not(shared_matrices),
-    ignore = "needs the team's ../shared/matrices (the suite's matrices)"
-)]
-fn auto_picks_the_faster_backend_of_the_h200_suite() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/matrices");
-    let mut features: HashMap<String, (usize, usize)> = HashMap::new();
-    let (mut judged, mut misses): (usize, Vec<(bool, f64, String)>) = (0, Vec::new());
-    for (precond, json, min_iterations) in SUITES {
+/// One timed solve of one run.
+struct Timed {
+    run: &'static str,
+    solve: String,
+    rows: usize,
+    gpu: f64,
+    cpu: f64,
+    picks_gpu: bool,
+    why: String,
+}
+
+impl Timed {
+    fn picked(&self) -> f64 {
+        if self.picks_gpu { self.gpu } else { self.cpu }
+    }
+    fn slower(&self) -> f64 {
+        self.picked() / self.gpu.min(self.cpu)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "{} ({}): GPU {:.1} us, CPU {:.1} us, {:.2}x slower; {}",
+            self.solve,
+            self.run,
+            self.gpu * 1e6,
+            self.cpu * 1e6,
+            self.slower(),
+            self.why
+        )
+    }
+}
+
+fn timed_solves() -> Vec<Timed> {
+    let mut out = Vec::new();
+    for (run, precond, json, min_iterations) in RUNS {
         let rows: Vec<serde_json::Value> = serde_json::from_str(json).expect("the suite's JSON");
         for row in rows {
             let (Some(gpu), Some(cpu)) = (
@@ -45,18 +106,10 @@ fn auto_picks_the_faster_backend_of_the_h200_suite() {
             if (row["iterations"].as_u64().unwrap_or(0) as usize) < min_iterations {
                 continue;
             }
-            let name = row["matrix"].as_str().expect("matrix").to_string();
-            let (max_row, levels) = *features.entry(name.clone()).or_insert_with(|| {
-                let a =
-                    precsolve::load_matrix(&format!("{dir}/{name}.mtx")).expect("a shared matrix");
-                let levels = Ilu0Factors::new(&a, None)
-                    .map(|f| f.lower_levels().count() + f.upper_levels().count())
-                    .unwrap_or(0);
-                (a.nnz_per_row_max(), levels)
-            });
+            let count = |key: &str| row[key].as_u64().expect(key) as usize;
             let workload = Workload {
-                rows: row["rows"].as_u64().expect("rows") as usize,
-                nnz: row["nnz"].as_u64().expect("nnz") as usize,
+                rows: count("rows"),
+                nnz: count("nnz"),
                 precision: match row["precision"].as_str() {
                     Some("f64") => WorkingPrecision::F64,
                     _ => WorkingPrecision::Dd,
@@ -65,53 +118,82 @@ fn auto_picks_the_faster_backend_of_the_h200_suite() {
                     Some("cg") => Method::Cg,
                     _ => Method::Bicgstab,
                 },
-                max_row,
-                ilu_levels: (precond == "ilu0").then_some(levels),
+                max_row: count("max_row"),
+                ilu_levels: (precond == "ilu0").then(|| count("ilu_levels")),
             };
-            let threads = row["cpu_threads"].as_u64().expect("cpu_threads") as usize;
-            let (picks_gpu, why) = CostModel::measured(threads).prefers_gpu(&[workload]);
-            let picked = if picks_gpu { gpu } else { cpu };
-            judged += 1;
-            let slower = picked / gpu.min(cpu);
-            if slower > 1.10 {
-                let large = workload.rows >= 2000;
-                misses.push((
-                    large,
-                    slower,
-                    format!(
-                        "{name} {} {} {precond}: GPU {:.1} us, CPU {:.1} us; {why}",
-                        row["precision"],
-                        row["method"],
-                        gpu * 1e6,
-                        cpu * 1e6
-                    ),
-                ));
-            }
+            let (picks_gpu, why) =
+                CostModel::measured(count("cpu_threads")).prefers_gpu(&[workload]);
+            out.push(Timed {
+                run,
+                solve: format!(
+                    "{} {} {} {precond}",
+                    row["matrix"].as_str().expect("matrix"),
+                    row["precision"],
+                    row["method"]
+                ),
+                rows: workload.rows,
+                gpu,
+                cpu,
+                picks_gpu,
+                why,
+            });
         }
     }
-    assert!(judged > 250, "only {judged} solves judged");
+    out
+}
+
+#[test]
+fn auto_picks_the_faster_backend_of_the_suites_runs() {
+    let solves = timed_solves();
+    let judged = solves.len();
+    assert!(judged > 900, "only {judged} solves judged");
+    // for each solve, whether some run measured each backend the faster
+    let mut faster: HashMap<&str, (bool, bool)> = HashMap::new();
+    for t in &solves {
+        let seen = faster.entry(t.solve.as_str()).or_default();
+        seen.0 |= t.gpu < t.cpu;
+        seen.1 |= t.cpu < t.gpu;
+    }
+    let misses: Vec<&Timed> = solves.iter().filter(|t| t.slower() > 1.10).collect();
+    let list = |m: &[&Timed]| {
+        m.iter()
+            .map(|t| t.describe())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     println!(
-        "{} of {judged} picks more than 10% slower than the faster backend",
-        misses.len()
+        "{} of {judged} picks more than 10% slower than the faster backend:\n{}",
+        misses.len(),
+        list(&misses)
     );
-    let list =
-        |m: &[(bool, f64, String)]| m.iter().map(|m| m.2.clone()).collect::<Vec<_>>().join("\n");
-    let large: Vec<_> = misses.iter().filter(|m| m.0).cloned().collect();
-    assert!(
-        large.is_empty(),
-        "picks more than 10% slower on 2,000 rows or more:\n{}",
-        list(&large)
-    );
-    let far: Vec<_> = misses.iter().filter(|m| m.1 >= 1.5).cloned().collect();
+    let far: Vec<&Timed> = misses
+        .iter()
+        .copied()
+        .filter(|t| t.slower() >= 1.5)
+        .collect();
     assert!(
         far.is_empty(),
         "picks 1.5 times slower or more:\n{}",
         list(&far)
     );
     assert!(
-        misses.len() * 100 <= 5 * judged,
+        misses.len() * 100 <= 2 * judged,
         "{} of {judged} picks more than 10% slower:\n{}",
         misses.len(),
         list(&misses)
+    );
+    let agreed: Vec<&Timed> = misses
+        .iter()
+        .copied()
+        .filter(|t| {
+            let (gpu_won, cpu_won) = faster[t.solve.as_str()];
+            t.rows >= 2000 && !(if t.picks_gpu { gpu_won } else { cpu_won })
+        })
+        .collect();
+    assert!(
+        agreed.is_empty(),
+        "on 2,000 rows or more, picks more than 10% slower where every run measured the other \
+         backend faster:\n{}",
+        list(&agreed)
     );
 }

@@ -5,15 +5,15 @@
 //! the solvers' own counts (`solver::cg`, `solver::bicgstab`): CG `12 nnz + 8 n + 10 s n`,
 //! BiCGStab `24 nnz + 16 n + 21 s n` for `s` bytes a vector element, and an ILU(0) application
 //! (in double) `12 nnz + 16 n` more, once a CG iteration and twice a BiCGStab one. The CPU's
-//! rate is per thread, up to a memory-bound ceiling, and a pass is split over the threads only
-//! above the CPU backend's grain; extended formats are arithmetic-bound there, so their rate is
-//! lower. On the GPU an iteration also waits on its longest row (a row is one thread's chain of
-//! steps) and on the levels of ILU(0)'s triangular solves. The constants were fitted to the
-//! shared matrices' suite on the lent H200 and its 16-core host (`solver bench --suite`); the
-//! committed run (`benches/results/gpu-suite.json`, `gpu-suite-ilu0.json`), replayed by
-//! `tests/auto_backend.rs`, gets a pick within 10% of the faster backend on every matrix of
-//! 2,000 rows or more. They order the two backends; they do not predict a time to better than a
-//! factor of about two.
+//! rate is per thread, up to a memory-bound ceiling, and a pass runs on as many threads as the
+//! CPU backend gives it (`backend::cpu::threads_for`: one below its grain); extended formats
+//! are arithmetic-bound there, so their rate is lower. On the GPU an iteration also waits on
+//! its longest row (a row is one thread's chain of steps) and on the levels of ILU(0)'s
+//! triangular solves, or on the host's round trip where it solves them. The constants were
+//! fitted to repeated runs of the shared matrices' suite (`solver bench --suite`) on a lent
+//! H200 and an H100 and their 16-core hosts; `tests/auto_backend.rs` replays the committed runs
+//! (`benches/results/gpu-suite*.json`). They order the two backends; they do not predict a time
+//! to better than a factor of about two.
 
 use super::dispatch::{Method, WorkingPrecision};
 
@@ -84,15 +84,10 @@ impl Workload {
         }
     }
 
-    /// The CPU backend's relative cost of an element (`backend::cpu::tasks::cost`): a pass is
-    /// split over the threads from `PARALLEL_MIN_WORK` elements times this.
-    fn cpu_element_cost(&self) -> f64 {
-        match self.precision {
-            WorkingPrecision::F64 => 1.0,
-            WorkingPrecision::Dd | WorkingPrecision::Td => 4.0,
-            WorkingPrecision::Qd | WorkingPrecision::Ladder(_) => 16.0,
-            WorkingPrecision::Mp(_) | WorkingPrecision::Mpfr(_) => 64.0,
-        }
+    /// Threads the CPU backend runs a pass over `elements` on, out of `threads`.
+    fn cpu_threads_for(&self, elements: usize, threads: usize) -> usize {
+        let cost = crate::backend::cpu::element_cost(self.element_bytes() as usize);
+        crate::backend::cpu::threads_for(elements.saturating_mul(cost), threads)
     }
 }
 
@@ -100,19 +95,19 @@ impl Workload {
 #[derive(Clone, Copy, Debug)]
 pub struct CostModel {
     /// CPU: an iteration's floor; the rate of one thread in double, in double-double and td,
-    /// and in qd (the extended formats are arithmetic-bound), up to `cpu_ceiling` for all
-    /// threads together; the work (elements times their cost) from which a pass is split over
-    /// the threads, and what each such pass pays to fork and join (as fitted: see `measured`).
+    /// and in qd (the extended formats are arithmetic-bound), up to `cpu_ceiling` for the
+    /// threads together; what each pass split over threads pays to hand out and join its tasks.
     pub cpu_floor: f64,
     pub cpu_thread_rate: [f64; 3],
     pub cpu_ceiling: f64,
-    pub cpu_parallel_work: f64,
     pub cpu_join: f64,
     pub cpu_threads: usize,
     /// GPU: the floor of an iteration whose scalars stay on the device (f64 and dd: CG, then
     /// BiCGStab, each in f64 then dd), of one that waits on the host (td, qd: CG, BiCGStab);
     /// what each entry of the longest row adds to an SpMV; the sustained rate. An ILU(0)
-    /// application costs what `backend::ilu_application_seconds` says of the cheaper place.
+    /// application runs where `backend::ilu_application_seconds` says is cheaper, and costs
+    /// what it says, plus `gpu_ilu_host_extra` on the host (the vectors' copies and the stream's
+    /// wait, which that estimate, made to choose the place, leaves out).
     pub gpu_floor_resident: [[f64; 2]; 2],
     pub gpu_floor_synchronous: [f64; 2],
     /// GMRES(30)'s iteration on the GPU: its steps are the primitives, and each of its dots
@@ -120,27 +115,28 @@ pub struct CostModel {
     pub gpu_floor_gmres: f64,
     pub gpu_row_entry: f64,
     pub gpu_rate: f64,
+    pub gpu_ilu_host_extra: f64,
 }
 
 impl CostModel {
-    /// The constants measured on the lent H200 and its host (see the module's text), with this
-    /// machine's thread count.
+    /// The constants measured on the lent H200 and H100 and their hosts (see the module's text),
+    /// with this machine's thread count. The suite has no qd, td, GMRES or BiCGStab(l) solves and
+    /// no matrix above 10,000 rows: their terms, and the GPU's rate, come from the runs of
+    /// `benches/results/precisions-h200.md`, `methods.md` and `h200.md`; the CPU's ceiling from
+    /// poisson3d:100 on 16 threads (`cpu-threads.md`).
     pub fn measured(cpu_threads: usize) -> Self {
         CostModel {
             cpu_floor: 2e-6,
-            cpu_thread_rate: [25e9, 12e9, 3e9],
-            cpu_ceiling: 100e9,
-            // The grain and join of the rayon-era CPU backend the suite was fitted on; the
-            // thread team splits from 2^15 and hands out a call in a microsecond or two, and
-            // the refit on it is open (`benches/results/gpu-suite.md`).
-            cpu_parallel_work: (1 << 17) as f64,
-            cpu_join: 10e-6,
+            cpu_thread_rate: [16.5e9, 11e9, 3e9],
+            cpu_ceiling: 140e9,
+            cpu_join: 6.5e-6,
             cpu_threads: cpu_threads.max(1),
-            gpu_floor_resident: [[12e-6, 22e-6], [28e-6, 40e-6]],
+            gpu_floor_resident: [[12e-6, 14e-6], [39e-6, 40e-6]],
             gpu_floor_synchronous: [50e-6, 90e-6],
             gpu_floor_gmres: 460e-6,
             gpu_row_entry: 0.08e-6,
             gpu_rate: 2.5e12,
+            gpu_ilu_host_extra: 25e-6,
         }
     }
 
@@ -156,25 +152,24 @@ impl CostModel {
                 self.cpu_thread_rate[2]
             }
         };
-        let threads = self.cpu_threads as f64;
-        let all = (per_thread * threads).min(self.cpu_ceiling);
-        // a pass over `elements` runs on one thread below the grain, else on all of them
+        // a pass over `elements` runs on the threads the backend gives it, up to the ceiling
         let part = |bytes: f64, elements: usize, passes: f64| {
-            let split = elements as f64 * w.cpu_element_cost() >= self.cpu_parallel_work;
-            match split && self.cpu_threads > 1 {
-                true => bytes / all + passes * self.cpu_join,
-                false => bytes / per_thread,
+            match w.cpu_threads_for(elements, self.cpu_threads) {
+                1 => bytes / per_thread,
+                used => bytes / (per_thread * used as f64).min(self.cpu_ceiling) + passes * self.cpu_join,
             }
         };
         let (matrix, vectors, ilu) = w.parts();
         let (spmvs, passes) = w.passes();
-        // the triangular solves run row by row (levels are rarely wide enough to split): their
-        // bytes on one thread, and the wait of each row's sum on the rows before it
+        // the triangular solves run row by row in double (levels are rarely wide enough to
+        // split): their bytes on one thread, and the wait of each row's sum on the rows before it
         let ilu = match w.ilu_levels {
-            Some(_) => ilu / per_thread + spmvs * crate::backend::ilu_host_solve_seconds(w.nnz),
+            Some(_) => {
+                ilu / self.cpu_thread_rate[0] + spmvs * crate::backend::ilu_host_solve_seconds(w.nnz)
+            }
             None => 0.0,
         };
-        self.cpu_floor + part(matrix, w.nnz, spmvs) + part(vectors, w.rows, passes) + ilu
+        self.cpu_floor + part(matrix, w.nnz + w.rows, spmvs) + part(vectors, w.rows, passes) + ilu
     }
 
     /// Estimated seconds an iteration on the GPU.
@@ -195,7 +190,12 @@ impl CostModel {
         let rows = applications * w.max_row as f64 * self.gpu_row_entry;
         let ilu = match w.ilu_levels {
             Some(levels) => {
-                applications * crate::backend::ilu_application_seconds(w.rows, w.nnz, levels).best()
+                let place = crate::backend::ilu_application_seconds(w.rows, w.nnz, levels);
+                applications
+                    * match place.host_is_faster() {
+                        true => place.host + self.gpu_ilu_host_extra,
+                        false => place.device,
+                    }
             }
             None => 0.0,
         };
@@ -369,7 +369,8 @@ mod tests {
         };
         assert!(model.gpu_iteration(&many) > model.gpu_iteration(&few));
         // until the host's solve is the cheaper, which caps what levels cost
-        let host = crate::backend::ilu_application_seconds(short.rows, short.nnz, 1400).host;
+        let host = crate::backend::ilu_application_seconds(short.rows, short.nnz, 1400).host
+            + model.gpu_ilu_host_extra;
         assert!(model.gpu_iteration(&many) <= model.gpu_iteration(&few) + 2.0 * host);
         assert_eq!(model.cpu_iteration(&many), model.cpu_iteration(&few));
     }

@@ -25,7 +25,7 @@ pub use kernels::{
     sum_tiles, view_rows,
 };
 pub use blocks::CpuLink;
-pub use tasks::use_threads;
+pub use tasks::{element_cost, threads_for, use_threads};
 pub use trisolve::CpuIlu;
 
 /// SpMV tasks start at multiples of this many rows: whole groups of the SIMD kernel's rows at

@@ -31,10 +31,15 @@ pub(super) const TASK_MIN_WORK: usize = 1 << 14;
 /// Tasks per thread at most: a few, so that a slow thread is balanced by the others.
 const TASKS_PER_THREAD: usize = 4;
 
-/// Relative cost of one element (or one nonzero) of `P` against `f64`: its bytes, and for the
-/// extended formats their arithmetic (a double-double multiply-add is about 10 double ones).
+/// Relative cost of one element (or one nonzero) of `P` against `f64`: [`element_cost`].
 pub(super) fn cost<P: Precision>() -> usize {
-    match size_of::<P>() {
+    element_cost(size_of::<P>())
+}
+
+/// Relative cost of an element of `bytes` bytes against `f64`: its bytes, and for the extended
+/// formats their arithmetic (a double-double multiply-add is about 10 double ones).
+pub fn element_cost(bytes: usize) -> usize {
+    match bytes {
         0..=8 => 1,
         9..=16 => 4,
         17..=32 => 16,
@@ -51,10 +56,22 @@ pub(super) fn parallel(work: usize) -> bool {
 /// How many tasks `work` makes: 1 below [`PARALLEL_MIN_WORK`], else one per
 /// [`TASK_MIN_WORK`], at most [`TASKS_PER_THREAD`] a thread.
 pub(super) fn task_count(work: usize) -> usize {
-    if !parallel(work) {
+    tasks_for(work, rayon::current_num_threads())
+}
+
+/// [`task_count`] with `threads` threads.
+fn tasks_for(work: usize, threads: usize) -> usize {
+    if work < PARALLEL_MIN_WORK || threads <= 1 {
         return 1;
     }
-    (work / TASK_MIN_WORK).clamp(2, TASKS_PER_THREAD * rayon::current_num_threads())
+    (work / TASK_MIN_WORK).clamp(2, TASKS_PER_THREAD * threads)
+}
+
+/// Threads a call of `work` (elements times [`element_cost`]) runs on, out of `threads`: one
+/// a task at most ([`team::run_tasks`](super::team::run_tasks)). `--backend auto`'s cost model
+/// splits its CPU estimate the same way.
+pub fn threads_for(work: usize, threads: usize) -> usize {
+    tasks_for(work, threads).min(threads.max(1))
 }
 
 /// `f(index, item)` for every item, on the kernel threads ([`team`](super::team)) when `work`
@@ -168,6 +185,10 @@ mod tests {
             assert!(ids.iter().all(|&id| id == caller));
             assert_eq!(task_count(PARALLEL_MIN_WORK - 1), 1);
             assert!(task_count(64 * PARALLEL_MIN_WORK) <= 8);
+            assert_eq!(threads_for(PARALLEL_MIN_WORK - 1, 16), 1);
+            assert_eq!(threads_for(PARALLEL_MIN_WORK, 16), 2);
+            assert_eq!(threads_for(64 * PARALLEL_MIN_WORK, 16), 16);
+            assert_eq!(threads_for(64 * PARALLEL_MIN_WORK, 1), 1);
         });
     }
 }
