@@ -1284,6 +1284,20 @@ mod gpu_checks {
                     block: 128,
                     ..IluConfig::default()
                 },
+                // one block (the default's choice up to about 25,000 rows; above, partitioned)
+                IluConfig {
+                    placement: IluPlacement::Device,
+                    schedule: IluSchedule::OneBlock,
+                    block: 1024,
+                    ..IluConfig::default()
+                },
+                IluConfig {
+                    placement: IluPlacement::Device,
+                    schedule: IluSchedule::OneBlock,
+                    block: 32,
+                    sleep_ns: 40,
+                    ..IluConfig::default()
+                },
             ];
             let big = [parts(512, 512, 8), parts(32, 32, 1)];
             let runs = if label == BIG_CASE {

@@ -18,17 +18,28 @@ use std::sync::Arc;
 /// Estimated seconds of one ILU(0) application (`n` rows, `nnz` entries in the factors, `levels`
 /// of the two triangular solves together) by a GPU's kernels and by the host with the vector
 /// copied each way: the CUDA backend applies ILU(0) where this is cheaper, and `--backend auto`
-/// costs it so. The kernels pay a fixed cost per level (each level step waits on another
-/// block's), the host its dependent sums per entry ([`ilu_host_solve_seconds`]) and two copies,
-/// each waiting for the stream, of 16 bytes a row. The constants are fitted to the H200 suite
-/// (`benches/results/gpu-suite.md`). The device's estimate takes the kernels' best per-level
-/// cost, so it keeps them wherever they might be faster.
+/// costs it so. The kernels pay a cost per level: in one block (factors of up to
+/// [`ILU_ONE_BLOCK_ROWS`] rows) a poll in shared memory and the row's arithmetic, 0.55 to
+/// 1.3 us on the small factors measured, taken at 1 us so that the host keeps the solves it
+/// is about as fast at, plus 0.5 ns an entry; above, the partitioned kernels' step that waits on another
+/// block's, 1.5 us. The host pays its dependent sums per entry ([`ilu_host_solve_seconds`]) and
+/// two copies, each waiting for the stream, of 16 bytes a row. Fitted to the H200
+/// (`benches/results/gpu-suite.md`, `ilu0-h200.md`).
 pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSeconds {
+    let device = match n <= ILU_ONE_BLOCK_ROWS {
+        true => 8e-6 + 1.0e-6 * levels as f64 + 0.5e-9 * nnz as f64,
+        false => 20e-6 + 1.5e-6 * levels as f64,
+    };
     IluSeconds {
-        device: 20e-6 + 1.5e-6 * levels as f64,
+        device,
         host: 45e-6 + ilu_host_solve_seconds(nnz) + 16.0 * n as f64 / 8e9,
     }
 }
+
+/// The most rows whose ILU(0) results fit in one block's shared memory on the H100 and H200
+/// (227 KiB, 9 bytes a row: kernels/ilu0_block.cu), where the CUDA backend solves both
+/// triangles in one block.
+pub const ILU_ONE_BLOCK_ROWS: usize = 227 * 1024 / 9;
 
 /// Estimated seconds of the host's two triangular solves over factors of `nnz` entries: row by
 /// row, each row's sum waiting on the rows before it, so a cost per entry (fitted on the H200's

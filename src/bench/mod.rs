@@ -459,9 +459,11 @@ pub fn run_ilu0(
     drop(z_peer);
 
     let mut ilu = gpu.ilu(&factors)?;
+    let one_block_fits = ilu.fits_one_block();
     let mut variant = |cfg: IluConfig, dd: bool, rows: &mut Vec<BenchRow>| -> Result<f64> {
         ilu.set_config(cfg);
         let label = match cfg.schedule {
+            _ if cfg.placement == IluPlacement::Host => "ilu0 on the host (2 copies)".into(),
             IluSchedule::Partitioned => format!(
                 "ilu0 parts b{} t{} h{}",
                 cfg.block, cfg.threads_per_sm, cfg.hop
@@ -479,6 +481,8 @@ pub fn run_ilu0(
                 cfg.block, cfg.threads_per_sm, cfg.sleep_ns
             ),
             IluSchedule::Levels => format!("ilu0 levels b{}", cfg.block),
+            IluSchedule::BySize => "ilu0 by size".into(),
+            IluSchedule::OneBlock => format!("ilu0 one block b{} s{}", cfg.block, cfg.sleep_ns),
         };
         let (ms, same, precision, bytes) = if dd {
             gpu.memset_zero(&mut zdd)?;
@@ -550,6 +554,7 @@ pub fn run_ilu0(
                         continue;
                     }
                     let cfg = IluConfig {
+                        placement: IluPlacement::Device,
                         schedule,
                         block,
                         threads_per_sm,
@@ -572,6 +577,28 @@ pub fn run_ilu0(
     };
     variant(levels(128), false, &mut rows)?;
     variant(levels(256), false, &mut rows)?;
+    let host = IluConfig {
+        placement: IluPlacement::Host,
+        ..IluConfig::default()
+    };
+    variant(host, false, &mut rows)?;
+    for block in [256, 1024] {
+        for sleep_ns in [0, 40] {
+            let one_block = IluConfig {
+                placement: IluPlacement::Device,
+                schedule: IluSchedule::OneBlock,
+                block,
+                sleep_ns,
+                ..IluConfig::default()
+            };
+            if one_block_fits {
+                let ms = variant(one_block, false, &mut rows)?;
+                if ms < best.0 {
+                    best = (ms, one_block);
+                }
+            }
+        }
+    }
     eprintln!("fastest setting: {:?}, {:.4} ms", best.1, best.0);
     // The rows below, and the preconditioned iterations, use the fastest setting measured.
     let default = best.1;

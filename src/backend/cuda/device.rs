@@ -33,6 +33,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("bicgstab", include_str!("../../../kernels/bicgstab.cu")),
     ("ilu0", include_str!("../../../kernels/ilu0.cu")),
     ("ilu0_parts", include_str!("../../../kernels/ilu0_parts.cu")),
+    ("ilu0_block", include_str!("../../../kernels/ilu0_block.cu")),
     (
         "xprec",
         concat!(
@@ -118,6 +119,8 @@ impl KernelStore {
             "cg_persistent"
         } else if name.starts_with("ilu0p_") {
             "ilu0_parts"
+        } else if name.starts_with("ilu0b_") {
+            "ilu0_block"
         } else if name.starts_with("ilu0_") {
             "ilu0"
         } else if name.contains("_td") || name.contains("_qd") {

@@ -18,12 +18,17 @@ use std::sync::Arc;
 /// How the rows of a triangle are scheduled on the GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IluSchedule {
+    /// The default: `OneBlock` (with [`ONE_BLOCK_THREADS`] threads) where the factors' results
+    /// fit in one block's shared memory, `Partitioned` above. On small factors the parts are a
+    /// few rows each and every level waits on another block's part: one block is 1.2x to 13x
+    /// faster there (bcsstk13: 0.93 ms against 7.95), and the fastest device schedule on 7 of
+    /// the 9 small factors measured (benches/results/ilu0-h200.md, "Small factors").
+    BySize,
     /// One launch per triangle on the partitioned order (kernels/ilu0_parts.cu): one part of
     /// consecutive rows per block (`SMs * threads_per_sm / block` parts and blocks), solved
     /// level by level with barriers; only dependencies on earlier parts are polled. The
-    /// default: the fastest of these schedules on poisson3d:200, as it does not pay a hop
-    /// between SMs at every level (benches/results/ilu0-h200.md). Blocks of at most 512
-    /// threads.
+    /// fastest of these schedules on poisson3d:200, as it does not pay a hop between SMs at
+    /// every level (benches/results/ilu0-h200.md). Blocks of at most 512 threads.
     Partitioned,
     /// One launch per triangle over the level order; a row polls each dependency's
     /// {value, generation} pair.
@@ -37,9 +42,25 @@ pub enum IluSchedule {
     SyncFreeGpuScope,
     /// One launch per level; no waiting.
     Levels,
+    /// Both triangles in one launch of one block (kernels/ilu0_block.cu), every result
+    /// published in shared memory: a level costs a poll there instead of a hop between SMs.
+    /// For factors whose results fit in a block's shared memory ([`one_block_fits`]); others
+    /// fall back to `Partitioned`.
+    OneBlock,
 }
 
-/// Threads per block of the default (partitioned) solve: 384 rows of a level at once, about
+/// Dynamic shared memory of the one-block solve: a double and a flag byte a row.
+fn one_block_shared_bytes(n: usize) -> usize {
+    9 * n
+}
+
+/// Whether the one-block solve can hold `n` rows' results, given the device's opt-in shared
+/// memory per block.
+pub fn one_block_fits(n: usize, shared_optin: usize) -> bool {
+    one_block_shared_bytes(n) <= shared_optin
+}
+
+/// Threads per block of the partitioned solve: 384 rows of a level at once, about
 /// the widest level of a part of poisson3d:200, and no slower than the other block sizes the
 /// bench sweeps (benches/results/ilu0-h200.md).
 pub const DEFAULT_BLOCK: u32 = 384;
@@ -80,11 +101,40 @@ pub struct IluConfig {
     pub hop: u32,
 }
 
+/// Threads of the one-block solve that [`IluSchedule::BySize`] picks: 256 was faster than 1024
+/// on 8 of the 9 small factors measured (fewer threads polling), and than 128 where levels are
+/// wide (benches/results/ilu0-h200.md, "Small factors").
+pub const ONE_BLOCK_THREADS: u32 = 256;
+
 /// The default `IluConfig::hop` (2 and 8 measured the same with one part per SM; with more
 /// parts 2 was faster).
 pub const DEFAULT_HOP: u32 = 2;
 
 impl IluConfig {
+    /// `BySize` made concrete for `n` rows on a device with `shared_optin` bytes of shared
+    /// memory a block; a `OneBlock` that does not fit made `Partitioned`; others as they are.
+    fn resolved(self, n: usize, shared_optin: usize) -> IluConfig {
+        let fits = one_block_fits(n, shared_optin);
+        match self.schedule {
+            IluSchedule::BySize if fits => IluConfig {
+                schedule: IluSchedule::OneBlock,
+                block: ONE_BLOCK_THREADS,
+                sleep_ns: 0,
+                ..self
+            },
+            IluSchedule::BySize => IluConfig {
+                schedule: IluSchedule::Partitioned,
+                ..self
+            },
+            IluSchedule::OneBlock if !fits => IluConfig {
+                schedule: IluSchedule::Partitioned,
+                block: DEFAULT_BLOCK,
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// The parts of the partitioned order this setting solves on (one per resident block), or
     /// `None` for the level order.
     fn parts(&self, sm_count: u32) -> Option<(usize, u32)> {
@@ -99,7 +149,7 @@ impl Default for IluConfig {
     fn default() -> Self {
         IluConfig {
             placement: IluPlacement::Measured,
-            schedule: IluSchedule::Partitioned,
+            schedule: IluSchedule::BySize,
             block: DEFAULT_BLOCK,
             threads_per_sm: DEFAULT_THREADS_PER_SM,
             sleep_ns: 0,
@@ -184,6 +234,8 @@ pub struct CudaIlu {
     ticket: CudaSlice<u64>,
     tickets: u64,
     sm_count: u32,
+    /// The device's opt-in shared memory per block, in bytes (the one-block solve's limit).
+    shared_optin: usize,
     config: IluConfig,
     /// The host's solve, where the placement (resolved at upload) is the host.
     host: Option<crate::backend::cpu::CpuIlu>,
@@ -196,9 +248,14 @@ impl CudaIlu {
     pub fn config(&self) -> IluConfig {
         self.config
     }
+    /// Whether [`IluSchedule::OneBlock`] can solve these factors on this device.
+    pub fn fits_one_block(&self) -> bool {
+        one_block_fits(self.n, self.shared_optin)
+    }
     /// Choose how the solves are launched (benchmarks and tests; every choice gives the same
     /// bits).
     pub fn set_config(&mut self, config: IluConfig) {
+        let config = config.resolved(self.n, self.shared_optin);
         let most = if config.schedule == IluSchedule::Partitioned {
             512
         } else {
@@ -336,7 +393,11 @@ impl CudaBackend {
             .alloc_zeros::<u64>(1)
             .map_err(driver_error("allocating ILU(0) ticket counter"))?;
         let sm_count = sm_count.max(1);
-        let config = self.ilu_config();
+        let shared_optin = self.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            "reading the shared memory per block",
+        )?;
+        let config = self.ilu_config().resolved(n, shared_optin);
         let mut ilu = CudaIlu {
             factors: Arc::clone(factors),
             n,
@@ -353,6 +414,7 @@ impl CudaBackend {
             ticket,
             tickets: 0,
             sm_count,
+            shared_optin,
             config,
             host: None,
         };
@@ -390,6 +452,8 @@ impl CudaBackend {
         }
         if parts.is_some() {
             self.ilu_solve_parts(ilu, r, z)
+        } else if ilu.config.schedule == IluSchedule::OneBlock {
+            self.ilu_solve_block(ilu, r, z)
         } else {
             self.ilu_solve_levels(ilu, r, z)
         }
@@ -483,6 +547,59 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// The one-block solve: both triangles in one launch (kernels/ilu0_block.cu).
+    fn ilu_solve_block<P: Precision, Z: Precision>(
+        &self,
+        ilu: &mut CudaIlu,
+        r: &CudaVector<P>,
+        z: &mut CudaVector<Z>,
+    ) -> Result<()> {
+        let name = format!("ilu0b_{}_{}", Self::suffix::<P>()?, Self::suffix::<Z>()?);
+        let f = self.kernels.function(&name)?;
+        let shared = one_block_shared_bytes(ilu.n) as u32;
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared as i32,
+        )
+        .map_err(driver_error(&name))?;
+        let threads = (ilu.n.div_ceil(32) * 32).min(ilu.config.block as usize) as u32;
+        let sleep = ilu.config.sleep_ns;
+        let n = ilu.n as i32;
+        let (order, l, u) = (&ilu.order, &ilu.order.lower, &ilu.order.upper);
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&n)
+            .arg(&l.row)
+            .arg(&l.ptr)
+            .arg(&l.dep)
+            .arg(&l.val)
+            .arg(&u.row)
+            .arg(&u.ptr)
+            .arg(&u.dep)
+            .arg(&u.val)
+            .arg(&order.diag)
+            .arg(&order.src)
+            .vec(r)
+            .arg(&mut ilu.rp)
+            .vec(z)
+            .arg(&sleep);
+        // SAFETY: ilu0b_{p}_{z}(int n, const int* lrow, const int* lptr, const int* ldep,
+        // const double* lval, const int* urow, const int* uptr, const int* udep,
+        // const double* uval, const double* diag, const int* src, const T* r, double* yg, Z* z,
+        // int sleep_ns) in kernels/ilu0_block.cu: both triangles in level order describe n rows
+        // (ptr n + 1 entries, dep entries positions < n, rows < n), diag and src n entries (src
+        // positions < n), r and z n elements, yg (rp) n doubles; one block with 9 n bytes of
+        // dynamic shared memory, which `set_config` checked the device allows.
+        unsafe {
+            args.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: shared,
+            })
+        }
+        .map_err(driver_error(&name))?;
+        Ok(())
+    }
+
     /// The level-order schedules: one launch per triangle (sync-free) or per level.
     fn ilu_solve_levels<P: Precision, Z: Precision>(
         &self,
@@ -502,7 +619,9 @@ impl CudaBackend {
         // Ranges of positions per launch: the whole triangle, or level after level.
         let ranges = |levels: &[usize]| -> Vec<(usize, usize)> {
             match cfg.schedule {
-                IluSchedule::Partitioned
+                IluSchedule::BySize
+                | IluSchedule::OneBlock
+                | IluSchedule::Partitioned
                 | IluSchedule::SyncFree
                 | IluSchedule::SyncFreeWarps
                 | IluSchedule::SyncFreeGpuScope => vec![(0, ilu.n)],
@@ -511,7 +630,10 @@ impl CudaBackend {
         };
         let sync: i32 = match cfg.schedule {
             IluSchedule::Levels => 0,
-            IluSchedule::Partitioned | IluSchedule::SyncFree => 1,
+            IluSchedule::BySize
+            | IluSchedule::OneBlock
+            | IluSchedule::Partitioned
+            | IluSchedule::SyncFree => 1,
             IluSchedule::SyncFreeWarps => 2,
             IluSchedule::SyncFreeGpuScope => 3,
         };
