@@ -3,7 +3,8 @@
 # apply for every schedule, and preconditioned solves, bit for bit against the CPU), then
 # `solver bench poisson3d:200 --precond ilu0` (our triangular solves for every schedule and
 # setting against cuSPARSE's csrilu02 + SpSV, then preconditioned CG and BiCGStab iterations in
-# f64 and dd). Prepare on the team machine:
+# f64 and dd); then the small factors (every schedule of one application beside the host).
+# Prepare on the team machine:
 #   cargo build --release && cargo test --release --test gpu --no-run
 #   mkdir -p .gpu/matrices && cp ../shared/matrices/*.mtx .gpu/matrices/
 #   strip -o .gpu/solver target/release/solver; strip -o .gpu/gpu-test target/release/deps/gpu-<hash>
@@ -20,3 +21,12 @@ grep -q " 0 failed" $OUT/gpu-test.txt || { echo "correctness failed or timed out
 echo "== solver bench ${MATRIX:-poisson3d:200} --precond ilu0"
 timeout ${BENCH_TIMEOUT:-300} ./solver bench ${MATRIX:-poisson3d:200} --precond ilu0 --reps 20 --iterations 100 \
   --json $OUT/bench-ilu0.json 2>&1 | tee $OUT/bench-ilu0.txt
+# ilu0-h200.md, "Small factors": the schedules of one application (f64, L and U) and the host's
+# solve on the shared matrices of 1,000 to 8,000 rows and poisson3d:20-40.
+echo "== small factors"
+for m in dw2048 sherman5 cryg2500 Pd bcsstk13 bcsstk16 1138_bus nos3 rdb2048l poisson3d:20 poisson3d:30 poisson3d:40; do
+  f=matrices/$m.mtx; [[ -f $f ]] || f=$m
+  echo "== $m"
+  timeout 100 ./solver bench $f --precond ilu0 --reps 10 --iterations 50 2>&1 \
+    | grep -E "levels|parts b384 t384 h2 |sync-free b128 t384 s0 |one block|on the host|DIFFERS"
+done | tee $OUT/bench-ilu0-small.txt

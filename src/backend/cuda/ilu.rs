@@ -20,9 +20,10 @@ use std::sync::Arc;
 pub enum IluSchedule {
     /// The default: `OneBlock` (with [`ONE_BLOCK_THREADS`] threads) where the factors' results
     /// fit in one block's shared memory, `Partitioned` above. On small factors the parts are a
-    /// few rows each and every level waits on another block's part: one block is 1.2x to 13x
-    /// faster there (bcsstk13: 0.93 ms against 7.95), and the fastest device schedule on 7 of
-    /// the 9 small factors measured (benches/results/ilu0-h200.md, "Small factors").
+    /// few rows each and every level waits on another block's part: one block is 1.4x to 8.5x
+    /// faster on 9 of the 10 small factors measured (bcsstk13: 0.93 ms against 7.95; Pd the
+    /// exception, 38 us against 35), and the fastest device schedule on 6 of the 8 where the
+    /// sync-free kernels were timed too (benches/results/ilu0-h200.md, "Small factors").
     BySize,
     /// One launch per triangle on the partitioned order (kernels/ilu0_parts.cu): one part of
     /// consecutive rows per block (`SMs * threads_per_sm / block` parts and blocks), solved
@@ -102,8 +103,8 @@ pub struct IluConfig {
 }
 
 /// Threads of the one-block solve that [`IluSchedule::BySize`] picks: 256 was faster than 1024
-/// on 8 of the 9 small factors measured (fewer threads polling), and than 128 where levels are
-/// wide (benches/results/ilu0-h200.md, "Small factors").
+/// on 9 of the 10 small factors measured (fewer threads polling), and than 128 where levels
+/// are wide (Pd) (benches/results/ilu0-h200.md, "Small factors").
 pub const ONE_BLOCK_THREADS: u32 = 256;
 
 /// The default `IluConfig::hop` (2 and 8 measured the same with one part per SM; with more
