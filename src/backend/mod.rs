@@ -264,6 +264,17 @@ pub trait Backend: Send + Sync {
         r: &Self::Vector<P>,
         z: &mut Self::Vector<Z>,
     ) -> Result<()>;
+    /// Whether this backend times `ilu_apply` itself ([`ilu_seconds`](Backend::ilu_seconds)),
+    /// so that an application need not be waited for to be timed: a GPU records events on its
+    /// queue, and a preconditioned iteration then never waits on the host for the timing.
+    fn ilu_times_itself(&self) -> bool {
+        false
+    }
+    /// Seconds `ilu`'s applications took since the last call, once the queue has run them
+    /// (waits for them); 0 where the backend does not time them itself.
+    fn ilu_seconds(&self, _ilu: &mut Self::Ilu) -> Result<f64> {
+        Ok(0.0)
+    }
     /// A vector of `n` zeros.
     fn zeros<P: Precision>(&self, n: usize) -> Result<Self::Vector<P>>;
     /// A vector of `P` holding these doubles exactly.

@@ -13,7 +13,7 @@ use crate::backend::cuda::{
 use crate::error::Result;
 use crate::precision::{Dd, Precision, Qd, Td};
 use crate::precond::ilu0::Ilu0Factors;
-use crate::precond::{Identity, Ilu0, Preconditioner};
+use crate::precond::{Identity, Ilu0};
 use crate::report::{BenchReport, BenchRow, MatrixSummary};
 use crate::solver::{NoMonitor, Params, bicgstab, cg};
 use crate::sparse::CsrMatrix;
@@ -684,7 +684,7 @@ fn precond_iteration_row<P: Precision>(
             bicgstab(gpu, ga, &b, &mut x, &ilu, &params, &mut NoMonitor)?
         };
         per_iteration.push(info.time_per_iteration() * 1e3);
-        shares.push(ilu.seconds() / info.times.iterations);
+        shares.push(ilu.seconds_on(gpu)? / info.times.iterations);
     }
     Ok((median(&mut per_iteration), median(&mut shares)))
 }

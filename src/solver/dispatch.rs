@@ -260,23 +260,24 @@ fn ilu_for<B: Backend>(
 /// `info` of a solve preconditioned by ILU(0) factors (`name`: ilu0, or bjacobi's block),
 /// with the preconditioner's times: `setup` seconds before the iterations.
 fn with_ilu<B: Backend>(
+    backend: &B,
     mut info: SolveInfo,
     name: &'static str,
     ilu: &Ilu0<B>,
     factors: &Ilu0Factors,
     setup: f64,
-) -> SolveInfo {
+) -> Result<SolveInfo> {
     info.precond = name;
     info.ilu_shift = (factors.sigma() > 0.0).then(|| factors.sigma());
     info.ilu_remedy = factors.remedy().cloned();
-    info.times.precond = ilu.seconds();
+    info.times.precond = ilu.seconds_on(backend)?;
     info.times.precond_setup = setup;
     info.times.setup += setup;
     info.times.total += setup;
     if let Some(t) = info.time_to_target.as_mut() {
         *t += setup;
     }
-    info
+    Ok(info)
 }
 
 /// [`run`] on a rank of a block solve, with the communication time.
@@ -335,7 +336,7 @@ pub(crate) fn run<B: CgSteps + BicgstabSteps, P: Precision>(
                 params,
                 monitor,
             )?;
-            with_ilu(info, name, &ilu, &factors, setup)
+            with_ilu(backend, info, name, &ilu, &factors, setup)?
         }
         (Preconditioning::User(given), None) => {
             let user = InDouble::new(given.as_ref());

@@ -12,7 +12,7 @@ use super::{CudaBackend, CudaVector, PushVector};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::precond::ilu0::{Ilu0Factors, OrderedTriangle};
-use cudarc::driver::{CudaSlice, LaunchArgs, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaEvent, CudaSlice, LaunchArgs, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
 /// How the rows of a triangle are scheduled on the GPU.
@@ -240,7 +240,14 @@ pub struct CudaIlu {
     config: IluConfig,
     /// The host's solve, where the placement (resolved at upload) is the host.
     host: Option<crate::backend::cpu::CpuIlu>,
+    /// Events around each application not read yet, and the seconds of those read but not
+    /// reported yet (`Backend::ilu_seconds`).
+    timing: Vec<(CudaEvent, CudaEvent)>,
+    timed: f64,
 }
+
+/// Applications whose events are kept before the oldest half are read (long done by then).
+const TIMING_EVENTS: usize = 256;
 
 impl CudaIlu {
     pub fn factors(&self) -> &Arc<Ilu0Factors> {
@@ -418,13 +425,58 @@ impl CudaBackend {
             shared_optin,
             config,
             host: None,
+            timing: Vec::new(),
+            timed: 0.0,
         };
         ilu.set_config(config);
         Ok(ilu)
     }
 
-    /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `Z`.
+    /// `z <- U^{-1} L^{-1} fl64(r)`, widened to `Z`, between two events on the stream.
     pub(super) fn ilu_solve<P: Precision, Z: Precision>(
+        &self,
+        ilu: &mut CudaIlu,
+        r: &CudaVector<P>,
+        z: &mut CudaVector<Z>,
+    ) -> Result<()> {
+        let event = || {
+            let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let e = self.ctx.new_event(timed).map_err(driver_error("an event"))?;
+            e.record(&self.stream)
+                .map_err(driver_error("recording an event"))?;
+            Ok::<_, Error>(e)
+        };
+        let start = event()?;
+        self.ilu_solve_untimed(ilu, r, z)?;
+        ilu.timing.push((start, event()?));
+        if ilu.timing.len() >= TIMING_EVENTS {
+            ilu.timed += Self::read_events(ilu.timing.drain(..TIMING_EVENTS / 2))?;
+        }
+        Ok(())
+    }
+
+    /// The seconds between each pair of events, once the second has happened.
+    fn read_events(pairs: impl Iterator<Item = (CudaEvent, CudaEvent)>) -> Result<f64> {
+        let mut seconds = 0.0;
+        for (start, end) in pairs {
+            end.synchronize()
+                .map_err(driver_error("waiting for an event"))?;
+            let ms = start
+                .elapsed_ms(&end)
+                .map_err(driver_error("reading an event"))?;
+            seconds += f64::from(ms) / 1e3;
+        }
+        Ok(seconds)
+    }
+
+    /// Seconds of the applications since the last call (`Backend::ilu_seconds`).
+    pub(super) fn ilu_collect_seconds(&self, ilu: &mut CudaIlu) -> Result<f64> {
+        let seconds = ilu.timed + Self::read_events(ilu.timing.drain(..))?;
+        ilu.timed = 0.0;
+        Ok(seconds)
+    }
+
+    fn ilu_solve_untimed<P: Precision, Z: Precision>(
         &self,
         ilu: &mut CudaIlu,
         r: &CudaVector<P>,

@@ -323,6 +323,14 @@ impl Backend for CudaBackend {
         self.ilu_solve(ilu, r, z)
     }
 
+    fn ilu_times_itself(&self) -> bool {
+        true
+    }
+
+    fn ilu_seconds(&self, ilu: &mut CudaIlu) -> Result<f64> {
+        self.ilu_collect_seconds(ilu)
+    }
+
     fn zeros<P: Precision>(&self, n: usize) -> Result<CudaVector<P>> {
         Self::suffix::<P>()?;
         if let Layout::MpSoa(_) = Self::layout::<P>() {
