@@ -274,19 +274,8 @@ extern "C" __global__ void bicg_r_dd(long long n, const double2* __restrict__ bl
 //               bicg_record* rec, int cap, double denominator, double tol)     one block
 //   the half-step test, omega's, <r, r> and the next rho; the stopping tests; beta
 
-template <typename T>
-struct bicg_state {
-    T rv, alpha, accepted, ss, half, tt, ts, omega, omega_ok, rr, rho_next;  // the block
-    T rho, rho_prev, beta;
-    int done;    // iterations completed (a half step that stops counts)
-    int frozen;  // the iteration whose scalars stopped the solve (0: none)
-    int pad0, pad1;
-};
-
-template <typename T>
-struct bicg_record {
-    T rho, rv, ss, omega, rr;
-};
+// bicg_state<T> and bicg_record<T>: kernels/common/states.cuh (shared with
+// bicgstab_persistent.cu).
 
 template <class O>
 __device__ __forceinline__ void bgs_alpha_of(typename O::V rv, bicg_state<typename O::T>* s,

@@ -27,7 +27,7 @@
 // Every kernel but cgs_settle does nothing once s->frozen is set (the same for all threads: no
 // kernel changes it before all its threads have read it).
 
-// cg_state<T> and cg_record<T>: kernels/common/cg_state.cuh (shared with cg_persistent.cu).
+// cg_state<T> and cg_record<T>: kernels/common/states.cuh (shared with cg_persistent.cu).
 
 template <class O>
 __device__ __forceinline__ void cgs_rho(int m, const typename O::T* __restrict__ partial,

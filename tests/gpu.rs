@@ -784,6 +784,7 @@ mod gpu_checks {
         // (CUDA graphs, persistent kernel): each way of running the device steps
         let modes = [
             (true, Persistent::Everywhere),
+            (true, Persistent::OneBlock),
             (true, Persistent::Off),
             (false, Persistent::Off),
         ];
@@ -814,7 +815,6 @@ mod gpu_checks {
         ) {
             gpu.set_graphs(graphs);
             gpu.set_persistent(persistent);
-            let persistent = persistent == Persistent::Everywhere;
             let params = Params {
                 record_history: true,
                 ..params.clone()
@@ -826,7 +826,7 @@ mod gpu_checks {
                     continue;
                 }
                 let method = if use_cg { "cg" } else { "bicgstab" };
-                let label = &format!("{label} graphs {graphs} persistent {persistent} {method}");
+                let label = &format!("{label} graphs {graphs} persistent {persistent:?} {method}");
                 let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
                     same_history(&format!("{label} {name} ilu {ilu}"), &g.0, &c.0)?;
                     same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
@@ -946,6 +946,8 @@ mod gpu_checks {
                     let (jobs, params) = (&jobs, &params);
                     scope.spawn(move || {
                         let own = gpu.sibling().map_err(err)?;
+                        // as `solver batch` runs them (`Lane::own`)
+                        own.set_persistent(Persistent::OneBlock);
                         (t..jobs.len())
                             .step_by(THREADS)
                             .map(|i| Ok((i, run_job(&own, &jobs[i], params)?)))

@@ -103,9 +103,14 @@ impl Lane {
             && let Ok(gpu) = cuda_backend()
         {
             let own = gpu.sibling()?;
-            // A cooperative launch (the persistent kernels) waits for the whole device, so
-            // beside other streams it stalls them and itself (benches/results/gpu-study.md).
-            own.set_persistent(crate::backend::cuda::Persistent::Off);
+            // A cooperative launch waits for the whole device, so beside other streams it
+            // stalls them and itself (benches/results/gpu-study.md): small solves run as one
+            // persistent block each, launched as any kernel (unless PRECSOLVE_PERSISTENT=0).
+            use crate::backend::cuda::Persistent;
+            own.set_persistent(match Persistent::from_env() {
+                Persistent::Off => Persistent::Off,
+                _ => Persistent::OneBlock,
+            });
             return Ok(Lane { cuda: Some(own) });
         }
         let _ = backend;

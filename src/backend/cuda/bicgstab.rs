@@ -7,7 +7,10 @@
 //! with `<r~, v>`'s tiles; alpha; `s` with `<s, s>`'s partials and their sum; `t = A s` with
 //! `<t, t>`'s and `<t, s>`'s tiles; their sums, omega and the half-step flag; the `x` update;
 //! the `r` update with `<r, r>`'s and the next rho's partials; the close (the stopping tests).
+//! On small matrices it is one launch a batch instead (`kernels/bicgstab_persistent.cu`,
+//! `persistent.rs` says where).
 
+use super::persistent::PersistentGrid;
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -78,6 +81,9 @@ pub struct DeviceBicgstab<P: Precision> {
     partials: [CudaVector<P>; 6],
     blocks: usize,
     batches: Batches,
+    /// Decided at the first batch, where the matrix is known: the persistent kernel's grid
+    /// (`None` inside: the step kernels).
+    persistent: Option<Option<PersistentGrid>>,
 }
 
 impl CudaBackend {
@@ -121,6 +127,7 @@ impl CudaBackend {
             ],
             blocks,
             batches: Batches::new(n),
+            persistent: None,
         })
     }
 
@@ -288,6 +295,46 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// `iterations` iterations without a preconditioner by `bgp_run_{p}`, one launch (the
+    /// state, records and vectors end as the step kernels leave them).
+    fn persistent_bicgstab_iterate<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        v: &mut BicgstabVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        d: &DeviceBicgstab<P>,
+        grid: &PersistentGrid,
+        iterations: usize,
+    ) -> Result<()> {
+        let state = {
+            let (base, _sync) = d.words.words.device_ptr(&self.stream);
+            base
+        };
+        let ring = state + 8 * d.state_words as u64;
+        let (f, name) = self.kernel::<P>("bgp_run")?;
+        let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
+        let cap = RING as i32;
+        let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+        let [ss_p, rr_p, rho_p, ..] = &d.partials;
+        let second = d.tiles_t.second.as_ref().expect("<t, s> tiles");
+        let mut args = self.stream.launch_builder(&f);
+        args.arg(&iterations).arg(&n).arg(&nt);
+        args.arg(&a.row_ptr).arg(&a.col_idx).arg(&a.values);
+        args.arg(&state).arg(&ring).arg(&cap);
+        args.vec(&v.p).vec(&v.v).vec(&v.r).vec(&v.r_tilde);
+        args.vec(&v.s).vec(&v.t).vec(x);
+        args.vec(&d.tiles_v.first).vec(&d.tiles_t.first).vec(second);
+        args.vec(ss_p).vec(rr_p).vec(rho_p);
+        args.arg(&den).arg(&tol).arg(&grid.barrier);
+        // bgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
+        // const double* val, bicg_state* st, bicg_record* rec, int cap, T* p, T* v, T* r,
+        // const T* r_tilde, T* s, T* t, T* x, T* tiles_rv, T* tiles_tt, T* tiles_ts, T*
+        // ss_chunks, T* rr_chunks, T* rho_chunks, double denominator, double tol, unsigned
+        // long long* barrier) on a CSR matrix of nt lanes a row, on the grid persistent_grid
+        // sized; the partials as device_bicgstab allocated them (tiles and chunks of n).
+        grid.launch_on(&mut args, &name)
+    }
+
     fn device_bicgstab_collect<P: Precision, T: DeviceScalar>(
         &self,
         d: &mut DeviceBicgstab<P>,
@@ -364,6 +411,17 @@ impl BicgstabSteps for CudaBackend {
         match state {
             CudaBicgstabState::Host(h) => h.run(self, a, precond, v, x, iterations),
             CudaBicgstabState::Device(d) => {
+                if d.persistent.is_none() {
+                    d.persistent = Some(match d.identity {
+                        true => self.persistent_grid(&self.kernel::<P>("bgp_run")?.0, a)?,
+                        false => None,
+                    });
+                }
+                if let Some(Some(grid)) = &d.persistent {
+                    self.persistent_bicgstab_iterate(a, v, x, d, grid, iterations)?;
+                    d.batches.enqueued += iterations;
+                    return Ok(());
+                }
                 // (the batches are set aside while the steps borrow the rest of the state)
                 let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));
                 let graphable = d.identity;

@@ -423,13 +423,11 @@ impl CudaBackend {
         args.vec(&v.p).vec(&v.q).vec(&v.r).vec(x);
         args.vec(&d.tiles.first).vec(&d.rr_partial);
         args.arg(&den).arg(&tol).arg(&grid.barrier);
-        // SAFETY: cgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int*
-        // col_idx, const double* val, cg_state* s, cg_record* rec, int cap, T* p, T* q, T* r,
-        // T* x, T* tiles, T* chunks, double denominator, double tol, unsigned* barrier) on a CSR
-        // matrix of nt lanes a row; one block of 256 threads a tile, all resident (the grid
-        // persistent_grid sized by the kernel's occupancy), launched cooperatively.
-        unsafe { args.launch_cooperative(grid.launch()) }.map_err(driver_error(&name))?;
-        Ok(())
+        // cgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
+        // const double* val, cg_state* s, cg_record* rec, int cap, T* p, T* q, T* r, T* x, T*
+        // tiles, T* chunks, double denominator, double tol, unsigned* barrier) on a CSR matrix
+        // of nt lanes a row, on the grid persistent_grid sized.
+        grid.launch_on(&mut args, &name)
     }
 
     /// The records of a device CG's iterations run since the last read (one transfer).

@@ -16,7 +16,8 @@ const COMMON: &[&str] = &[
     include_str!("../../../kernels/common/qd.cuh"),
     include_str!("../../../kernels/common/ilu.cuh"),
     include_str!("../../../kernels/common/ops.cuh"),
-    include_str!("../../../kernels/common/cg_state.cuh"),
+    include_str!("../../../kernels/common/states.cuh"),
+    include_str!("../../../kernels/common/persistent.cuh"),
 ];
 /// `mp:<bits>`'s device arithmetic, compiled once per limb count (`mp_l{L}`), with `MP_LIMBS`
 /// defined before it.
@@ -45,6 +46,10 @@ const SOURCES: &[(&str, &str)] = &[
     (
         "cg_persistent",
         include_str!("../../../kernels/cg_persistent.cu"),
+    ),
+    (
+        "bicgstab_persistent",
+        include_str!("../../../kernels/bicgstab_persistent.cu"),
     ),
 ];
 
@@ -117,6 +122,8 @@ impl KernelStore {
             "cg"
         } else if name.starts_with("cgp_") {
             "cg_persistent"
+        } else if name.starts_with("bgp_") {
+            "bicgstab_persistent"
         } else if name.starts_with("ilu0p_") {
             "ilu0_parts"
         } else if name.starts_with("ilu0b_") {

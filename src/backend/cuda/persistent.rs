@@ -1,12 +1,14 @@
-//! Whole batches of iterations as one cooperative kernel (`kernels/cg_persistent.cu`): for
-//! matrices whose tiles fit in one wave of resident blocks, the phases of an iteration are
-//! separated by grid-wide barriers instead of kernel launches. Where it applies and whether it
-//! is on is decided here; the solver files launch it.
+//! Whole batches of iterations as one kernel (`kernels/cg_persistent.cu`,
+//! `kernels/bicgstab_persistent.cu`): for matrices whose tiles fit in one wave of resident
+//! blocks, the phases of an iteration are separated by grid-wide barriers instead of kernel
+//! launches. A grid of several blocks is launched cooperatively (every block resident); one
+//! block is launched as any kernel, so it can run beside other solves. Where it applies and
+//! whether it is on is decided here; the solver files launch it.
 
 use super::device::driver_error;
 use super::{CudaBackend, CudaMatrix};
 use crate::error::Result;
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig};
 
 /// Where solves run as one persistent kernel a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +19,10 @@ pub enum Persistent {
     Measured,
     /// Wherever it can run (one wave, CSR): for the tests, and for measuring.
     Everywhere,
+    /// One block a solve, up to `ONE_BLOCK_MAX_TILES`: for solves beside others on their own
+    /// streams (`solver batch`), where a cooperative launch would wait for the whole device
+    /// and stall them and itself (`benches/results/gpu-study.md`).
+    OneBlock,
 }
 
 impl Persistent {
@@ -34,6 +40,11 @@ impl Persistent {
 /// kernel, and only for rows of one lane: above, and with several lanes a row, the step
 /// kernels replayed as a graph were as fast or faster on the H200 (`benches/results/gpu-resident.md`).
 const MEASURED_MAX_TILES: usize = 8;
+
+/// The most tiles one block iterates over in [`Persistent::OneBlock`]: it takes the tiles one
+/// after the other, so its iteration grows with them, while the step kernels' stays near their
+/// launches' floor (`benches/results/gpu-study.md`).
+const ONE_BLOCK_MAX_TILES: usize = 16;
 
 /// Threads a block of a persistent kernel: DOT_THREADS, one tile of TILE_ROWS rows at a time.
 const THREADS: u32 = 256;
@@ -54,6 +65,17 @@ impl PersistentGrid {
             shared_mem_bytes: 0,
         }
     }
+
+    /// Launch `args` (a persistent kernel's): cooperatively where the grid has several blocks
+    /// (their barriers need every block resident), as any kernel where it has one.
+    pub fn launch_on(&self, args: &mut LaunchArgs<'_>, name: &str) -> Result<()> {
+        // SAFETY (both): the caller built `args` for a persistent kernel of this grid.
+        let launched = match self.blocks {
+            1 => unsafe { args.launch(self.launch()) },
+            _ => unsafe { args.launch_cooperative(self.launch()) },
+        };
+        launched.map(drop).map_err(driver_error(name))
+    }
 }
 
 impl CudaBackend {
@@ -68,8 +90,8 @@ impl CudaBackend {
 
     /// The grid for `kernel` on `a` where the persistent kernel applies: `a` in CSR (the sliced
     /// layout is for matrices larger than one wave anyway), one block a tile all resident at
-    /// once (a cooperative launch needs every block resident), and where [`Self::persistent`]
-    /// says.
+    /// once (a cooperative launch needs every block resident) or one block in all
+    /// ([`Persistent::OneBlock`]), and where [`Self::persistent`] says.
     pub(super) fn persistent_grid(
         &self,
         kernel: &CudaFunction,
@@ -80,10 +102,15 @@ impl CudaBackend {
             Persistent::Off => false,
             Persistent::Measured => a.lanes == 1 && tiles <= MEASURED_MAX_TILES,
             Persistent::Everywhere => true,
+            Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
         };
         if !wanted || a.slice_ptr.is_some() || a.nrows == 0 {
             return Ok(None);
         }
+        let blocks = match self.persistent() {
+            Persistent::OneBlock => 1,
+            _ => tiles as u32,
+        };
         let per_sm = kernel
             .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
             .map_err(driver_error("reading a persistent kernel's occupancy"))?;
@@ -91,16 +118,13 @@ impl CudaBackend {
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
             "reading the SM count",
         )?;
-        if tiles > per_sm as usize * sms {
+        if blocks > 1 && tiles > per_sm as usize * sms {
             return Ok(None);
         }
         let barrier = self
             .stream
             .alloc_zeros::<u64>(1)
             .map_err(driver_error("allocating a grid barrier"))?;
-        Ok(Some(PersistentGrid {
-            blocks: tiles as u32,
-            barrier,
-        }))
+        Ok(Some(PersistentGrid { blocks, barrier }))
     }
 }

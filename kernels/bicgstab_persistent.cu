@@ -1,0 +1,257 @@
+// BiCGStab without a preconditioner as one kernel that runs a whole batch of iterations
+// (src/backend/cuda/bicgstab.rs): as CG's persistent kernel (cg_persistent.cu), for matrices
+// whose tiles fit in one wave of blocks, either one block launched as any kernel (beside other
+// solves: `solver batch`) or a grid launched cooperatively. An iteration is five barriers where
+// the step kernels (bicgstab.cu) are nine launches.
+//
+// The bits are the step kernels' (and so HostBicgstab's): each phase computes what one of them
+// does in the same order: the direction as bgs_direction_{p}; v = A p with <r~, v>'s tile
+// partials as spmv_dot_{p}_nt1 (products r~ v); alpha as bgs_alpha_tiles_{p}; s with <s, s>'s
+// chunk partials as bicg_s_{p}; t = A s with <t, t>'s and <t, s>'s tile partials as
+// spmv_dot2_{p}_nt1; <s, s>'s final stage as dot_{p}_final, omega and the half-step flag as
+// bgs_omega_tiles_{p}; x as bicg_x_{p}; r with <r, r>'s and the next rho's chunk partials as
+// bicg_r_{p}; the stopping tests and beta as bgs_close_{p}. Every block sums the partials itself
+// (the same values in every block); block 0 alone writes the state and the records, so the host
+// reads them back as it reads the step kernels'.
+//
+// bgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
+//             const double* val, bicg_state<T>* st, bicg_record<T>* rec, int cap, T* p, T* v,
+//             T* r, const T* r_tilde, T* s, T* t, T* x, T* tiles_rv, T* tiles_tt,
+//             T* tiles_ts, T* ss_chunks, T* rr_chunks, T* rho_chunks, double denominator,
+//             double tol, unsigned long long* barrier)
+//   DOT_THREADS threads a block, at most one block a tile, all resident; tiles: ceil(n /
+//   TILE_ROWS) partials each, chunks: ceil(n / DOT_CHUNK) each; barrier: a zeroed word, used
+//   by no other grid size.
+
+// Chunk `chunk` of out <- (-alpha) a + b with <out, out>'s partial (bicg_s_{p}'s loop, out = s,
+// a = v, b = r), valid in thread 0.
+template <class O>
+__device__ __forceinline__ typename O::V bgp_s_chunk(long long chunk, long long n,
+                                                     typename O::V minus_alpha,
+                                                     const typename O::T* __restrict__ a,
+                                                     const typename O::T* __restrict__ b,
+                                                     typename O::T* __restrict__ out) {
+    const long long base = chunk * DOT_CHUNK + threadIdx.x;
+    typename O::V sum = O::of(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const typename O::V z = O::add(O::mul(minus_alpha, O::load_cg(a, i)), O::load_cg(b, i));
+            O::store(out, i, z);
+            sum = O::add(sum, O::mul(z, z));
+        }
+    }
+    return O::tree(sum);
+}
+
+// Chunk `chunk` of r <- (-omega) t + s with <r, r>'s and <r~, r>'s partials (bicg_r_{p}'s
+// loop), into rr[chunk] and rho[chunk].
+template <class O>
+__device__ __forceinline__ void bgp_r_chunk(long long chunk, long long n, typename O::V minus_omega,
+                                            const typename O::T* __restrict__ t,
+                                            const typename O::T* __restrict__ s,
+                                            const typename O::T* __restrict__ r_tilde,
+                                            typename O::T* __restrict__ r,
+                                            typename O::T* __restrict__ rr,
+                                            typename O::T* __restrict__ rho) {
+    const long long base = chunk * DOT_CHUNK + threadIdx.x;
+    typename O::V sum = O::of(0.0), dot = O::of(0.0);
+    for (int j = 0; j < DOT_PER_THREAD; j++) {
+        const long long i = base + (long long)j * DOT_THREADS;
+        if (i < n) {
+            const typename O::V z = O::add(O::mul(minus_omega, O::load_cg(t, i)), O::load_cg(s, i));
+            O::store(r, i, z);
+            sum = O::add(sum, O::mul(z, z));
+            dot = O::add(dot, O::mul(O::load_cg(r_tilde, i), z));
+        }
+    }
+    sum = O::tree(sum);
+    if (threadIdx.x == 0) O::store(rr, chunk, sum);
+    __syncthreads();
+    dot = O::tree(dot);
+    if (threadIdx.x == 0) O::store(rho, chunk, dot);
+}
+
+template <class O>
+__device__ __forceinline__ void bgp_run(
+    int iterations, int n, int nt, const int* __restrict__ row_ptr,
+    const int* __restrict__ col_idx, const double* __restrict__ val,
+    bicg_state<typename O::T>* st, bicg_record<typename O::T>* rec, int cap,
+    typename O::T* __restrict__ p, typename O::T* __restrict__ v, typename O::T* __restrict__ r,
+    const typename O::T* __restrict__ r_tilde, typename O::T* __restrict__ s,
+    typename O::T* __restrict__ t, typename O::T* __restrict__ x, typename O::T* tiles_rv,
+    typename O::T* tiles_tt, typename O::T* tiles_ts, typename O::T* ss_chunks,
+    typename O::T* rr_chunks, typename O::T* rho_chunks, double denominator, double tol,
+    unsigned long long* barrier) {
+    typedef typename O::V V;
+    typedef typename O::T T;
+    // this iteration's scalars, decided by thread 0 and handed to the block
+    __shared__ T shared_scalar[4];
+    __shared__ int shared_flag[4];
+    const bool writer = blockIdx.x == 0 && threadIdx.x == 0;
+    V rho = O::load(&st->rho, 0), beta = O::load(&st->beta, 0), omega = O::load(&st->omega, 0);
+    int done = st->done, frozen = st->frozen;
+    const int tile_count = (n + TILE_ROWS - 1) / TILE_ROWS;
+    const int chunk_count = (n + DOT_CHUNK - 1) / DOT_CHUNK;
+    const long long first = (long long)blockIdx.x * DOT_THREADS + threadIdx.x;
+    const long long stride = (long long)gridDim.x * DOT_THREADS;
+    for (int it = 0; it < iterations && !frozen; it++) {
+        const int k = done + 1;
+        // p <- r + beta (p - omega v), p <- r first (bgs_direction)
+        const V minus_omega = O::neg(omega);
+        for (long long i = first; i < n; i += stride) {
+            const V ri = O::load_cg(r, i);
+            if (done == 0) {
+                O::store(p, i, ri);
+                continue;
+            }
+            const V d = O::add(O::mul(minus_omega, O::load_cg(v, i)), O::load_cg(p, i));
+            O::store(p, i, O::add(ri, O::mul(beta, d)));
+        }
+        grid_barrier(barrier);
+        // v <- A p with <r~, v>'s tile partials
+        for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
+            persist_spmv_tile<O, 1>(tile, n, nt, row_ptr, col_idx, val, p, r_tilde, v, tiles_rv,
+                                    nullptr);
+        }
+        grid_barrier(barrier);
+        // alpha (bgs_alpha_tiles)
+        const V rv = tiles_final_emulated<O>(tile_count, tiles_rv);
+        if (threadIdx.x == 0) {
+            const bool ok = O::finite(rv) && !O::is_zero(rv);
+            const V a = ok ? O::div(rho, rv) : O::of(0.0);
+            if (writer) {
+                O::store(&rec[(k - 1) % cap].rv, 0, rv);
+                O::store(&st->rv, 0, rv);
+                O::store(&st->alpha, 0, a);
+                O::store(&st->accepted, 0, O::of(ok ? 1.0 : 0.0));
+                if (!ok) st->frozen = k;
+            }
+            O::store(shared_scalar, 0, a);
+            shared_flag[0] = ok;
+        }
+        __syncthreads();
+        const V alpha = O::load(shared_scalar, 0);
+        if (!shared_flag[0]) break;  // every block: the same <r~, v>
+        // s <- r - alpha v with <s, s>'s chunk partials (bicg_s)
+        const V minus_alpha = O::neg(alpha);
+        for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
+            const V sum = bgp_s_chunk<O>(c, n, minus_alpha, v, r, s);
+            if (threadIdx.x == 0) O::store(ss_chunks, c, sum);
+        }
+        grid_barrier(barrier);
+        // t <- A s with <t, t>'s and <t, s>'s tile partials
+        for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
+            persist_spmv_tile<O, 2>(tile, n, nt, row_ptr, col_idx, val, s, s, t, tiles_tt,
+                                    tiles_ts);
+        }
+        grid_barrier(barrier);
+        // <s, s> (dot_final's order), <t, t>, <t, s>, omega and the half-step flag
+        // (bgs_omega_tiles; its test has no finiteness check, the close's has)
+        const V ss = O::chunks_final_fresh(chunk_count, ss_chunks);
+        __syncthreads();
+        const V tt = tiles_final_emulated<O>(tile_count, tiles_tt);
+        const V ts = tiles_final_emulated<O>(tile_count, tiles_ts);
+        if (threadIdx.x == 0) {
+            const bool half = __ddiv_rn(O::norm(ss), denominator) <= tol;
+            const V om = O::div(ts, tt);
+            const bool om_ok = O::finite(om);
+            if (writer) {
+                O::store(&st->ss, 0, ss);
+                O::store(&st->tt, 0, tt);
+                O::store(&st->ts, 0, ts);
+                O::store(&st->half, 0, O::of(half ? 1.0 : 0.0));
+                O::store(&st->omega, 0, om);
+                O::store(&st->omega_ok, 0, O::of(om_ok ? 1.0 : 0.0));
+            }
+            O::store(shared_scalar, 1, om);
+            O::store(shared_scalar, 2, ss);
+            shared_flag[1] = half;
+            shared_flag[2] = om_ok;
+        }
+        __syncthreads();
+        const V om = O::load(shared_scalar, 1);
+        const V ss_all = O::load(shared_scalar, 2);
+        const bool half = shared_flag[1], om_ok = shared_flag[2];
+        // x <- x + alpha p (+ omega s) (bicg_x)
+        for (long long i = first; i < n; i += stride) {
+            const V xi = O::add(O::mul(alpha, O::load_cg(p, i)), O::load_cg(x, i));
+            if (half) {
+                O::store(x, i, xi);
+            } else if (om_ok) {
+                O::store(x, i, O::add(O::mul(om, O::load_cg(s, i)), xi));
+            }
+        }
+        // r <- s - omega t with <r, r>'s and the next rho's chunk partials (bicg_r)
+        if (!half && om_ok) {
+            const V minus_om = O::neg(om);
+            for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
+                bgp_r_chunk<O>(c, n, minus_om, t, s, r_tilde, r, rr_chunks, rho_chunks);
+            }
+        }
+        grid_barrier(barrier);
+        // the stopping tests, beta, the next rho (bgs_close)
+        if (threshold_reached(O::norm(ss_all), denominator, tol) || !om_ok) {
+            const bool half_stop = threshold_reached(O::norm(ss_all), denominator, tol);
+            if (writer) {
+                O::store(&rec[(k - 1) % cap].ss, 0, ss_all);
+                O::store(&rec[(k - 1) % cap].omega, 0, om);
+                st->done = half_stop ? k : k - 1;
+                freeze_at<O>(st, k);
+            }
+            break;  // every block: the same <s, s> and omega
+        }
+        const V rr = O::chunks_final_fresh(chunk_count, rr_chunks);
+        __syncthreads();
+        const V rho_next = O::chunks_final_fresh(chunk_count, rho_chunks);
+        if (threadIdx.x == 0) {
+            const bool stop = threshold_reached(O::norm(rr), denominator, tol) || O::is_zero(om);
+            const bool rho_stop = !stop && rho_stops<O>(rho_next);
+            if (writer) {
+                bicg_record<T>* record = &rec[(k - 1) % cap];
+                O::store(&record->ss, 0, ss_all);
+                O::store(&record->omega, 0, om);
+                O::store(&record->rr, 0, rr);
+                O::store(&st->rr, 0, rr);
+                O::store(&st->rho_next, 0, rho_next);
+                st->done = k;
+                if (stop) {
+                    freeze_at<O>(st, k);
+                } else {
+                    O::store(&st->beta, 0,
+                             O::mul(O::div(rho_next, rho), O::div(alpha, om)));
+                    O::store(&st->rho_prev, 0, rho);
+                    O::store(&st->rho, 0, rho_next);
+                    O::store(&rec[k % cap].rho, 0, rho_next);
+                    if (rho_stop) freeze_at<O>(st, k + 1);
+                }
+            }
+            O::store(shared_scalar, 3, rho_next);
+            shared_flag[3] = stop ? k : (rho_stop ? k + 1 : 0);
+        }
+        __syncthreads();
+        const V next_rho = O::load(shared_scalar, 3);
+        beta = O::mul(O::div(next_rho, rho), O::div(alpha, om));
+        rho = next_rho;
+        omega = om;
+        frozen = shared_flag[3];
+        done = k;
+        __syncthreads();  // shared_scalar is written again next iteration
+    }
+}
+
+#define BICGSTAB_PERSISTENT(P, O)                                                               \
+    extern "C" __global__ void __launch_bounds__(DOT_THREADS) bgp_run_##P(                      \
+        int iterations, int n, int nt, const int* __restrict__ row_ptr,                         \
+        const int* __restrict__ col_idx, const double* __restrict__ val, bicg_state<O::T>* st,  \
+        bicg_record<O::T>* rec, int cap, O::T* p, O::T* v, O::T* r, const O::T* r_tilde,         \
+        O::T* s, O::T* t, O::T* x, O::T* tiles_rv, O::T* tiles_tt, O::T* tiles_ts,              \
+        O::T* ss_chunks, O::T* rr_chunks, O::T* rho_chunks, double denominator, double tol,      \
+        unsigned long long* barrier) {                                                          \
+        bgp_run<O>(iterations, n, nt, row_ptr, col_idx, val, st, rec, cap, p, v, r, r_tilde, s,   \
+                   t, x, tiles_rv, tiles_tt, tiles_ts, ss_chunks, rr_chunks, rho_chunks,         \
+                   denominator, tol, barrier);                                                  \
+    }
+
+BICGSTAB_PERSISTENT(f64, f64_ops)
+BICGSTAB_PERSISTENT(dd, dd_ops)

@@ -1,0 +1,121 @@
+// What the kernels that run whole batches of iterations share (kernels/cg_persistent.cu,
+// kernels/bicgstab_persistent.cu): the grid barrier between an iteration's phases, the tiled
+// order's final stage emulated by one block, and a tile of the SpMV with its dots' partials, each
+// with the bits of the step kernels' twin.
+
+// All blocks of the grid reach this point before any leaves it (every block resident). Arrivals
+// count up in one 64-bit word that only grows: every barrier adds gridDim.x (all blocks pass
+// every barrier), so the barrier a block arrives at ends when the count reaches the next
+// multiple of gridDim.x. Thread 0's release makes its block's writes (ordered before it by
+// __syncthreads) visible to the blocks whose acquire sees the count. A grid of one block needs
+// only __syncthreads.
+__device__ __forceinline__ void grid_barrier(unsigned long long* arrived) {
+    __syncthreads();
+    if (gridDim.x == 1) return;
+    if (threadIdx.x == 0) {
+        unsigned long long old, now;
+        asm volatile("atom.add.release.gpu.u64 %0, [%1], 1;" : "=l"(old) : "l"(arrived) : "memory");
+        const unsigned long long target = (old / gridDim.x + 1) * gridDim.x;
+        do {
+            asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(now) : "l"(arrived) : "memory");
+        } while (now < target);
+    }
+    __syncthreads();
+}
+
+// tile_final's order over m tile partials, by a block of DOT_THREADS: virtual lane L of
+// TILE_FINAL_THREADS sums partials L, L + TILE_FINAL_THREADS, ... from zero; each virtual warp's
+// 32 lanes go through the warp tree (warp w of this block takes virtual warps w, w + 8, ...);
+// then the tree over the 32 warp sums. Valid in thread 0.
+template <class O>
+__device__ __forceinline__ typename O::V tiles_final_emulated(int m,
+                                                              const typename O::T* partial) {
+    __shared__ typename O::T warp_sums[TILE_FINAL_THREADS / 32];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int w = warp; w < TILE_FINAL_THREADS / 32; w += DOT_THREADS / 32) {
+        typename O::V s = O::of(0.0);
+        for (int i = w * 32 + lane; i < m; i += TILE_FINAL_THREADS) s = O::add(s, O::load_cg(partial, i));
+        s = O::warp_tree(s);
+        if (lane == 0) O::store(warp_sums, w, s);
+    }
+    __syncthreads();
+    typename O::V s = O::of(0.0);
+    if (warp == 0) s = O::warp_tree(O::load(warp_sums, lane));
+    __syncthreads();
+    return s;
+}
+
+// Entries of a lane loaded before any is summed (the same order; the gathers overlap).
+#define PERSIST_BATCH 4
+
+// Lane `lane` of row `row`'s sum with nt lanes (spmv_{p}_lane's order).
+template <class O>
+__device__ __forceinline__ typename O::V persist_lane(int row, int nt, int lane,
+                                                  const int* __restrict__ row_ptr,
+                                                  const int* __restrict__ col_idx,
+                                                  const double* __restrict__ val,
+                                                  const typename O::T* __restrict__ p) {
+    typename O::V s = O::of(0.0);
+    const int end = __ldg(row_ptr + row + 1);
+    for (int k = __ldg(row_ptr + row) + lane; k < end; k += PERSIST_BATCH * nt) {
+        double a[PERSIST_BATCH];
+        typename O::V xk[PERSIST_BATCH];
+#pragma unroll
+        for (int u = 0; u < PERSIST_BATCH; u++) {
+            if (k + u * nt < end) {
+                a[u] = __ldg(val + k + u * nt);
+                xk[u] = O::load_cg(p, __ldg(col_idx + k + u * nt));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < PERSIST_BATCH; u++) {
+            if (k + u * nt < end) s = O::add_mul_f64(s, xk[u], a[u]);
+        }
+    }
+    return s;
+}
+
+// One tile of q = A x (rows of nt lanes, spmv_{p}_nt{nt}'s order), then its partials: DOTS = 1,
+// <w, q> (products w q: spmv_dot_{p}_nt1, dot_tile_{p}_partial(w, q)); DOTS = 2, <q, q> and
+// <q, w> (products q q and q w: spmv_dot2_{p}_nt1). Into tiles[t] (and tiles2[t]).
+template <class O, int DOTS>
+__device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
+                                                  const int* __restrict__ row_ptr,
+                                                  const int* __restrict__ col_idx,
+                                                  const double* __restrict__ val,
+                                                  const typename O::T* __restrict__ x,
+                                                  const typename O::T* __restrict__ w,
+                                                  typename O::T* __restrict__ q,
+                                                  typename O::T* __restrict__ tiles,
+                                                  typename O::T* __restrict__ tiles2) {
+    const int row = t * TILE_ROWS + threadIdx.x;
+    typename O::V qr = O::of(0.0);
+    if (nt == 1) {
+        if (row < n) {
+            qr = persist_lane<O>(row, 1, 0, row_ptr, col_idx, val, x);
+            O::store(q, row, qr);
+        }
+    } else {
+        const int lane = threadIdx.x % nt;
+        for (int j = threadIdx.x / nt; j < TILE_ROWS; j += DOT_THREADS / nt) {
+            const int r = t * TILE_ROWS + j;
+            typename O::V s = r < n ? persist_lane<O>(r, nt, lane, row_ptr, col_idx, val, x) : O::of(0.0);
+            for (int off = nt / 2; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, nt));
+            if (r < n && lane == 0) O::store(q, r, s);
+        }
+        __syncthreads();
+        if (row < n) qr = O::load_cg(q, row);
+    }
+    if (DOTS == 1) {
+        const typename O::V prod = row < n ? O::mul(O::load_cg(w, row), qr) : O::of(0.0);
+        const typename O::V sum = O::tree(prod);
+        if (threadIdx.x == 0) O::store(tiles, t, sum);
+    } else {
+        const typename O::V wr = row < n ? O::load_cg(w, row) : O::of(0.0);
+        const typename O::V qq = O::tree(row < n ? O::mul(qr, qr) : O::of(0.0));
+        if (threadIdx.x == 0) O::store(tiles, t, qq);
+        __syncthreads();
+        const typename O::V qw = O::tree(row < n ? O::mul(qr, wr) : O::of(0.0));
+        if (threadIdx.x == 0) O::store(tiles2, t, qw);
+    }
+}
