@@ -88,6 +88,8 @@ pub(crate) struct KernelStore {
     arch: &'static str,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
+    /// Kernels allowed the device's whole opt-in shared memory ([`Self::function_opted_in`]).
+    opted_in: Mutex<std::collections::HashSet<String>>,
 }
 
 impl KernelStore {
@@ -102,6 +104,7 @@ impl KernelStore {
             arch,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            opted_in: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -148,6 +151,23 @@ impl KernelStore {
             .lock()
             .expect("kernel cache lock")
             .insert(name.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// [`Self::function`], allowed `bytes` of dynamic shared memory (the device's opt-in
+    /// most) the first time: once per process, since a function is shared by every stream,
+    /// and a per-launch call to the driver cost solves beside others on the GPU.
+    pub fn function_opted_in(&self, name: &str, bytes: usize) -> Result<CudaFunction> {
+        let f = self.function(name)?;
+        let mut opted_in = self.opted_in.lock().expect("kernel cache lock");
+        if !opted_in.contains(name) {
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .map_err(driver_error(name))?;
+            opted_in.insert(name.to_string());
+        }
         Ok(f)
     }
 

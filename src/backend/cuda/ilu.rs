@@ -244,6 +244,10 @@ pub struct CudaIlu {
     /// reported yet (`Backend::ilu_seconds`).
     timing: Vec<(CudaEvent, CudaEvent)>,
     timed: f64,
+    /// Pairs already read, recorded again by later applications: creating and destroying
+    /// events each application cost solves beside others on the GPU (`solver batch`) several
+    /// times the application itself (`benches/results/gpu-study.md`).
+    spare: Vec<(CudaEvent, CudaEvent)>,
 }
 
 /// Applications whose events are kept before the oldest half are read (long done by then).
@@ -427,6 +431,7 @@ impl CudaBackend {
             host: None,
             timing: Vec::new(),
             timed: 0.0,
+            spare: Vec::new(),
         };
         ilu.set_config(config);
         Ok(ilu)
@@ -439,30 +444,38 @@ impl CudaBackend {
         r: &CudaVector<P>,
         z: &mut CudaVector<Z>,
     ) -> Result<()> {
-        let event = || {
-            let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-            let e = self.ctx.new_event(timed).map_err(driver_error("an event"))?;
-            e.record(&self.stream)
-                .map_err(driver_error("recording an event"))?;
-            Ok::<_, Error>(e)
+        let (start, end) = match ilu.spare.pop() {
+            Some(pair) => pair,
+            None => {
+                let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+                let event = || self.ctx.new_event(timed).map_err(driver_error("an event"));
+                (event()?, event()?)
+            }
         };
-        let start = event()?;
+        let record = |e: &CudaEvent| {
+            e.record(&self.stream)
+                .map_err(driver_error("recording an event"))
+        };
+        record(&start)?;
         self.ilu_solve_untimed(ilu, r, z)?;
-        ilu.timing.push((start, event()?));
+        record(&end)?;
+        ilu.timing.push((start, end));
         if ilu.timing.len() >= TIMING_EVENTS {
-            ilu.timed += Self::read_events(ilu.timing.drain(..TIMING_EVENTS / 2))?;
+            let oldest: Vec<_> = ilu.timing.drain(..TIMING_EVENTS / 2).collect();
+            ilu.timed += Self::read_events(&oldest)?;
+            ilu.spare.extend(oldest);
         }
         Ok(())
     }
 
     /// The seconds between each pair of events, once the second has happened.
-    fn read_events(pairs: impl Iterator<Item = (CudaEvent, CudaEvent)>) -> Result<f64> {
+    fn read_events(pairs: &[(CudaEvent, CudaEvent)]) -> Result<f64> {
         let mut seconds = 0.0;
         for (start, end) in pairs {
             end.synchronize()
                 .map_err(driver_error("waiting for an event"))?;
             let ms = start
-                .elapsed_ms(&end)
+                .elapsed_ms(end)
                 .map_err(driver_error("reading an event"))?;
             seconds += f64::from(ms) / 1e3;
         }
@@ -471,7 +484,9 @@ impl CudaBackend {
 
     /// Seconds of the applications since the last call (`Backend::ilu_seconds`).
     pub(super) fn ilu_collect_seconds(&self, ilu: &mut CudaIlu) -> Result<f64> {
-        let seconds = ilu.timed + Self::read_events(ilu.timing.drain(..))?;
+        let pending = std::mem::take(&mut ilu.timing);
+        let seconds = ilu.timed + Self::read_events(&pending)?;
+        ilu.spare.extend(pending);
         ilu.timed = 0.0;
         Ok(seconds)
     }
@@ -608,13 +623,8 @@ impl CudaBackend {
         z: &mut CudaVector<Z>,
     ) -> Result<()> {
         let name = format!("ilu0b_{}_{}", Self::suffix::<P>()?, Self::suffix::<Z>()?);
-        let f = self.kernels.function(&name)?;
+        let f = self.kernels.function_opted_in(&name, ilu.shared_optin)?;
         let shared = one_block_shared_bytes(ilu.n) as u32;
-        f.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared as i32,
-        )
-        .map_err(driver_error(&name))?;
         let threads = (ilu.n.div_ceil(32) * 32).min(ilu.config.block as usize) as u32;
         let sleep = ilu.config.sleep_ns;
         let n = ilu.n as i32;
