@@ -32,3 +32,27 @@ print(f"  records: {len(a)} / {len(b)}; equal iterations and residual bits: {sam
       f"different: {len(differ)}; without a result on one side: {unsolved}")
 for d in differ[:20]:
     print("   differs:", d)
+
+
+def size_class(rows):
+    for bound in (200, 1000, 2000, 20000):
+        if rows < bound:
+            return f"< {bound:,} rows"
+    return "larger"
+
+
+# Where each study's time went: the runs' own times summed (with solves in flight they overlap,
+# and each includes the others' share of the device), by size, preconditioner and method.
+for name, study in (("first", a), ("second", b)):
+    kinds = {}
+    for r in study.values():
+        res = r.get("result")
+        if res is None:
+            continue
+        kind = (size_class(r["matrix"]["rows"]), r["key"]["precond"], res["method"])
+        seconds, iterations = kinds.get(kind, (0.0, 0))
+        kinds[kind] = (seconds + res["total_time"], iterations + res["iterations"])
+    total = sum(s for s, _ in kinds.values())
+    print(f"  {name} study: runs' times summed {total:.1f} s")
+    for kind, (seconds, iterations) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+        print(f"    {' '.join(kind):<32} {seconds:8.1f} s  {iterations:>9,} iterations")

@@ -5,12 +5,39 @@
 # residual bits against the CPU's. Prepare as benches/gpu/resident.sh says (.gpu/solver,
 # .gpu/matrices), cp benches/gpu/study.sh benches/gpu/compare_studies.py .gpu/; on the device:
 #   bash .gpu/study.sh cpu 8 4 16     # the CPU study, then the GPU's with 8, 4 and 16 in flight
-# (any of: cpu, and in-flight counts), appending to $OUT/study.txt.
+# (any of: cpu, and in-flight counts), appending to $OUT/study.txt, each study's records in
+# $OUT/runs-<what>.jsonl. And solves in flight on their own:
+#   bash .gpu/study.sh copies gre_115 dw2048 Chebyshev1
+# eight copies of each matrix, f64 BiCGStab with and without ILU(0), 3,000 iterations, one then
+# eight in flight: wall time and each solve's time an iteration (median), to $OUT/copies.txt.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
 GRID="--precision f64,dd --tol 1e-8,1e-12 --precond none,ilu0"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a $OUT/study.txt
+if [ "$1" = copies ]; then
+  shift
+  for m in "$@"; do
+    rm -rf /tmp/copies; mkdir -p /tmp/copies
+    for i in 1 2 3 4 5 6 7 8; do cp matrices/$m.mtx /tmp/copies/c$i.mtx; done
+    for pc in ilu0 none; do
+      for k in 1 8; do
+        rm -rf /tmp/copies-study; start=$(date +%s%N)
+        ./solver batch /tmp/copies --precision f64 --tol 1e-300 --max-iter 3000 --precond $pc \
+          --method bicgstab --backend cuda --in-flight $k --out /tmp/copies-study -q > /dev/null 2>>$OUT/err.txt
+        end=$(date +%s%N)
+        python3 -c "
+import json
+rs = [json.loads(l)['result'] for l in open('/tmp/copies-study/runs.jsonl')]
+it = sorted(r['iteration_time'] / r['iterations'] * 1e6 for r in rs)
+pc = sorted(r['precond_time'] / r['iterations'] * 1e6 for r in rs)
+print('$m $pc in flight $k: wall %.2f s, us an iteration %.0f (preconditioner %.0f)'
+      % ($(( (end - start) / 1000000 )) / 1000, it[len(it) // 2], pc[len(pc) // 2]))" | tee -a $OUT/copies.txt
+      done
+    done
+  done
+  exit 0
+fi
 for what in "$@"; do
   case $what in
     cpu) args="--backend cpu"; dir=/tmp/study-cpu ;;
@@ -22,5 +49,6 @@ for what in "$@"; do
   rc=$?
   end=$(date +%s%N)
   echo "$what: $(( (end - start) / 1000000 )) ms (exit $rc)" | tee -a $OUT/study.txt
+  cp $dir/runs.jsonl $OUT/runs-$what.jsonl
   [ $what != cpu ] && [ -d /tmp/study-cpu ] && python3 compare_studies.py /tmp/study-cpu $dir | tee -a $OUT/study.txt
 done
