@@ -8,7 +8,9 @@
 #   mkdir -p .gpu/matrices && cp ../shared/matrices/*.mtx .gpu/matrices/
 #   strip -o .gpu/solver target/release/solver; strip -o .gpu/gpu-test target/release/deps/gpu-<hash>
 #   (a build of the base commit as .gpu/solver-base); cp benches/gpu/resident.sh .gpu/
-# On the device: bash .gpu/resident.sh (writes $OUT/resident.txt and $OUT/gpu-test.txt).
+# On the device: bash .gpu/resident.sh (writes $OUT/resident.txt and $OUT/gpu-test.txt);
+# bash .gpu/resident.sh bicgstab-persistent: only BiCGStab's persistent kernel against its step
+# kernels (PRECSOLVE_PERSISTENT=0, unset, all), one solve of 2,000 iterations each, f64 and dd.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -20,6 +22,19 @@ one() { # binary matrix precision method backend [env]
     python3 -c "import json,sys; r=json.load(sys.stdin)['runs'][0]; print('%.2f' % (r['time_per_iteration']*1e6))" 2>/dev/null || echo nan
 }
 med() { python3 -c "import sys,statistics; v=[float(x) for x in sys.argv[1:] if x!='nan']; print('%.1f' % statistics.median(v) if v else 'nan')" "$@"; }
+if [ "$1" = bicgstab-persistent ]; then
+  for m in fs_183_4 cavity02 sherman2 nnc1374 adder_dcop_05 dw2048 1138_bus; do
+    for mode in 0 measured all; do
+      PRECSOLVE_PERSISTENT=$mode timeout 60 ./solver solve matrices/$m.mtx --backend cuda --precision f64,dd \
+        --method bicgstab --tol 1e-300 --max-iter 2000 --format json -q 2>>$OUT/err.txt |
+        python3 -c "
+import json, sys
+for r in json.load(sys.stdin)['runs']:
+    print('$m', '$mode', r['precision'], r['iterations'], '%.1f us' % (1e6 * r['time_per_iteration']))" | tee -a $OUT/resident.txt
+    done
+  done
+  exit 0
+fi
 printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---|---|---:|---:|---:|---:|\n" matrix precision method "base GPU (us)" "GPU, no graphs (us)" "GPU (us)" "CPU, all cores (us)" | tee -a $OUT/resident.txt
 for m in matrices/bcsstk01.mtx matrices/fs_183_4.mtx matrices/cavity02.mtx matrices/1138_bus.mtx \
          matrices/bcsstk16.mtx poisson3d:30 poisson3d:60 poisson3d:200; do
