@@ -178,6 +178,8 @@ pub struct CudaMatrix {
     pub(crate) nnz: usize,
     /// CSR threads per row (`spmv_lanes`); the sliced layout has one.
     pub(crate) lanes: usize,
+    /// Entries of the longest row (where the persistent kernels run, `persistent.rs`).
+    pub(crate) longest_row: usize,
     pub(crate) row_ptr: CudaSlice<i32>,
     /// The sliced layout's slice offsets ([`SpmvLayout::Sell`]); `None` for CSR.
     pub(crate) slice_ptr: Option<CudaSlice<i32>>,

@@ -41,6 +41,12 @@ impl Persistent {
 /// kernels replayed as a graph were as fast or faster on the H200 (`benches/results/gpu-resident.md`).
 const MEASURED_MAX_TILES: usize = 8;
 
+/// The longest row for which [`Persistent::Measured`] chooses the persistent kernel: BiCGStab's
+/// took 39% longer than the step kernels on adder_dcop_05 (a row of 1,310 entries, summed by
+/// one thread), and was as fast or faster on the others measured (rows of at most 72 entries;
+/// `benches/results/gpu-resident.md`).
+const MEASURED_MAX_ROW: usize = 256;
+
 /// The most tiles one block iterates over in [`Persistent::OneBlock`]: it takes the tiles one
 /// after the other, so its iteration grows with them, while the step kernels' stays near their
 /// launches' floor (`benches/results/gpu-study.md`).
@@ -100,7 +106,9 @@ impl CudaBackend {
         let tiles = a.nrows.div_ceil(THREADS as usize);
         let wanted = match self.persistent() {
             Persistent::Off => false,
-            Persistent::Measured => a.lanes == 1 && tiles <= MEASURED_MAX_TILES,
+            Persistent::Measured => {
+                a.lanes == 1 && tiles <= MEASURED_MAX_TILES && a.longest_row <= MEASURED_MAX_ROW
+            }
             Persistent::Everywhere => true,
             Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
         };

@@ -140,6 +140,7 @@ impl CudaBackend {
             ncols: a.ncols(),
             nnz: a.nnz(),
             lanes,
+            longest_row: a.row_ptr().windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0),
             row_ptr: up.copy(&row_ptr)?,
             slice_ptr: slice_ptr.as_deref().map(|s| up.copy(s)).transpose()?,
             col_idx: up.copy(cols)?,
