@@ -7,6 +7,8 @@
 # instructions, DRAM bytes, local-memory loads) for 6 CG iterations of poisson3d:100 in dd and
 # mp:256 (the table "Where an iteration's time goes"). `bash .gpu/mp.sh range [N]`: the table
 # across 106 to 1,696 bits, after `bash .gpu/mp.sh warm 106 128 212 ...` has compiled them.
+# `bash .gpu/mp.sh mpfr [N [BITS...]]`: GPU mp against MPFR and the own type on all the host's
+# cores (the solver built with `--features mpfr`; the table "Against MPFR on the same host").
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
@@ -60,6 +62,30 @@ if [ "${1:-}" = range ]; then
     python3 -c "
 g,b=$g,$base; e='$e'; m,c=$3,$4
 print(f'| $1 | {g:.3e} | {g/b:.1f} | {(\"%.3e (%s)\" % (float(e), \"$2\")) if e else \"\"} | {m} ({m/3.1:.1f}) | {c} ({c/0.7:.0f}) |')"
+  done
+  exit
+fi
+if [ "${1:-}" = mpfr ]; then
+  # GPU mp:<bits> against MPFR (mp-mpfr:<bits>, a build with `--features mpfr`) and the own
+  # MpFloat on all the host's cores, CG on poisson3d:N (default 200), one lease; every solve's
+  # iterations and true residual printed, to show the three give the same bits.
+  n=${2:-200}
+  shift 2 || shift $#
+  run() { # backend precision iterations -> "s/it iterations true_residual"
+    ./solver solve "poisson3d:$n" --backend "$1" --precision "$2" --tol 1e-300 --max-iter "$3" \
+      --format json 2>/dev/null |
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
+  }
+  echo "Card: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); host: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+  echo
+  echo "| bits | GPU mp s/it | CPU own mp s/it | CPU MPFR s/it | MPFR / GPU | MPFR / own CPU | iterations, true residual (GPU; own CPU; MPFR) |"
+  echo "|---:|---:|---:|---:|---:|---:|---|"
+  for bits in "${@:-256}"; do
+    read -r g _ _ <<< "$(run cuda "mp:$bits" 10)"
+    read -r _ gi gr <<< "$(run cuda "mp:$bits" 3)"
+    read -r c ci cr <<< "$(run cpu "mp:$bits" 3)"
+    read -r m mi mr <<< "$(run cpu "mp-mpfr:$bits" 3)"
+    python3 -c "g,c,m=$g,$c,$m; print(f'| $bits | {g:.3e} | {c:.3e} | {m:.3e} | {m/g:.0f} | {m/c:.2f} | $gi $gr; $ci $cr; $mi $mr |')"
   done
   exit
 fi

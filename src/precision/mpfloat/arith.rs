@@ -10,81 +10,129 @@ use std::cmp::Ordering;
 impl<const L: usize> MpFloat<L> {
     /// The precision of a result: the larger of the operands'.
     fn bits_of(&self, b: &Self) -> u32 {
-        u32::from(self.bits.max(b.bits))
-    }
-
-    /// `|self|` against `|b|`, both normal.
-    fn cmp_magnitude(&self, b: &Self) -> Ordering {
-        self.exp
-            .cmp(&b.exp)
-            .then_with(|| limbs::cmp(&self.sig, &b.sig))
+        u32::from(self.prec().max(b.prec()))
     }
 
     /// `-self`, exactly.
     pub fn neg(self) -> Self {
-        MpFloat {
-            negative: !self.negative,
-            ..self
-        }
+        let negative = self.negative();
+        self.with_sign(!negative)
     }
 
     /// `|self|`, exactly.
     pub fn abs(self) -> Self {
-        MpFloat {
-            negative: false,
-            ..self
-        }
+        self.with_sign(false)
     }
 
     /// `self + b`, correctly rounded.
     pub fn add(self, b: Self) -> Self {
-        Self::sum(self, b, b.negative)
+        Self::sum(&self, &b, b.negative())
     }
 
     /// `self - b`, correctly rounded.
     pub fn sub(self, b: Self) -> Self {
-        Self::sum(self, b, !b.negative)
+        Self::sum(&self, &b, !b.negative())
     }
 
     /// `a + (-1)^b_negative |b|`.
-    fn sum(a: Self, b: Self, b_negative: bool) -> Self {
+    #[inline]
+    pub(super) fn sum(a: &Self, b: &Self, b_negative: bool) -> Self {
+        if !a.is_normal() || !b.is_normal() {
+            if a.is_zero() && b.is_normal() {
+                // A row's or a lane's first step: `0 + b` is `b` (at the larger precision).
+                return b.with_sign(b_negative).with_bits(a.bits_of(b));
+            }
+            return Self::sum_special(*a, *b, b_negative);
+        }
+        let bits = a.bits_of(b);
+        let b = &b.with_sign(b_negative);
+        let swap = match a.exp() == b.exp() {
+            true => limbs::cmp(&a.sig, &b.sig) == Ordering::Less,
+            false => a.exp() < b.exp(),
+        };
+        let (x, y) = if swap { (b, a) } else { (a, b) };
+        let d = (i64::from(x.exp()) - i64::from(y.exp())) as u64;
+        if d < 64
+            && let Some(sum) = Self::sum_near(x, y, d as u32, bits)
+        {
+            return sum;
+        }
+        Self::sum_normal(x, y, bits)
+    }
+
+    /// [`sum`](Self::sum) where an operand is zero, infinite or NaN.
+    #[inline(never)]
+    fn sum_special(a: Self, b: Self, b_negative: bool) -> Self {
         let bits = a.bits_of(&b);
-        match (a.kind, b.kind) {
+        match (a.kind(), b.kind()) {
             (Kind::Nan, _) | (_, Kind::Nan) => Self::nan(bits),
-            (Kind::Inf, Kind::Inf) if a.negative != b_negative => Self::nan(bits),
-            (Kind::Inf, _) => Self::infinity(a.negative, bits),
+            (Kind::Inf, Kind::Inf) if a.negative() != b_negative => Self::nan(bits),
+            (Kind::Inf, _) => Self::infinity(a.negative(), bits),
             (_, Kind::Inf) => Self::infinity(b_negative, bits),
             // Round to nearest: -0 only from two negative zeros.
-            (Kind::Zero, Kind::Zero) => Self::zero(a.negative && b_negative, bits),
-            (Kind::Zero, _) => MpFloat {
-                negative: b_negative,
-                ..b
-            }
-            .with_bits(bits),
+            (Kind::Zero, Kind::Zero) => Self::zero(a.negative() && b_negative, bits),
+            (Kind::Zero, _) => b.with_sign(b_negative).with_bits(bits),
             (_, Kind::Zero) => a.with_bits(bits),
-            (Kind::Normal, Kind::Normal) => {
-                let b = MpFloat {
-                    negative: b_negative,
-                    ..b
-                };
-                let (x, y) = match a.cmp_magnitude(&b) {
-                    Ordering::Less => (b, a),
-                    _ => (a, b),
-                };
-                Self::sum_normal(&x, &y, bits)
-            }
+            (Kind::Normal, Kind::Normal) => unreachable!("two normal values take the sum's own path"),
         }
+    }
+
+    /// `x + y` for normal values with `|x| >= |y|` whose exponents differ by `d < 64`: most of a
+    /// solve's sums (a row's products, a dot's terms), whose result each next sum waits for. So
+    /// no branch on the data where a select does: `y`'s significand shifted right by `d` fits
+    /// the window whole (nothing for a sticky bit), a difference is the sum of the two's
+    /// complement, and the normalising shift is one bit right after a carry or less than a limb
+    /// left after a cancellation. `None` where a whole limb cancelled: the general path then.
+    #[inline(always)]
+    fn sum_near(x: &Self, y: &Self, d: u32, bits: u32) -> Option<Self> {
+        debug_assert!(d < 64);
+        let subtract = x.negative() != y.negative();
+        let flip = 0u64.wrapping_sub(u64::from(subtract));
+        // `(a << 1) << (63 - s)` is `a << (64 - s)`, and zero for `s = 0`.
+        let up = |a: u64, s: u32| (a << 1) << (63 - s);
+        let down = |a: u64, s: u32| (a >> 1) >> (63 - s);
+        // The guard limb: x's is zero, y's holds the bits the shift moved out of its limbs.
+        let (mut g, mut carry) = (up(y.sig[0], d) ^ flip).overflowing_add(u64::from(subtract));
+        let mut h = x.sig;
+        for i in 0..L {
+            let next = if i + 1 < L { y.sig[i + 1] } else { 0 };
+            let v = ((y.sig[i] >> d) | up(next, d)) ^ flip;
+            let (t, c1) = h[i].overflowing_add(v);
+            let (t, c2) = t.overflowing_add(u64::from(carry));
+            h[i] = t;
+            carry = c1 | c2;
+        }
+        // A sum's carry out of the top moves the window one bit right; a difference's carry is
+        // the two's complement's and means nothing (the difference is not negative).
+        let over = u32::from(carry && !subtract);
+        let sticky = g & u64::from(over) != 0;
+        g = (g >> over) | up(h[0], over);
+        for i in 0..L {
+            let next = if i + 1 < L { h[i + 1] } else { u64::from(over) };
+            h[i] = (h[i] >> over) | up(next, over);
+        }
+        if h[L - 1] == 0 {
+            return None;
+        }
+        let z = h[L - 1].leading_zeros();
+        for i in (1..L).rev() {
+            h[i] = (h[i] << z) | down(h[i - 1], z);
+        }
+        h[0] = (h[0] << z) | down(g, z);
+        g <<= z;
+        let exp = i64::from(x.exp()) + i64::from(over) - i64::from(z);
+        Some(Self::round_normalised(x.negative(), h, g, sticky, exp, bits))
     }
 
     /// `x + y` for normal values with `|x| >= |y|`: `x`'s significand over a zero guard limb,
     /// `y`'s shifted right by the exponent difference (what leaves the guard limb only matters
     /// as a sticky bit, and then at most one bit cancels).
     fn sum_normal(x: &Self, y: &Self, bits: u32) -> Self {
-        let d = (i64::from(x.exp) - i64::from(y.exp)) as u64;
+        let d = (i64::from(x.exp()) - i64::from(y.exp())) as u64;
         let (vh, vg, mut sticky) = window::shr(&y.sig, d);
         let (mut h, mut g) = (x.sig, 0u64);
-        let mut exp = i64::from(x.exp);
-        if x.negative == y.negative {
+        let mut exp = i64::from(x.exp());
+        if x.negative() == y.negative() {
             if window::add(&mut h, &mut g, &vh, vg) {
                 sticky |= window::shr_carry(&mut h, &mut g);
                 exp += 1;
@@ -101,37 +149,46 @@ impl<const L: usize> MpFloat<L> {
             }
             if zeros >= 64 {
                 // A whole limb cancelled (no sticky part then): the general normalisation.
-                return Self::round_window(x.negative, h, g, sticky, exp, bits);
+                return Self::round_window(x.negative(), h, g, sticky, exp, bits);
             }
             window::shl_small(&mut h, &mut g, zeros);
             exp -= i64::from(zeros);
         }
-        Self::round_normalised(x.negative, h, g, sticky, exp, bits)
+        Self::round_normalised(x.negative(), h, g, sticky, exp, bits)
     }
 
     /// `self * b`, correctly rounded.
     pub fn mul(self, b: Self) -> Self {
+        if !self.is_normal() || !b.is_normal() {
+            return Self::mul_special(self, b);
+        }
         let bits = self.bits_of(&b);
-        let negative = self.negative != b.negative;
-        match (self.kind, b.kind) {
+        let negative = self.negative() != b.negative();
+        let mut wide = [[0u64; L]; 2];
+        // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
+        limbs::mul(&b.sig, &self.sig, wide.as_flattened_mut());
+        let [low, top] = wide;
+        // Two significands in [1/2, 1): the product's top bit is one of its top two.
+        let z = top[L - 1].leading_zeros();
+        let (mut hi, mut guard) = (top, low[L - 1]);
+        window::shl_small(&mut hi, &mut guard, z);
+        let next = if z == 0 { 0 } else { low[L - 2] >> (64 - z) };
+        let sticky = low[L - 2] << z != 0 || low[..L - 2].iter().any(|&l| l != 0);
+        let exp = i64::from(self.exp()) + i64::from(b.exp()) - i64::from(z);
+        Self::round_normalised(negative, hi, guard | next, sticky, exp, bits)
+    }
+
+    /// [`mul`](Self::mul) where an operand is zero, infinite or NaN.
+    #[inline(never)]
+    fn mul_special(self, b: Self) -> Self {
+        let bits = self.bits_of(&b);
+        let negative = self.negative() != b.negative();
+        match (self.kind(), b.kind()) {
             (Kind::Nan, _) | (_, Kind::Nan) => Self::nan(bits),
             (Kind::Inf, Kind::Zero) | (Kind::Zero, Kind::Inf) => Self::nan(bits),
             (Kind::Inf, _) | (_, Kind::Inf) => Self::infinity(negative, bits),
             (Kind::Zero, _) | (_, Kind::Zero) => Self::zero(negative, bits),
-            (Kind::Normal, Kind::Normal) => {
-                let mut wide = [[0u64; L]; 2];
-                // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
-                limbs::mul(&b.sig, &self.sig, wide.as_flattened_mut());
-                let [low, top] = wide;
-                // Two significands in [1/2, 1): the product's top bit is one of its top two.
-                let z = top[L - 1].leading_zeros();
-                let (mut hi, mut guard) = (top, low[L - 1]);
-                window::shl_small(&mut hi, &mut guard, z);
-                let next = if z == 0 { 0 } else { low[L - 2] >> (64 - z) };
-                let sticky = low[L - 2] << z != 0 || low[..L - 2].iter().any(|&l| l != 0);
-                let exp = i64::from(self.exp) + i64::from(b.exp) - i64::from(z);
-                Self::round_normalised(negative, hi, guard | next, sticky, exp, bits)
-            }
+            (Kind::Normal, Kind::Normal) => unreachable!("two normal values take mul's own path"),
         }
     }
 
@@ -139,7 +196,7 @@ impl<const L: usize> MpFloat<L> {
     /// (the SpMV's inner step, the most frequent operation of a solve).
     pub fn mul_f64(self, b: f64) -> Self {
         let bits = self.bits();
-        if self.kind != Kind::Normal || !b.is_finite() || b == 0.0 {
+        if !self.is_normal() || !b.is_finite() || b == 0.0 {
             return self.mul(Self::from_f64_bits(b, bits));
         }
         let (b_negative, m, e) = super::convert::decompose(b);
@@ -150,13 +207,13 @@ impl<const L: usize> MpFloat<L> {
             *out = t as u64;
             carry = (t >> 64) as u64;
         }
-        let negative = self.negative != b_negative;
+        let negative = self.negative() != b_negative;
         // The product as L limbs (`carry` on top) and a guard limb: exact.
         let mut hi = [0u64; L];
         hi[..L - 1].copy_from_slice(&low[1..]);
         hi[L - 1] = carry;
         let mut guard = low[0];
-        let exp = i64::from(self.exp) + e + 64;
+        let exp = i64::from(self.exp()) + e + 64;
         if carry == 0 {
             // A subnormal b of a few bits: the general normalisation.
             return Self::round_window(negative, hi, guard, false, exp, bits);
@@ -170,8 +227,8 @@ impl<const L: usize> MpFloat<L> {
     /// of quotient than either has, the remainder's being nonzero the sticky bit.
     pub fn div(self, b: Self) -> Self {
         let bits = self.bits_of(&b);
-        let negative = self.negative != b.negative;
-        match (self.kind, b.kind) {
+        let negative = self.negative() != b.negative();
+        match (self.kind(), b.kind()) {
             (Kind::Nan, _) | (_, Kind::Nan) => Self::nan(bits),
             (Kind::Inf, Kind::Inf) | (Kind::Zero, Kind::Zero) => Self::nan(bits),
             (Kind::Inf, _) | (_, Kind::Zero) => Self::infinity(negative, bits),
@@ -184,7 +241,7 @@ impl<const L: usize> MpFloat<L> {
                 let q = &mut quotient.as_flattened_mut()[..L + 2];
                 limbs::div_rem(u, &b.sig, q);
                 let sticky = u.iter().any(|&l| l != 0);
-                let scale = i64::from(self.exp) - i64::from(b.exp) - 64 * (L as i64 + 1);
+                let scale = i64::from(self.exp()) - i64::from(b.exp()) - 64 * (L as i64 + 1);
                 Self::round(
                     Exact {
                         negative,
@@ -203,13 +260,13 @@ impl<const L: usize> MpFloat<L> {
     /// from it the sticky bit.
     pub fn sqrt(self) -> Self {
         let bits = self.bits();
-        match self.kind {
+        match self.kind() {
             Kind::Nan => Self::nan(bits),
             Kind::Zero => self,
-            _ if self.negative => Self::nan(bits),
+            _ if self.negative() => Self::nan(bits),
             Kind::Inf => self,
             Kind::Normal => {
-                let odd = self.exp & 1 != 0;
+                let odd = self.exp() & 1 != 0;
                 let mut wide = [[0u64; L]; 4];
                 let n = &mut wide.as_flattened_mut()[..2 * L + 3];
                 n[L + 2..2 * L + 2].copy_from_slice(&self.sig);
@@ -224,7 +281,7 @@ impl<const L: usize> MpFloat<L> {
                 limbs::mul(r, r, s);
                 let sticky = s[..2 * L + 3] != *n;
                 let shift = 64 * (L as i64 + 2) + i64::from(odd);
-                let scale = (i64::from(self.exp) - 64 * L as i64 - shift) / 2;
+                let scale = (i64::from(self.exp()) - 64 * L as i64 - shift) / 2;
                 Self::round(
                     Exact {
                         negative: false,

@@ -75,13 +75,13 @@ impl<const L: usize> MpFloat<L> {
     /// The nearest double (ties to even; subnormals on their grid; beyond the range an
     /// infinity).
     pub fn to_f64(&self) -> f64 {
-        let signed = |v: f64| if self.negative { -v } else { v };
-        match self.kind {
+        let signed = |v: f64| if self.negative() { -v } else { v };
+        match self.kind() {
             Kind::Nan => f64::NAN,
             Kind::Inf => signed(f64::INFINITY),
             Kind::Zero => signed(0.0),
             Kind::Normal => {
-                let e = i64::from(self.exp);
+                let e = i64::from(self.exp());
                 if e > 1024 {
                     return signed(f64::INFINITY);
                 }

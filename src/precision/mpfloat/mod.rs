@@ -77,10 +77,25 @@ enum Kind {
 pub struct MpFloat<const L: usize> {
     /// Little-endian: the top bit of `sig[L - 1]` is the leading bit of a normal value.
     sig: [u64; L],
-    exp: i32,
-    bits: u16,
-    negative: bool,
-    kind: Kind,
+    /// Exponent, precision, sign and kind in one word, laid out as [`MpFloat::to_packed`]'s
+    /// header: written and read whole, where four narrow fields were four stores that the
+    /// next operation's wider load could not take from the store buffer (a stall on every
+    /// operation of a dependent chain, such as a row's sum).
+    head: u64,
+}
+
+/// Bit positions of the fields of `MpFloat::head`.
+const PREC_SHIFT: u32 = 32;
+const SIGN_BIT: u64 = 1 << 48;
+const KIND_SHIFT: u32 = 56;
+
+/// `head` of a value with these fields.
+#[inline(always)]
+const fn head(exp: i32, bits: u16, negative: bool, kind: Kind) -> u64 {
+    exp as u32 as u64
+        | (bits as u64) << PREC_SHIFT
+        | (negative as u64) << 48
+        | (kind as u64) << KIND_SHIFT
 }
 
 impl<const L: usize> MpFloat<L> {
@@ -97,10 +112,49 @@ impl<const L: usize> MpFloat<L> {
     fn special(kind: Kind, negative: bool, bits: u32) -> MpFloat<L> {
         MpFloat {
             sig: [0; L],
-            exp: 0,
-            bits: Self::check_bits(bits),
-            negative,
-            kind,
+            head: head(0, Self::check_bits(bits), negative, kind),
+        }
+    }
+
+    /// The exponent (MPFR's convention: a normal value is `0.1xxx * 2^exp`).
+    #[inline(always)]
+    fn exp(&self) -> i32 {
+        self.head as u32 as i32
+    }
+
+    /// The precision as stored.
+    #[inline(always)]
+    fn prec(&self) -> u16 {
+        (self.head >> PREC_SHIFT) as u16
+    }
+
+    #[inline(always)]
+    fn negative(&self) -> bool {
+        self.head & SIGN_BIT != 0
+    }
+
+    #[inline(always)]
+    fn kind(&self) -> Kind {
+        match self.head >> KIND_SHIFT {
+            0 => Kind::Zero,
+            1 => Kind::Normal,
+            2 => Kind::Inf,
+            _ => Kind::Nan,
+        }
+    }
+
+    /// Whether the value is normal (finite and nonzero): one comparison of the head word.
+    #[inline(always)]
+    fn is_normal(&self) -> bool {
+        self.head >> KIND_SHIFT == Kind::Normal as u64
+    }
+
+    /// This value with the given sign.
+    #[inline(always)]
+    fn with_sign(&self, negative: bool) -> Self {
+        MpFloat {
+            head: (self.head & !SIGN_BIT) | (negative as u64) << 48,
+            ..*self
         }
     }
 
@@ -108,14 +162,14 @@ impl<const L: usize> MpFloat<L> {
         Self::special(Kind::Zero, negative, bits)
     }
 
+    /// A normal value; `bits` is an operand's (checked where that was made).
+    #[inline(always)]
     fn normal(negative: bool, sig: [u64; L], exp: i32, bits: u32) -> MpFloat<L> {
         debug_assert!(sig[L - 1] >> 63 == 1);
+        debug_assert!((mp::MIN_BITS..=64 * L as u32).contains(&bits));
         MpFloat {
             sig,
-            exp,
-            bits: Self::check_bits(bits),
-            negative,
-            kind: Kind::Normal,
+            head: head(exp, bits as u16, negative, Kind::Normal),
         }
     }
 
@@ -136,39 +190,39 @@ impl<const L: usize> MpFloat<L> {
 
     /// The precision in bits.
     pub fn bits(&self) -> u32 {
-        u32::from(self.bits)
+        u32::from(self.prec())
     }
 
     /// Whether the sign bit is set (`-0` included).
     pub fn is_sign_negative(&self) -> bool {
-        self.negative
+        self.negative()
     }
 
     /// Whether the value is NaN.
     pub fn is_nan(&self) -> bool {
-        self.kind == Kind::Nan
+        self.kind() == Kind::Nan
     }
 
     /// Whether the value is neither infinite nor NaN.
     pub fn is_finite(&self) -> bool {
-        matches!(self.kind, Kind::Zero | Kind::Normal)
+        matches!(self.kind(), Kind::Zero | Kind::Normal)
     }
 
     /// Whether the value is a zero of either sign.
     pub fn is_zero(&self) -> bool {
-        self.kind == Kind::Zero
+        self.kind() == Kind::Zero
     }
 
     /// A finite value as `(negative, significand, exponent)` with the value
     /// `(-1)^negative * significand * 2^exponent`, the significand an integer of `64 L` bits
     /// (little-endian limbs, zero for a zero); `None` for an infinity or NaN.
     pub fn to_integer_exp(&self) -> Option<(bool, [u64; L], i64)> {
-        match self.kind {
-            Kind::Zero => Some((self.negative, [0; L], 0)),
+        match self.kind() {
+            Kind::Zero => Some((self.negative(), [0; L], 0)),
             Kind::Normal => Some((
-                self.negative,
+                self.negative(),
                 self.sig,
-                i64::from(self.exp) - 64 * L as i64,
+                i64::from(self.exp()) - 64 * L as i64,
             )),
             _ => None,
         }
@@ -204,47 +258,43 @@ impl<const L: usize> MpFloat<L> {
     /// (0 zero, 1 normal, 2 infinity, 3 NaN) in 56-63.
     #[doc(hidden)]
     pub fn to_packed(&self) -> ([u64; L], u64) {
-        let header = u64::from(self.exp as u32)
-            | u64::from(self.bits) << 32
-            | u64::from(self.negative) << 48
-            | (self.kind as u64) << 56;
-        (self.sig, header)
+        (self.sig, self.head)
     }
 
     /// A value from its packed form ([`to_packed`](Self::to_packed)).
     #[doc(hidden)]
     pub fn from_packed(sig: [u64; L], header: u64) -> Self {
-        let kind = match header >> 56 {
-            0 => Kind::Zero,
-            1 => Kind::Normal,
-            2 => Kind::Inf,
-            _ => Kind::Nan,
-        };
+        // Rebuilt from its fields, so that unused bits are zero and kinds above 3 read NaN.
+        let raw = MpFloat { sig, head: header };
         MpFloat {
             sig,
-            exp: header as u32 as i32,
-            bits: (header >> 32) as u16,
-            negative: (header >> 48) & 1 == 1,
-            kind,
+            head: head(raw.exp(), raw.prec(), raw.negative(), raw.kind()),
         }
     }
 
     /// This value rounded to `bits` bits (exact when `bits` is at least its own).
     pub fn with_bits(&self, bits: u32) -> Self {
-        match self.kind {
+        if bits >= self.bits() {
+            // Exact: the bits below the new precision are already zero. (A sum with a zero
+            // takes this path, as every row of an SpMV starts with one.)
+            Self::check_bits(bits);
+            let head = (self.head & !(0xffff << PREC_SHIFT)) | u64::from(bits) << PREC_SHIFT;
+            return MpFloat { head, ..*self };
+        }
+        match self.kind() {
             Kind::Normal => {
                 let mut sig = self.sig;
                 Self::round(
                     round::Exact {
-                        negative: self.negative,
+                        negative: self.negative(),
                         limbs: &mut sig,
                         sticky: false,
-                        scale: i64::from(self.exp) - 64 * L as i64,
+                        scale: i64::from(self.exp()) - 64 * L as i64,
                     },
                     bits,
                 )
             }
-            kind => Self::special(kind, self.negative, bits),
+            kind => Self::special(kind, self.negative(), bits),
         }
     }
 }
@@ -252,29 +302,34 @@ impl<const L: usize> MpFloat<L> {
 impl<const L: usize> PartialEq for MpFloat<L> {
     /// Equal values (whatever their precisions): NaN equals nothing, `+0 == -0`.
     fn eq(&self, other: &Self) -> bool {
-        match (self.kind, other.kind) {
+        match (self.kind(), other.kind()) {
             (Kind::Nan, _) | (_, Kind::Nan) => false,
             (Kind::Zero, Kind::Zero) => true,
             (a, b) if a != b => false,
-            (Kind::Inf, _) => self.negative == other.negative,
-            _ => self.negative == other.negative && self.exp == other.exp && self.sig == other.sig,
+            (Kind::Inf, _) => self.negative() == other.negative(),
+            _ => {
+                self.negative() == other.negative()
+                    && self.exp() == other.exp()
+                    && self.sig == other.sig
+            }
         }
     }
 }
 
 impl<const L: usize> std::fmt::Debug for MpFloat<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let sign = if self.negative { "-" } else { "" };
-        match self.kind {
-            Kind::Nan => write!(f, "NaN[{}]", self.bits),
-            Kind::Inf => write!(f, "{sign}inf[{}]", self.bits),
-            Kind::Zero => write!(f, "{sign}0[{}]", self.bits),
+        let sign = if self.negative() { "-" } else { "" };
+        let bits = self.bits();
+        match self.kind() {
+            Kind::Nan => write!(f, "NaN[{bits}]"),
+            Kind::Inf => write!(f, "{sign}inf[{bits}]"),
+            Kind::Zero => write!(f, "{sign}0[{bits}]"),
             Kind::Normal => {
                 write!(f, "{sign}0x0.")?;
                 for limb in self.sig.iter().rev() {
                     write!(f, "{limb:016x}")?;
                 }
-                write!(f, "p{}[{}] (~{:e})", self.exp, self.bits, self.to_f64())
+                write!(f, "p{}[{bits}] (~{:e})", self.exp(), self.to_f64())
             }
         }
     }
@@ -326,11 +381,16 @@ impl<const L: usize> super::Precision for MpFloat<L> {
     }
     #[inline]
     fn add(&self, b: &Self) -> Self {
-        MpFloat::add(*self, *b)
+        MpFloat::sum(self, b, b.negative())
     }
     #[inline]
     fn sub(&self, b: &Self) -> Self {
-        MpFloat::sub(*self, *b)
+        MpFloat::sum(self, b, !b.negative())
+    }
+    #[inline]
+    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
+        let product = b.mul_f64(a);
+        MpFloat::sum(self, &product, product.negative())
     }
     #[inline]
     fn mul(&self, b: &Self) -> Self {

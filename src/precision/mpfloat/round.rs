@@ -161,6 +161,7 @@ impl<const L: usize> MpFloat<L> {
 
     /// A rounded significand whose exponent is at least `EMIN` (rounding only raises it):
     /// above `EMAX` an infinity.
+    #[inline(always)]
     fn in_range(negative: bool, sig: [u64; L], exp: i64, bits: u32) -> MpFloat<L> {
         if exp > i64::from(EMAX) {
             return MpFloat::special(Kind::Inf, negative, bits);
