@@ -12,6 +12,12 @@
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
+# One CG solve: N backend precision iterations -> "s/it iterations true_residual"
+solve_cg() {
+  ./solver solve "poisson3d:$1" --backend "$2" --precision "$3" --tol 1e-300 --max-iter "$4" \
+    --format json 2>/dev/null |
+    python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
+}
 if [ "${1:-}" = profile ]; then
   for p in dd mp256; do
     /usr/local/cuda/bin/ncu -k regex:"_$p" --launch-skip 20 --launch-count 12 --csv \
@@ -71,11 +77,7 @@ if [ "${1:-}" = mpfr ]; then
   # iterations and true residual printed, to show the three give the same bits.
   n=${2:-200}
   shift 2 || shift $#
-  run() { # backend precision iterations -> "s/it iterations true_residual"
-    ./solver solve "poisson3d:$n" --backend "$1" --precision "$2" --tol 1e-300 --max-iter "$3" \
-      --format json 2>/dev/null |
-      python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
-  }
+  run() { solve_cg "$n" "$@"; }
   echo "Card: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); host: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
   echo
   echo "| bits | GPU mp s/it | CPU own mp s/it | CPU MPFR s/it | MPFR / GPU | MPFR / own CPU | iterations, true residual (GPU; own CPU; MPFR) |"
@@ -91,11 +93,7 @@ if [ "${1:-}" = mpfr ]; then
 fi
 n=${1:-200}
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-per_iteration() { # backend precision iterations
-  ./solver solve "poisson3d:$n" --backend "$1" --precision "$2" --tol 1e-300 --max-iter "$3" \
-    --format json 2>/dev/null |
-    python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"])'
-}
+per_iteration() { solve_cg "$n" "$@" | cut -d' ' -f1; }
 echo "# mp:<bits> on the GPU: CG on poisson3d:$n"
 echo
 echo "- **Card**: $card; CPU backend: the same host's $(nproc) cores"

@@ -132,6 +132,30 @@ pub(super) fn mul(x: &[u64], y: &[u64], out: &mut [u64]) {
     }
 }
 
+/// The columns `n - 2` and up of `x * y` (`n` limbs each, `out.len() == 2 n`): the partial
+/// products `x_i y_j` with `i + j >= n - 2`, summed exactly; the lower columns are left zero.
+/// The exact product exceeds this by less than `n` units of limb `n - 1` (the omitted products
+/// are each below `2^128` at columns up to `n - 3`, at most `n - 2` of them a column), which
+/// [`MpFloat::mul`](super::MpFloat::mul) checks cannot change its rounding.
+pub(super) fn mul_high(x: &[u64], y: &[u64], out: &mut [u64]) {
+    let n = y.len();
+    debug_assert!(x.len() == n && out.len() == 2 * n && n >= 2);
+    out.fill(0);
+    for (i, &a) in x.iter().enumerate() {
+        if a == 0 {
+            continue;
+        }
+        let first = (n - 2).saturating_sub(i);
+        let mut carry = 0u64;
+        for (j, &b) in y.iter().enumerate().skip(first) {
+            let t = u128::from(a) * u128::from(b) + u128::from(out[i + j]) + u128::from(carry);
+            out[i + j] = t as u64;
+            carry = (t >> 64) as u64;
+        }
+        out[i + n] = carry;
+    }
+}
+
 /// Compare two numbers of the same length.
 pub(super) fn cmp(x: &[u64], y: &[u64]) -> std::cmp::Ordering {
     x.iter().rev().cmp(y.iter().rev())
@@ -265,15 +289,19 @@ mod tests {
         u128::from(x[0]) | (u128::from(*x.get(1).unwrap_or(&0)) << 64)
     }
 
-    #[test]
-    fn division_and_root_of_small_numbers_agree_with_u128() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
+    /// A xorshift generator: reproducible operands without a dependency.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed
-        };
+        }
+    }
+
+    #[test]
+    fn division_and_root_of_small_numbers_agree_with_u128() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20000 {
             let a = u128::from(next()) << 64 | u128::from(next());
             let b = match next() % 3 {
@@ -293,6 +321,31 @@ mod tests {
             isqrt(&[a as u64, (a >> 64) as u64], &mut r);
             let r = to_u128(&r);
             assert!(r * r <= a && (r + 1).checked_mul(r + 1).is_none_or(|s| s > a), "{a}");
+        }
+    }
+
+    #[test]
+    fn high_columns_fall_short_of_the_product_by_less_than_n_units_of_limb_n_minus_1() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        for n in [2usize, 3, 8, 32] {
+            for case in 0..2000 {
+                // all ones (the largest omitted part), random, and random with zero limbs
+                let limb = |k: u64| match case % 3 {
+                    0 => u64::MAX,
+                    1 => k,
+                    _ => k & 0u64.wrapping_sub(k >> 63),
+                };
+                let x: Vec<u64> = (0..n).map(|_| limb(next())).collect();
+                let y: Vec<u64> = (0..n).map(|_| limb(next())).collect();
+                let (mut full, mut high) = (vec![0u64; 2 * n], vec![0u64; 2 * n]);
+                mul(&x, &y, &mut full);
+                mul_high(&x, &y, &mut high);
+                assert!(high[..n - 2].iter().all(|&l| l == 0));
+                // full - high, from limb n - 1 up: below n (and nothing above limb n - 1)
+                let mut diff = full.clone();
+                assert!(!sub_assign(&mut diff, &high), "the high columns exceed the product");
+                assert!(diff[n..].iter().all(|&l| l == 0) && diff[n - 1] < n as u64, "{n}");
+            }
         }
     }
 }
