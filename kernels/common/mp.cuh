@@ -682,6 +682,7 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
     mp_u64 p[2 * MP_LIMBS];
 #ifdef MP_WIDE_LOOPS
     mp_mul_limbs(b.s, MP_LIMBS, a.s, MP_LIMBS, p);
+    return mp_round_n(p, false, (long long)a.exp + b.exp - 128LL * MP_LIMBS, neg, bits);
 #else
     // schoolbook, a row of b's limbs for each limb of a (zero limbs, as from doubles, skipped)
 #pragma unroll
@@ -701,9 +702,42 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
         }
         p[i + MP_LIMBS] = carry;
     }
+    // Two significands in [1/2, 1): the product's top bit is one of its top two. Round from the
+    // top L limbs and a guard limb, normalised by that one bit, and a sticky bit for the rest,
+    // as MpFloat::mul does, instead of normalising and masking all 2L limbs.
+    const int z = (p[2 * MP_LIMBS - 1] >> 63) ? 0 : 1;
+    mp_u64 w[MP_LIMBS + 1];
+#pragma unroll
+    for (int i = 0; i <= MP_LIMBS; i++) {
+        const mp_u64 in = p[MP_LIMBS - 2 + i] >> 63;  // the bit a shift by one brings in
+        w[i] = z ? (p[MP_LIMBS - 1 + i] << 1) | in : p[MP_LIMBS - 1 + i];
+    }
+    bool sticky = z ? (p[MP_LIMBS - 2] << 1) != 0 : p[MP_LIMBS - 2] != 0;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS - 2; i++) sticky = sticky || p[i] != 0;
+    long long exp = (long long)a.exp + b.exp - z;
+    if (exp < MP_EMIN) return mp_round_n(p, false, exp + z - 128LL * MP_LIMBS, neg, bits);
+    bool carried;
+#ifdef MP_BITS
+    if (bits == MP_BITS)
+        carried = mp_round_at(w, 64 * (MP_LIMBS + 1) - MP_BITS, sticky);
+    else
 #endif
-    const long long scale = (long long)a.exp + b.exp - 128LL * MP_LIMBS;
-    return mp_round_n(p, false, scale, neg, bits);
+        carried = mp_round_at(w, 64 * (MP_LIMBS + 1) - bits, sticky);
+    if (carried) {
+        w[MP_LIMBS] = 1ULL << 63;
+        exp += 1;
+    }
+    if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
+    mp_t r;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = w[i + 1];
+    r.exp = (int)exp;
+    r.bits = bits;
+    r.neg = neg;
+    r.kind = MP_NORMAL;
+    return r;
+#endif
 }
 
 __device__ mp_t mp_div(mp_t a, mp_t b) {
