@@ -616,6 +616,70 @@ __device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
 }
 #else
+// x + y for |x| >= |y| whose exponents differ by d < 64 (w: x's limbs over a zero guard limb,
+// v: y's), as MpFloat::sum_near: most of a solve's sums, without the barrel shifts. y's limbs
+// shifted right by d fit the window whole (no sticky bit), a difference is the sum of the two's
+// complement, and the normalising shift is one bit right after a carry or less than a limb left
+// after a cancellation. False (the general path then) where a whole limb cancelled.
+__device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
+                                            const mp_u64 (&v)[MP_LIMBS + 1], int d, bool subtract,
+                                            int xexp, int xneg, int bits, mp_t* r) {
+    const mp_u64 flip = subtract ? ~0ULL : 0ULL;
+    mp_u64 h[MP_LIMBS + 1];
+    mp_u64 carry = subtract ? 1 : 0;
+#pragma unroll
+    for (int i = 0; i <= MP_LIMBS; i++) {
+        // limb i of y >> d: v[i] >> d | v[i + 1] << (64 - d) (v[0], the guard, is zero)
+        const mp_u64 next = i < MP_LIMBS ? v[i + 1] : 0;
+        const mp_u64 shifted = d == 0 ? v[i] : (v[i] >> d) | (next << (64 - d));
+        const mp_u64 y = shifted ^ flip;
+        const mp_u64 s = w[i] + y;
+        const mp_u64 t = s + carry;
+        carry = (s < w[i]) | (t < s);
+        h[i] = t;
+    }
+    // a sum's carry out moves the window one bit right; a difference's carry means nothing
+    const bool over = carry && !subtract;
+    bool sticky = false;
+    if (over) {
+        sticky = h[0] & 1;
+#pragma unroll
+        for (int i = 0; i < MP_LIMBS; i++) h[i] = (h[i] >> 1) | (h[i + 1] << 63);
+        h[MP_LIMBS] = (h[MP_LIMBS] >> 1) | (1ULL << 63);
+    }
+    if (h[MP_LIMBS] == 0) return false;
+    const int z = __clzll(h[MP_LIMBS]);
+    if (z > 0) {
+#pragma unroll
+        for (int i = MP_LIMBS; i > 0; i--) h[i] = (h[i] << z) | (h[i - 1] >> (64 - z));
+        h[0] <<= z;
+    }
+    long long exp = (long long)xexp + (over ? 1 : 0) - z;
+    if (exp < MP_EMIN) return false;
+    bool carried;
+#ifdef MP_BITS
+    if (bits == MP_BITS)
+        carried = mp_round_at(h, 64 * (MP_LIMBS + 1) - MP_BITS, sticky);
+    else
+#endif
+        carried = mp_round_at(h, 64 * (MP_LIMBS + 1) - bits, sticky);
+    if (carried) {
+        h[MP_LIMBS] = 1ULL << 63;
+        exp += 1;
+    }
+    if (exp > MP_EMAX) {
+        *r = mp_special(MP_INF, xneg, bits);
+        return true;
+    }
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) r->s[i] = h[i + 1];
+    r->exp = (int)exp;
+    r->bits = bits;
+    r->neg = xneg;
+    r->kind = MP_NORMAL;
+    return true;
+}
+
 // a + (-1)^bneg |b|
 MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
@@ -634,7 +698,12 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     }
     const int xexp = swap ? b.exp : a.exp, yexp = swap ? a.exp : b.exp;
     const int xneg = swap ? b.neg : a.neg, yneg = swap ? a.neg : b.neg;
-    bool sticky = mp_shr_n(v, (long long)xexp - yexp);
+    const long long d = (long long)xexp - yexp;
+    if (d < 64) {
+        mp_t near;
+        if (mp_sum_near(w, v, (int)d, xneg != yneg, xexp, xneg, bits, &near)) return near;
+    }
+    bool sticky = mp_shr_n(v, d);
     long long scale = (long long)xexp - 64LL * (MP_LIMBS + 1);
     if (xneg == yneg) {
         mp_u64 carry = 0;
