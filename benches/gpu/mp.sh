@@ -9,13 +9,16 @@
 # across 106 to 1,696 bits, after `bash .gpu/mp.sh warm 106 128 212 ...` has compiled them.
 # `bash .gpu/mp.sh mpfr [N [BITS...]]`: GPU mp against MPFR and the own type on all the host's
 # cores (the solver built with `--features mpfr`; the table "Against MPFR on the same host").
+# `bash .gpu/mp.sh compare [N [BITS...]]`: ./solver against a build of the commit before it,
+# .gpu/solver-base, alternated (the table "The product's rounding and the near sum").
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
-# One CG solve: N backend precision iterations -> "s/it iterations true_residual"
+# One solve (CG unless a method is given) by ./solver (or ./$SOLVER):
+# N backend precision iterations [method] -> "s/it iterations true_residual"
 solve_cg() {
-  ./solver solve "poisson3d:$1" --backend "$2" --precision "$3" --tol 1e-300 --max-iter "$4" \
-    --format json 2>/dev/null |
+  "./${SOLVER:-solver}" solve "poisson3d:$1" --backend "$2" --precision "$3" --tol 1e-300 \
+    --max-iter "$4" --method "${5:-cg}" --format json 2>/dev/null |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
 }
 if [ "${1:-}" = profile ]; then
@@ -69,6 +72,28 @@ if [ "${1:-}" = range ]; then
 g,b=$g,$base; e='$e'; m,c=$3,$4
 print(f'| $1 | {g:.3e} | {g/b:.1f} | {(\"%.3e (%s)\" % (float(e), \"$2\")) if e else \"\"} | {m} ({m/3.1:.1f}) | {c} ({c/0.7:.0f}) |')"
   done
+  exit
+fi
+if [ "${1:-}" = compare ]; then
+  # A change to the arithmetic against the build before it (.gpu/solver-base): CG and BiCGStab
+  # at each BITS (default 256 128) on poisson3d:N (default 200), 10 iterations, alternated
+  # twice, with a dd CG for the ratio. Each binary compiles its modules in an untimed solve.
+  n=${2:-200}
+  shift 2 || shift $#
+  for bits in "${@:-256 128}"; do
+    for method in cg bicgstab; do
+      for bin in solver-base solver; do
+        ./$bin solve "poisson3d:$n" --backend cuda --method $method --precision "mp:$bits" \
+          --tol 1e-300 --max-iter 2 -q > /dev/null 2>&1
+      done
+      for k in 1 2; do
+        base=$(SOLVER=solver-base solve_cg "$n" cuda "mp:$bits" 10 $method)
+        new=$(solve_cg "$n" cuda "mp:$bits" 10 $method)
+        echo "mp:$bits $method base: $base | new: $new"
+      done
+    done
+  done
+  echo "dd cg: $(solve_cg "$n" cuda dd 50)"
   exit
 fi
 if [ "${1:-}" = mpfr ]; then
