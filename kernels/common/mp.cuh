@@ -481,28 +481,12 @@ __device__ __forceinline__ bool mp_round_at(mp_u64 (&x)[N], int cut, bool sticky
     return carry != 0;
 }
 
-// (-1)^neg (int + f) 2^scale rounded at `bits` bits (<= 64 MP_LIMBS); int in x (destroyed), N >=
-// MP_LIMBS, f nonzero exactly when sticky (then int has at least bits + 1 significant bits).
+// (-1)^neg 0.x... 2^exp with x normalised (its top bit set) and exp >= MP_EMIN, rounded at
+// `bits` bits; `sticky`: something nonzero lies below x. x is destroyed. The vector kernels'
+// numbers all have the module's precision, whose cut is a constant that folds every mask.
 template <int N>
-__device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long long scale, int neg,
-                                           int bits) {
-    const int zeros = mp_clz_n(x);
-    if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
-    mp_shl_n(x, zeros);
-    long long exp = scale + 64LL * N - zeros;
-    if (exp < MP_EMIN) {
-        // decided on the exact value: above half the smallest number gives it, else zero
-        bool half = x[N - 1] == (1ULL << 63) && !sticky;
-#pragma unroll
-        for (int i = 0; i < N - 1; i++) half = half && x[i] == 0;
-        if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
-        mp_t r = mp_special(MP_NORMAL, neg, bits);
-        r.s[MP_LIMBS - 1] = 1ULL << 63;
-        r.exp = MP_EMIN;
-        return r;
-    }
-    // keep the top `bits` bits; the vector kernels' numbers all have the module's precision,
-    // whose cut is a constant that folds every mask below
+__device__ __forceinline__ mp_t mp_round_normalised(mp_u64 (&x)[N], bool sticky, long long exp,
+                                                    int neg, int bits) {
     bool carried;
 #ifdef MP_BITS
     if (bits == MP_BITS)
@@ -523,6 +507,29 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
     r.neg = neg;
     r.kind = MP_NORMAL;
     return r;
+}
+
+// (-1)^neg (int + f) 2^scale rounded at `bits` bits (<= 64 MP_LIMBS); int in x (destroyed), N >=
+// MP_LIMBS, f nonzero exactly when sticky (then int has at least bits + 1 significant bits).
+template <int N>
+__device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long long scale, int neg,
+                                           int bits) {
+    const int zeros = mp_clz_n(x);
+    if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
+    mp_shl_n(x, zeros);
+    long long exp = scale + 64LL * N - zeros;
+    if (exp < MP_EMIN) {
+        // decided on the exact value: above half the smallest number gives it, else zero
+        bool half = x[N - 1] == (1ULL << 63) && !sticky;
+#pragma unroll
+        for (int i = 0; i < N - 1; i++) half = half && x[i] == 0;
+        if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
+        mp_t r = mp_special(MP_NORMAL, neg, bits);
+        r.s[MP_LIMBS - 1] = 1ULL << 63;
+        r.exp = MP_EMIN;
+        return r;
+    }
+    return mp_round_normalised(x, sticky, exp, neg, bits);
 }
 #endif
 // ---- operations, as src/precision/mpfloat/{arith,convert}.rs ---------------------------------
@@ -654,29 +661,9 @@ __device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
         for (int i = MP_LIMBS; i > 0; i--) h[i] = (h[i] << z) | (h[i - 1] >> (64 - z));
         h[0] <<= z;
     }
-    long long exp = (long long)xexp + (over ? 1 : 0) - z;
+    const long long exp = (long long)xexp + (over ? 1 : 0) - z;
     if (exp < MP_EMIN) return false;
-    bool carried;
-#ifdef MP_BITS
-    if (bits == MP_BITS)
-        carried = mp_round_at(h, 64 * (MP_LIMBS + 1) - MP_BITS, sticky);
-    else
-#endif
-        carried = mp_round_at(h, 64 * (MP_LIMBS + 1) - bits, sticky);
-    if (carried) {
-        h[MP_LIMBS] = 1ULL << 63;
-        exp += 1;
-    }
-    if (exp > MP_EMAX) {
-        *r = mp_special(MP_INF, xneg, bits);
-        return true;
-    }
-#pragma unroll
-    for (int i = 0; i < MP_LIMBS; i++) r->s[i] = h[i + 1];
-    r->exp = (int)exp;
-    r->bits = bits;
-    r->neg = xneg;
-    r->kind = MP_NORMAL;
+    *r = mp_round_normalised(h, sticky, exp, xneg, bits);
     return true;
 }
 
@@ -784,28 +771,9 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
     bool sticky = z ? (p[MP_LIMBS - 2] << 1) != 0 : p[MP_LIMBS - 2] != 0;
 #pragma unroll
     for (int i = 0; i < MP_LIMBS - 2; i++) sticky = sticky || p[i] != 0;
-    long long exp = (long long)a.exp + b.exp - z;
+    const long long exp = (long long)a.exp + b.exp - z;
     if (exp < MP_EMIN) return mp_round_n(p, false, exp + z - 128LL * MP_LIMBS, neg, bits);
-    bool carried;
-#ifdef MP_BITS
-    if (bits == MP_BITS)
-        carried = mp_round_at(w, 64 * (MP_LIMBS + 1) - MP_BITS, sticky);
-    else
-#endif
-        carried = mp_round_at(w, 64 * (MP_LIMBS + 1) - bits, sticky);
-    if (carried) {
-        w[MP_LIMBS] = 1ULL << 63;
-        exp += 1;
-    }
-    if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
-    mp_t r;
-#pragma unroll
-    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = w[i + 1];
-    r.exp = (int)exp;
-    r.bits = bits;
-    r.neg = neg;
-    r.kind = MP_NORMAL;
-    return r;
+    return mp_round_normalised(w, sticky, exp, neg, bits);
 #endif
 }
 
