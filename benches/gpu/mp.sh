@@ -16,7 +16,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 # One solve (CG unless a method is given) by ./solver (or ./$SOLVER):
 # N backend precision iterations [method] -> "s/it iterations true_residual"
-solve_cg() {
+solve_poisson() {
   "./${SOLVER:-solver}" solve "poisson3d:$1" --backend "$2" --precision "$3" --tol 1e-300 \
     --max-iter "$4" --method "${5:-cg}" --format json 2>/dev/null |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
@@ -55,11 +55,7 @@ if [ "${1:-}" = range ]; then
   # expansions at 106 and 212 bits (dd, qd: CAMPARY's 2- and 4-term format). Every mp module is
   # compiled in the first solve that uses it, outside the timed iterations.
   n=${2:-100}
-  it() { # precision iterations -> s/it
-    ./solver solve "poisson3d:$n" --backend cuda --precision "$1" --tol 1e-300 \
-      --max-iter "$2" --format json 2>/dev/null |
-      python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["time_per_iteration"])'
-  }
+  it() { solve_poisson "$n" cuda "$@" | cut -d' ' -f1; } # precision iterations -> s/it
   echo "| bits | ours, mp GPU s/it | / 106 bits | ours, expansion s/it | MPRES-BLAS GEMV ms (/ 106 bits) | CAMPARY GEMV ms (/ 106 bits) |"
   echo "|---:|---:|---:|---:|---:|---:|"
   base=""
@@ -87,13 +83,13 @@ if [ "${1:-}" = compare ]; then
           --tol 1e-300 --max-iter 2 -q > /dev/null 2>&1
       done
       for k in 1 2; do
-        base=$(SOLVER=solver-base solve_cg "$n" cuda "mp:$bits" 10 $method)
-        new=$(solve_cg "$n" cuda "mp:$bits" 10 $method)
+        base=$(SOLVER=solver-base solve_poisson "$n" cuda "mp:$bits" 10 $method)
+        new=$(solve_poisson "$n" cuda "mp:$bits" 10 $method)
         echo "mp:$bits $method base: $base | new: $new"
       done
     done
   done
-  echo "dd cg: $(solve_cg "$n" cuda dd 50)"
+  echo "dd cg: $(solve_poisson "$n" cuda dd 50)"
   exit
 fi
 if [ "${1:-}" = mpfr ]; then
@@ -102,7 +98,7 @@ if [ "${1:-}" = mpfr ]; then
   # iterations and true residual printed, to show the three give the same bits.
   n=${2:-200}
   shift 2 || shift $#
-  run() { solve_cg "$n" "$@"; }
+  run() { solve_poisson "$n" "$@"; }
   echo "Card: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); host: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
   echo
   echo "| bits | GPU mp s/it | CPU own mp s/it | CPU MPFR s/it | MPFR / GPU | MPFR / own CPU | iterations, true residual (GPU; own CPU; MPFR) |"
@@ -118,7 +114,7 @@ if [ "${1:-}" = mpfr ]; then
 fi
 n=${1:-200}
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-per_iteration() { solve_cg "$n" "$@" | cut -d' ' -f1; }
+per_iteration() { solve_poisson "$n" "$@" | cut -d' ' -f1; }
 echo "# mp:<bits> on the GPU: CG on poisson3d:$n"
 echo
 echo "- **Card**: $card; CPU backend: the same host's $(nproc) cores"

@@ -361,6 +361,20 @@ __device__ __forceinline__ mp_t mp_special(int kind, int neg, int bits) {
     return r;
 }
 
+// The exact value (-1)^neg 0.x[n-1]...x[0] 2^exp (x normalised, `sticky` for anything nonzero
+// below it) below the exponent range, rounded to nearest: the smallest number when above half
+// of it, else zero (MPFR's mpfr_underflow, decided on the exact value, not a rounded one).
+__device__ __forceinline__ mp_t mp_underflow(const mp_u64* x, int n, bool sticky, long long exp,
+                                             int neg, int bits) {
+    bool half = x[n - 1] == (1ULL << 63) && !sticky;
+    for (int i = 0; i < n - 1; i++) half = half && x[i] == 0;
+    if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
+    mp_t r = mp_special(MP_NORMAL, neg, bits);
+    r.s[MP_LIMBS - 1] = 1ULL << 63;
+    r.exp = MP_EMIN;
+    return r;
+}
+
 #ifdef MP_WIDE_LOOPS
 __device__ __forceinline__ bool mp_add_bit(mp_u64* x, int n, int bit) {
     int i = bit / 64;
@@ -406,16 +420,7 @@ __device__ mp_t mp_round(mp_u64* x, int n, bool sticky, long long scale, int neg
     if (zeros == 64 * n) return mp_special(MP_ZERO, neg, bits);
     if (zeros > 0) mp_shl(x, n, zeros);
     long long exp = scale + 64LL * n - zeros;
-    if (exp < MP_EMIN) {
-        // decided on the exact value: above half the smallest number gives it, else zero
-        bool half = x[n - 1] == (1ULL << 63) && !sticky;
-        for (int i = 0; i < n - 1; i++) half = half && x[i] == 0;
-        if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
-        mp_t r = mp_special(MP_NORMAL, neg, bits);
-        r.s[MP_LIMBS - 1] = 1ULL << 63;
-        r.exp = MP_EMIN;
-        return r;
-    }
+    if (exp < MP_EMIN) return mp_underflow(x, n, sticky, exp, neg, bits);
     mp_t r = mp_special(MP_NORMAL, neg, bits);
     const int low = n > MP_LIMBS ? n - MP_LIMBS : 0;  // limbs below the significand's
     for (int i = 0; i < MP_LIMBS; i++) {
@@ -518,17 +523,7 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
     if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
     mp_shl_n(x, zeros);
     long long exp = scale + 64LL * N - zeros;
-    if (exp < MP_EMIN) {
-        // decided on the exact value: above half the smallest number gives it, else zero
-        bool half = x[N - 1] == (1ULL << 63) && !sticky;
-#pragma unroll
-        for (int i = 0; i < N - 1; i++) half = half && x[i] == 0;
-        if (exp < MP_EMIN - 1 || half) return mp_special(MP_ZERO, neg, bits);
-        mp_t r = mp_special(MP_NORMAL, neg, bits);
-        r.s[MP_LIMBS - 1] = 1ULL << 63;
-        r.exp = MP_EMIN;
-        return r;
-    }
+    if (exp < MP_EMIN) return mp_underflow(x, N, sticky, exp, neg, bits);
     return mp_round_normalised(x, sticky, exp, neg, bits);
 }
 #endif

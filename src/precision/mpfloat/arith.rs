@@ -180,13 +180,22 @@ impl<const L: usize> MpFloat<L> {
         // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
         limbs::mul(&b.sig, &self.sig, wide.as_flattened_mut());
         let [low, top] = wide;
-        // Two significands in [1/2, 1): the product's top bit is one of its top two.
+        let (hi, guard, z) = Self::product_window(&low, top);
+        let sticky = low[L - 2] << z != 0 || low[..L - 2].iter().any(|&l| l != 0);
+        Self::round_normalised(negative, hi, guard, sticky, exp - i64::from(z), bits)
+    }
+
+    /// A product of two significands (its `low` and `top` limbs) normalised: two significands
+    /// in `[1/2, 1)` put its top bit in one of its top two, so a shift by `z` (0 or 1) gives
+    /// the significand limbs and the guard limb below them; what lies below the guard is the
+    /// caller's sticky bit.
+    #[inline(always)]
+    fn product_window(low: &[u64; L], top: [u64; L]) -> ([u64; L], u64, u32) {
         let z = top[L - 1].leading_zeros();
         let (mut hi, mut guard) = (top, low[L - 1]);
         window::shl_small(&mut hi, &mut guard, z);
         let next = if z == 0 { 0 } else { low[L - 2] >> (64 - z) };
-        let sticky = low[L - 2] << z != 0 || low[..L - 2].iter().any(|&l| l != 0);
-        Self::round_normalised(negative, hi, guard | next, sticky, exp - i64::from(z), bits)
+        (hi, guard | next, z)
     }
 
     /// The product of two significands rounded from its high columns alone (`limbs::mul_high`:
@@ -199,7 +208,7 @@ impl<const L: usize> MpFloat<L> {
         let mut wide = [[0u64; L]; 2];
         limbs::mul_high(y, x, wide.as_flattened_mut());
         let [low, top] = wide;
-        let z = top[L - 1].leading_zeros();
+        let (hi, g, z) = Self::product_window(&low, top);
         if exp - i64::from(z) < i64::from(EMIN) {
             // Below the range the rounding asks whether the product is exactly half the
             // smallest number, which only the whole product says.
@@ -209,7 +218,6 @@ impl<const L: usize> MpFloat<L> {
         // (the omitted products add less than `L` units of limb `L - 1`, and the bit shifted
         // in from below is not known either), and none of that range may carry into the
         // significand.
-        let g = (low[L - 1] << z) | ((low[L - 2] >> 63) & u64::from(z));
         let span = ((L as u64) << z) + 1;
         let half = 1u64 << 63;
         let decided = g.checked_add(span).is_some_and(|most| match bits == 64 * L as u32 {
@@ -223,8 +231,6 @@ impl<const L: usize> MpFloat<L> {
         if !decided {
             return None;
         }
-        let (mut hi, mut shifted) = (top, low[L - 1]);
-        window::shl_small(&mut hi, &mut shifted, z);
         Some(Self::round_normalised(negative, hi, g, true, exp - i64::from(z), bits))
     }
 

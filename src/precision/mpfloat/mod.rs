@@ -86,7 +86,8 @@ pub struct MpFloat<const L: usize> {
 
 /// Bit positions of the fields of `MpFloat::head`.
 const PREC_SHIFT: u32 = 32;
-const SIGN_BIT: u64 = 1 << 48;
+const SIGN_SHIFT: u32 = 48;
+const SIGN_BIT: u64 = 1 << SIGN_SHIFT;
 const KIND_SHIFT: u32 = 56;
 
 /// `head` of a value with these fields.
@@ -94,7 +95,7 @@ const KIND_SHIFT: u32 = 56;
 const fn head(exp: i32, bits: u16, negative: bool, kind: Kind) -> u64 {
     exp as u32 as u64
         | (bits as u64) << PREC_SHIFT
-        | (negative as u64) << 48
+        | (negative as u64) << SIGN_SHIFT
         | (kind as u64) << KIND_SHIFT
 }
 
@@ -153,7 +154,7 @@ impl<const L: usize> MpFloat<L> {
     #[inline(always)]
     fn with_sign(&self, negative: bool) -> Self {
         MpFloat {
-            head: (self.head & !SIGN_BIT) | (negative as u64) << 48,
+            head: (self.head & !SIGN_BIT) | (negative as u64) << SIGN_SHIFT,
             ..*self
         }
     }
@@ -386,11 +387,6 @@ impl<const L: usize> super::Precision for MpFloat<L> {
     #[inline]
     fn sub(&self, b: &Self) -> Self {
         MpFloat::sum(self, b, !b.negative())
-    }
-    #[inline]
-    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
-        let product = b.mul_f64(a);
-        MpFloat::sum(self, &product, product.negative())
     }
     #[inline]
     fn mul(&self, b: &Self) -> Self {
