@@ -10,7 +10,8 @@
 #   (a build of the base commit as .gpu/solver-base); cp benches/gpu/resident.sh .gpu/
 # On the device: bash .gpu/resident.sh (writes $OUT/resident.txt and $OUT/gpu-test.txt);
 # bash .gpu/resident.sh bicgstab-persistent: only BiCGStab's persistent kernel against its step
-# kernels (PRECSOLVE_PERSISTENT=0, unset, all), one solve of 2,000 iterations each, f64 and dd.
+# kernels (PRECSOLVE_PERSISTENT=0, unset, all), one solve of 2,000 iterations each, f64 and dd;
+# bash .gpu/resident.sh bicgstab-ilu: ILU(0)-BiCGStab as one block against its step kernels.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -22,6 +23,27 @@ one() { # binary matrix precision method backend [env]
     python3 -c "import json,sys; r=json.load(sys.stdin)['runs'][0]; print('%.2f' % (r['time_per_iteration']*1e6))" 2>/dev/null || echo nan
 }
 med() { python3 -c "import sys,statistics; v=[float(x) for x in sys.argv[1:] if x!='nan']; print('%.1f' % statistics.median(v) if v else 'nan')" "$@"; }
+if [ "$1" = bicgstab-ilu ]; then
+  # ILU(0)-BiCGStab as one block (kernels/bicgstab_ilu_block.cu, PRECSOLVE_PERSISTENT=all)
+  # against the step kernels (=0: ILU(0) on the device or the host, as placed), what the
+  # default chooses (the cost model, one solve) and the CPU backend: us an iteration, median of
+  # 3 alternated solves of 1,000 iterations.
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|---:|---:|\n" matrix rows precision "one block (us)" "steps (us)" "default (us)" "CPU, all cores (us)" | tee -a $OUT/resident.txt
+  for m in gre_115 fs_183_4 rdb200l e05r0100 Chebyshev1 cavity02 nnc1374 adder_dcop_05 dw2048 sherman5; do
+    for p in f64 dd; do
+      a=(); b=()
+      for r in 1 2 3; do
+        a+=($(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda PRECSOLVE_PERSISTENT=all))
+        b+=($(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda PRECSOLVE_PERSISTENT=0))
+      done
+      rows=$(grep -v '^%' matrices/$m.mtx | head -1 | cut -d' ' -f1)
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) \
+        $(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda) \
+        $(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cpu) | tee -a $OUT/resident.txt
+    done
+  done
+  exit 0
+fi
 if [ "$1" = bicgstab-persistent ]; then
   for m in fs_183_4 cavity02 sherman2 nnc1374 adder_dcop_05 dw2048 1138_bus; do
     for mode in 0 measured all; do

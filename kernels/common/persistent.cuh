@@ -48,13 +48,24 @@ __device__ __forceinline__ typename O::V tiles_final_emulated(int m,
 // Entries of a lane loaded before any is summed (the same order; the gathers overlap).
 #define PERSIST_BATCH 4
 
-// Lane `lane` of row `row`'s sum with nt lanes (spmv_{p}_lane's order).
+// Element j of x as O::V, read past L1: stored, or a double widened exactly (BiCGStab's
+// preconditioned vectors, kept in double: kernels/bicgstab_ilu_block.cu).
 template <class O>
+__device__ __forceinline__ typename O::V persist_x(const double* x, long long j) {
+    return O::widen(__ldcg(x + j));
+}
+template <class O>
+__device__ __forceinline__ typename O::V persist_x(const double2* x, long long j) {
+    return O::load_cg(x, j);
+}
+
+// Lane `lane` of row `row`'s sum with nt lanes (spmv_{p}_lane's order), p stored or widened.
+template <class O, typename XT>
 __device__ __forceinline__ typename O::V persist_lane(int row, int nt, int lane,
                                                   const int* __restrict__ row_ptr,
                                                   const int* __restrict__ col_idx,
                                                   const double* __restrict__ val,
-                                                  const typename O::T* __restrict__ p) {
+                                                  const XT* __restrict__ p) {
     typename O::V s = O::of(0.0);
     const int end = __ldg(row_ptr + row + 1);
     for (int k = __ldg(row_ptr + row) + lane; k < end; k += PERSIST_BATCH * nt) {
@@ -64,7 +75,7 @@ __device__ __forceinline__ typename O::V persist_lane(int row, int nt, int lane,
         for (int u = 0; u < PERSIST_BATCH; u++) {
             if (k + u * nt < end) {
                 a[u] = __ldg(val + k + u * nt);
-                xk[u] = O::load_cg(p, __ldg(col_idx + k + u * nt));
+                xk[u] = persist_x<O>(p, __ldg(col_idx + k + u * nt));
             }
         }
 #pragma unroll

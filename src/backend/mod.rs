@@ -36,6 +36,24 @@ pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSecond
     }
 }
 
+/// Estimated seconds of one ILU(0) application inside the one-block BiCGStab kernel
+/// (kernels/bicgstab_ilu_block.cu), from its levels (both triangles) and rows: each level a
+/// round of polls in shared memory, each of the block's threads taking its rows in turn.
+/// Fitted on ten small matrices on the H200 (`benches/results/gpu-resident.md`, "ILU(0)-BiCGStab
+/// as one block").
+pub fn ilu_in_block_seconds(n: usize, levels: usize) -> f64 {
+    0.7e-6 * levels as f64 + 25e-9 * n as f64
+}
+
+/// Whether BiCGStab's iteration is faster as the one block that applies ILU(0) itself than as
+/// the step kernels, whose iteration costs about ten launches more (35 us an application, on
+/// the same ten matrices) and applies ILU(0) where [`ilu_application_seconds`] places it.
+pub fn ilu_in_block_is_faster(n: usize, nnz: usize, levels: usize) -> bool {
+    const STEPS_MORE_PER_APPLICATION: f64 = 35e-6;
+    ilu_in_block_seconds(n, levels)
+        < STEPS_MORE_PER_APPLICATION + ilu_application_seconds(n, nnz, levels).best()
+}
+
 /// The most rows whose ILU(0) results fit in one block's shared memory on the H100 and H200
 /// (227 KiB, 9 bytes a row: kernels/ilu0_block.cu), where the CUDA backend solves both
 /// triangles in one block.

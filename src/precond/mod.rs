@@ -46,6 +46,12 @@ pub trait Preconditioner<B: Backend>: Send + Sync {
     fn seconds(&self) -> f64 {
         0.0
     }
+    /// `f` on the backend's ILU(0) factors, for a solver step that applies them inside a
+    /// kernel of its own (the CUDA backend's one-block BiCGStab); `None` where this is not
+    /// ILU(0).
+    fn with_backend_ilu<R>(&self, _f: impl FnOnce(&mut B::Ilu) -> R) -> Option<R> {
+        None
+    }
 }
 
 /// `M = I`: the unpreconditioned methods.
@@ -144,6 +150,9 @@ impl<B: Backend> Preconditioner<B> for Ilu0<B> {
     /// What the caller timed so far; [`Ilu0::seconds_on`] adds the backend's own timing.
     fn seconds(&self) -> f64 {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+    fn with_backend_ilu<R>(&self, f: impl FnOnce(&mut B::Ilu) -> R) -> Option<R> {
+        Some(f(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).0))
     }
 }
 

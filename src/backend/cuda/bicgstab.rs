@@ -10,7 +10,7 @@
 //! On small matrices it is one launch a batch instead (`kernels/bicgstab_persistent.cu`,
 //! `persistent.rs` says where).
 
-use super::persistent::PersistentGrid;
+use super::persistent::{Persistent, PersistentGrid};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -19,6 +19,7 @@ use crate::solver::bicgstab::{
     BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted,
 };
 use crate::solver::cg::{Collected, Threshold, rho_stops};
+use cudarc::driver::CudaFunction;
 use launch::FinalStage;
 
 /// The layout of `bicg_state<T>` in `kernels/bicgstab.cu`: the `bicg_` kernels' block first.
@@ -81,9 +82,19 @@ pub struct DeviceBicgstab<P: Precision> {
     partials: [CudaVector<P>; 6],
     blocks: usize,
     batches: Batches,
-    /// Decided at the first batch, where the matrix is known: the persistent kernel's grid
-    /// (`None` inside: the step kernels).
-    persistent: Option<Option<PersistentGrid>>,
+    /// Decided at the first batch, where the matrix and preconditioner are known.
+    schedule: Option<Schedule>,
+}
+
+/// How a batch of BiCGStab iterations is launched.
+enum Schedule {
+    /// The step kernels, eleven or more launches an iteration.
+    Steps,
+    /// Without a preconditioner, one launch a batch (`kernels/bicgstab_persistent.cu`).
+    Persistent(PersistentGrid),
+    /// With ILU(0), one launch of one block a batch (`kernels/bicgstab_ilu_block.cu`): its
+    /// kernel, allowed the shared memory the factors need, and its name.
+    IluBlock(CudaFunction, String),
 }
 
 impl CudaBackend {
@@ -127,7 +138,7 @@ impl CudaBackend {
             ],
             blocks,
             batches: Batches::new(n),
-            persistent: None,
+            schedule: None,
         })
     }
 
@@ -335,6 +346,99 @@ impl CudaBackend {
         grid.launch_on(&mut args, &name)
     }
 
+    /// The schedule of a solve on `a` with `precond`, from what the persistent kernels and
+    /// the ILU(0) factors allow.
+    fn bicgstab_schedule<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &CudaMatrix,
+        precond: &M,
+        identity: bool,
+    ) -> Result<Schedule> {
+        if identity {
+            let grid = self.persistent_grid(&self.kernel::<P>("bgp_run")?.0, a)?;
+            return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
+        }
+        if !self.one_block_solve_wanted(a) {
+            return Ok(Schedule::Steps);
+        }
+        let (f, name) = self.kernel::<P>("bgi_run")?;
+        let own = f
+            .get_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            )
+            .map_err(driver_error(&name))? as usize;
+        let weighed = self.persistent() != Persistent::Everywhere;
+        let in_block = precond.with_backend_ilu(|ilu| {
+            let f = ilu.factors();
+            let levels = f.lower_levels().count() + f.upper_levels().count();
+            let faster = crate::backend::ilu_in_block_is_faster(f.n(), f.nnz(), levels);
+            Ok::<_, Error>((faster || !weighed) && self.ilu_in_block(ilu, own)?)
+        });
+        if in_block.transpose()? != Some(true) {
+            return Ok(Schedule::Steps);
+        }
+        let optin = self.attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            "reading the shared memory per block",
+        )?;
+        let f = self.kernels.function_opted_in(&name, optin - own)?;
+        Ok(Schedule::IluBlock(f, name))
+    }
+
+    /// `iterations` preconditioned iterations by `bgi_run_{p}`, one launch of one block (the
+    /// state, records and vectors end as the step kernels leave them).
+    fn ilu_block_bicgstab_iterate<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        ilu: &mut CudaIlu,
+        v: &mut BicgstabVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        d: &DeviceBicgstab<P>,
+        iterations: usize,
+    ) -> Result<()> {
+        let Some(Schedule::IluBlock(f, name)) = &d.schedule else {
+            unreachable!("launched where the schedule is the one block")
+        };
+        let state = {
+            let (base, _sync) = d.words.words.device_ptr(&self.stream);
+            base
+        };
+        let ring = state + 8 * d.state_words as u64;
+        let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
+        let cap = RING as i32;
+        let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+        let [ss_p, rr_p, rho_p, rv_p, tt_p, ts_p] = &d.partials;
+        let (Some(p_hat), Some(s_hat)) = (v.p_hat.as_mut(), v.s_hat.as_mut()) else {
+            unreachable!("a preconditioned solve keeps p^ and s^")
+        };
+        let mut args = self.stream.launch_builder(f);
+        args.arg(&iterations).arg(&n).arg(&nt);
+        args.arg(&a.row_ptr).arg(&a.col_idx).arg(&a.values);
+        let shared = self.push_ilu_in_block(ilu, &mut args)?;
+        args.arg(&state).arg(&ring).arg(&cap);
+        args.vec(&v.p).vec(&v.v).vec(&v.r).vec(&v.r_tilde);
+        args.vec(&v.s).vec(&v.t).vec(x).vec(p_hat).vec(s_hat);
+        args.vec(rv_p).vec(ss_p).vec(tt_p).vec(ts_p).vec(rr_p).vec(rho_p);
+        args.arg(&den).arg(&tol);
+        // SAFETY: bgi_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int*
+        // col_idx, const double* val, the factors (push_ilu_in_block: both triangles in level
+        // order of n rows, u_ii, the row map, n doubles of forward results, the sleep, the
+        // time counter), bicg_state* st, bicg_record* rec, int cap, T* p, T* v, T* r, const
+        // T* r_tilde, T* s, T* t, T* x, double* p_hat, double* s_hat, six chunk partials of n,
+        // double denominator, double tol) in kernels/bicgstab_ilu_block.cu, on a CSR matrix of
+        // nt lanes a row; one block of DOT_THREADS with the factors' 9 n bytes of dynamic
+        // shared memory, which ilu_in_block checked fit beside the kernel's own.
+        unsafe {
+            args.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: shared,
+            })
+        }
+        .map_err(driver_error(name))?;
+        Ok(())
+    }
+
     fn device_bicgstab_collect<P: Precision, T: DeviceScalar>(
         &self,
         d: &mut DeviceBicgstab<P>,
@@ -411,16 +515,25 @@ impl BicgstabSteps for CudaBackend {
         match state {
             CudaBicgstabState::Host(h) => h.run(self, a, precond, v, x, iterations),
             CudaBicgstabState::Device(d) => {
-                if d.persistent.is_none() {
-                    d.persistent = Some(match d.identity {
-                        true => self.persistent_grid(&self.kernel::<P>("bgp_run")?.0, a)?,
-                        false => None,
-                    });
+                if d.schedule.is_none() {
+                    d.schedule = Some(self.bicgstab_schedule::<P, M>(a, precond, d.identity)?);
                 }
-                if let Some(Some(grid)) = &d.persistent {
-                    self.persistent_bicgstab_iterate(a, v, x, d, grid, iterations)?;
-                    d.batches.enqueued += iterations;
-                    return Ok(());
+                match d.schedule.as_ref() {
+                    Some(Schedule::Persistent(grid)) => {
+                        self.persistent_bicgstab_iterate(a, v, x, d, grid, iterations)?;
+                        d.batches.enqueued += iterations;
+                        return Ok(());
+                    }
+                    Some(Schedule::IluBlock(..)) => {
+                        precond
+                            .with_backend_ilu(|ilu| {
+                                self.ilu_block_bicgstab_iterate(a, ilu, v, x, d, iterations)
+                            })
+                            .expect("the schedule was chosen for ILU(0)")?;
+                        d.batches.enqueued += iterations;
+                        return Ok(());
+                    }
+                    _ => {}
                 }
                 // (the batches are set aside while the steps borrow the rest of the state)
                 let mut batches = std::mem::replace(&mut d.batches, Batches::new(0));

@@ -51,6 +51,14 @@ const SOURCES: &[(&str, &str)] = &[
         "bicgstab_persistent",
         include_str!("../../../kernels/bicgstab_persistent.cu"),
     ),
+    (
+        "bicgstab_ilu_block",
+        concat!(
+            include_str!("../../../kernels/ilu0_block.cu"),
+            include_str!("../../../kernels/bicgstab_persistent.cu"),
+            include_str!("../../../kernels/bicgstab_ilu_block.cu")
+        ),
+    ),
 ];
 
 pub(crate) fn cuda_error(context: &str, e: impl std::fmt::Debug) -> Error {
@@ -127,6 +135,8 @@ impl KernelStore {
             "cg_persistent"
         } else if name.starts_with("bgp_") {
             "bicgstab_persistent"
+        } else if name.starts_with("bgi_") {
+            "bicgstab_ilu_block"
         } else if name.starts_with("ilu0p_") {
             "ilu0_parts"
         } else if name.starts_with("ilu0b_") {

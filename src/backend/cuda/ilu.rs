@@ -248,6 +248,9 @@ pub struct CudaIlu {
     /// events each application cost solves beside others on the GPU (`solver batch`) several
     /// times the application itself (`benches/results/gpu-study.md`).
     spare: Vec<(CudaEvent, CudaEvent)>,
+    /// Nanoseconds solver kernels that apply the factors themselves spent in them
+    /// (kernels/bicgstab_ilu_block.cu), allocated by the first.
+    in_kernel_ns: Option<CudaSlice<u64>>,
 }
 
 /// Applications whose events are kept before the oldest half are read (long done by then).
@@ -432,6 +435,7 @@ impl CudaBackend {
             timing: Vec::new(),
             timed: 0.0,
             spare: Vec::new(),
+            in_kernel_ns: None,
         };
         ilu.set_config(config);
         Ok(ilu)
@@ -485,10 +489,71 @@ impl CudaBackend {
     /// Seconds of the applications since the last call (`Backend::ilu_seconds`).
     pub(super) fn ilu_collect_seconds(&self, ilu: &mut CudaIlu) -> Result<f64> {
         let pending = std::mem::take(&mut ilu.timing);
-        let seconds = ilu.timed + Self::read_events(&pending)?;
+        let mut seconds = ilu.timed + Self::read_events(&pending)?;
         ilu.spare.extend(pending);
         ilu.timed = 0.0;
+        if let Some(ns) = ilu.in_kernel_ns.as_mut() {
+            let read = self
+                .stream
+                .clone_dtoh(ns)
+                .map_err(driver_error("reading ILU(0)'s time in a solver kernel"))?;
+            seconds += read[0] as f64 * 1e-9;
+            self.stream
+                .memset_zeros(ns)
+                .map_err(driver_error("clearing ILU(0)'s time in a solver kernel"))?;
+        }
         Ok(seconds)
+    }
+
+    /// Whether a solver kernel of one block can apply `ilu` itself, beside `static_shared`
+    /// bytes of its own shared memory (kernels/bicgstab_ilu_block.cu): the one-block schedule,
+    /// not placed on the host by the caller's choice, and the results fit. The factors are put
+    /// in level order for it.
+    pub(super) fn ilu_in_block(&self, ilu: &mut CudaIlu, static_shared: usize) -> Result<bool> {
+        let fits = ilu.n > 0 && one_block_shared_bytes(ilu.n) + static_shared <= ilu.shared_optin;
+        let wanted = ilu.config.schedule == IluSchedule::OneBlock
+            && ilu.config.placement != IluPlacement::Host;
+        if !(fits && wanted) {
+            return Ok(false);
+        }
+        if ilu.order.parts.is_some() {
+            ilu.order = self.upload_order(&ilu.factors, None)?;
+        }
+        Ok(true)
+    }
+
+    /// Push the factors' arguments of a solver kernel that applies them itself
+    /// (kernels/bicgstab_ilu_block.cu's `bgi_factors`, then its time counter): both triangles
+    /// in level order, `u_ii`, the row map, the forward results' space, the sleep, and the
+    /// nanoseconds spent in them. Returns the dynamic shared memory the solves need. For
+    /// factors [`Self::ilu_in_block`] accepted.
+    pub(super) fn push_ilu_in_block<'a>(
+        &self,
+        ilu: &'a mut CudaIlu,
+        args: &mut LaunchArgs<'a>,
+    ) -> Result<u32> {
+        if ilu.in_kernel_ns.is_none() {
+            let ns = self
+                .stream
+                .alloc_zeros::<u64>(1)
+                .map_err(driver_error("allocating ILU(0)'s time counter"))?;
+            ilu.in_kernel_ns = Some(ns);
+        }
+        let shared = one_block_shared_bytes(ilu.n) as u32;
+        let CudaIlu {
+            order,
+            rp,
+            config,
+            in_kernel_ns,
+            ..
+        } = ilu;
+        let (l, u) = (&order.lower, &order.upper);
+        args.arg(&l.row).arg(&l.ptr).arg(&l.dep).arg(&l.val);
+        args.arg(&u.row).arg(&u.ptr).arg(&u.dep).arg(&u.val);
+        args.arg(&order.diag).arg(&order.src).arg(rp);
+        args.arg(&config.sleep_ns);
+        args.arg(in_kernel_ns.as_mut().expect("allocated above"));
+        Ok(shared)
     }
 
     fn ilu_solve_untimed<P: Precision, Z: Precision>(

@@ -85,6 +85,23 @@ impl PersistentGrid {
 }
 
 impl CudaBackend {
+    /// Whether a solve on `a` may run as one block that iterates whole batches and applies
+    /// ILU(0) itself (kernels/bicgstab_ilu_block.cu), before its factors are weighed
+    /// ([`crate::backend::ilu_in_block_is_faster`]): CSR, and where [`Self::persistent`] says
+    /// where measured or one block, at most `ONE_BLOCK_MAX_TILES` tiles and no row longer than
+    /// `MEASURED_MAX_ROW` (one thread sums a row, in the SpMV and in the triangular solves:
+    /// adder_dcop_05's iteration took 1.8x the step kernels'); never where it says off.
+    pub(super) fn one_block_solve_wanted(&self, a: &CudaMatrix) -> bool {
+        let small = a.nrows.div_ceil(THREADS as usize) <= ONE_BLOCK_MAX_TILES
+            && a.longest_row <= MEASURED_MAX_ROW;
+        let wanted = match self.persistent() {
+            Persistent::Off => false,
+            Persistent::Everywhere => true,
+            Persistent::Measured | Persistent::OneBlock => small,
+        };
+        wanted && a.slice_ptr.is_none() && a.nrows > 0
+    }
+
     /// Where the persistent kernels run ([`Persistent::from_env`] by default).
     pub fn set_persistent(&self, mode: Persistent) {
         *self.persistent.lock().unwrap_or_else(|e| e.into_inner()) = mode;
