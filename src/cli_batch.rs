@@ -78,7 +78,8 @@ pub struct BatchArgs {
     #[arg(long, value_parser = choice::<ResidualNorm>())]
     criterion: Option<ResidualNorm>,
     /// True residual into the plotted history every N iterations; 0 = auto (n/100 clamped to
-    /// 1..10, about 10% extra wall time at most, excluded from the reported times).
+    /// 1..10 for the first 256 points, then twice as far apart each time the iterations
+    /// double; about 10% extra wall time at most, excluded from the reported times).
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: usize,
     /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.

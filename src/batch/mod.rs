@@ -17,8 +17,8 @@ mod store;
 mod summary;
 
 pub use grid::{
-    BicgstabChoice, Condition, Grid, MethodOptions, PrecondChoice, RunKey, RunLimits,
-    auto_true_residual_every, method_name, parse_duration,
+    AUTO_TRUE_RESIDUAL_POINTS, BicgstabChoice, Condition, Grid, MethodOptions, PrecondChoice,
+    RunKey, RunLimits, auto_true_residual_every, method_name, parse_duration,
 };
 pub use inputs::{MatrixInput, expand_inputs, matrix_name};
 pub use lock::{LOCK_FILE, StudyLock};
@@ -509,9 +509,12 @@ fn run_one(
 ) -> Option<RunRecord> {
     let spec = run.spec;
     let a: &CsrMatrix = &problem.a;
-    let every = match spec.limits.true_residual_every {
-        0 => auto_true_residual_every(a.nrows()),
-        k => k,
+    let (every, points) = match spec.limits.true_residual_every {
+        0 => (
+            auto_true_residual_every(a.nrows()),
+            AUTO_TRUE_RESIDUAL_POINTS,
+        ),
+        k => (k, 0),
     };
     let options = key.method_options.unwrap_or_default();
     // Fields Params gains later keep their defaults.
@@ -521,6 +524,7 @@ fn run_one(
         max_iter: key.max_iter,
         criterion: key.criterion,
         true_residual_every: every,
+        true_residual_points: points,
         record_history: true,
         time_limit: spec.limits.time_limit,
         shadow: key.bicgstab.shadow,
@@ -569,6 +573,7 @@ fn run_one(
         total_time: info.times.total,
         time_to_target: info.time_to_target,
         true_residual_every: every,
+        true_residual_points: points,
         precond_time: info.times.precond,
         precond_setup_time: info.times.precond_setup,
         in_flight: run.in_flight,

@@ -130,8 +130,12 @@ pub struct RunResult {
     pub true_residual_time: f64,
     pub total_time: f64,
     pub time_to_target: Option<f64>,
-    /// The true residual went into the history every this many iterations.
+    /// The true residual went into the history every this many iterations (after
+    /// `true_residual_points` of them, at twice the spacing each time the iterations doubled).
     pub true_residual_every: usize,
+    /// 0 (and absent, in older files): the spacing stayed `true_residual_every`.
+    #[serde(default)]
+    pub true_residual_points: usize,
     /// Of `iteration_time`: applying the preconditioner (absent, 0, in older files).
     #[serde(default)]
     pub precond_time: f64,

@@ -705,6 +705,7 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
         header.extend([
             "setup_time_s",
             "true_residual_every",
+            "true_residual_points",
             "precond_share",
             "precond_setup_time_s",
             "ilu_shift",
@@ -746,6 +747,11 @@ pub fn runs_csv(summary: &Summary) -> Result<Vec<u8>> {
                 r.result
                     .as_ref()
                     .map_or(String::new(), |x| x.true_residual_every.to_string()),
+            );
+            rec.push(
+                r.result
+                    .as_ref()
+                    .map_or(String::new(), |x| x.true_residual_points.to_string()),
             );
             rec.push(r.result.as_ref().map_or(String::new(), |x| {
                 if x.iteration_time > 0.0 {

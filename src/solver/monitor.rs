@@ -212,8 +212,7 @@ impl<'a, B: Backend> Tracker<'a, B> {
     /// periodic true residual, a stagnation check): a solver that defers its `x` update brings
     /// `x` up to date first.
     pub fn wants_x(&self, k: usize) -> bool {
-        let every = self.params.true_residual_every;
-        every > 0 && k.is_multiple_of(every)
+        true_residual_due(self.params, k)
             || self.stall.as_ref().is_some_and(|stall| stall.checks_at(k))
     }
 
@@ -418,10 +417,35 @@ pub(crate) fn next_batch(proposed: usize, k: usize, params: &Params) -> usize {
         true => params.escalation.window,
         false => 0,
     };
-    [params.true_residual_every, stall_window]
+    // (the spacing of the iterations after k: its next check is in its own span)
+    [true_residual_spacing(params, k + 1), stall_window]
         .into_iter()
         .filter(|&every| every > 0)
         .fold(batch, |batch, every| batch.min(every - k % every))
+}
+
+/// Whether iteration `k` has a periodic true residual.
+pub(crate) fn true_residual_due(params: &Params, k: usize) -> bool {
+    let every = true_residual_spacing(params, k);
+    every > 0 && k.is_multiple_of(every)
+}
+
+/// The periodic true residual's spacing at iteration `k` (0: none): `true_residual_every` for
+/// the first `true_residual_points` checks, then twice that up to twice as many iterations,
+/// and so on (`Params::true_residual_points`). Each span ends on a multiple of its spacing and
+/// of the next one's, so the checks of one span lead into the next's.
+pub(crate) fn true_residual_spacing(params: &Params, k: usize) -> usize {
+    let (every, points) = (params.true_residual_every, params.true_residual_points);
+    if every == 0 || points == 0 {
+        return every;
+    }
+    let mut spacing = every;
+    let mut end = every.saturating_mul(points);
+    while k > end {
+        spacing = spacing.saturating_mul(2);
+        end = end.saturating_mul(2);
+    }
+    spacing
 }
 
 /// `rho` (CG's `<r, z>`, BiCGStab's `<r~, r>`) that ends the solve before the direction update.
@@ -463,5 +487,57 @@ pub(crate) fn disagree(method: &str, backend: &'static str, k: usize, what: &str
         message: format!(
             "{method}, iteration {k}: {what}: the steps' tests and the loop's disagree"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(every: usize, points: usize, max_iter: usize) -> Params {
+        Params {
+            true_residual_every: every,
+            true_residual_points: points,
+            max_iter,
+            ..Params::default()
+        }
+    }
+
+    fn checks(p: &Params) -> Vec<usize> {
+        (1..=p.max_iter).filter(|&k| true_residual_due(p, k)).collect()
+    }
+
+    #[test]
+    fn thinned_true_residuals_double_their_spacing_with_the_iterations() {
+        let p = params(3, 4, 60);
+        assert_eq!(checks(&p), [3, 6, 9, 12, 18, 24, 36, 48]);
+        // unthinned: every `every`
+        let fixed = params(3, 0, 20);
+        assert_eq!(checks(&fixed), [3, 6, 9, 12, 15, 18]);
+        // a long run adds about points / 2 a doubling
+        let long = params(1, 256, 30_000);
+        let n = checks(&long).len();
+        assert!((1_000..1_300).contains(&n), "{n} checks");
+        assert_eq!(true_residual_spacing(&long, 30_000), 128);
+        assert!(checks(&params(0, 256, 100)).is_empty());
+    }
+
+    #[test]
+    fn batches_end_at_every_thinned_check() {
+        for (every, points) in [(1, 256), (3, 4), (10, 2), (7, 0)] {
+            let p = params(every, points, 5_000);
+            let mut ends = vec![];
+            let mut k = 0;
+            while k < p.max_iter {
+                k += next_batch(32, k, &p);
+                ends.push(k);
+            }
+            for c in checks(&p) {
+                assert!(ends.contains(&c), "every {every}, points {points}: check {c}");
+            }
+            // and nowhere else but the full batches
+            let extra = ends.windows(2).filter(|w| w[1] - w[0] < 32).count();
+            assert!(extra <= checks(&p).len() + 1, "every {every}, points {points}");
+        }
     }
 }

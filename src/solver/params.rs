@@ -68,6 +68,12 @@ pub struct Params {
     /// Recompute the true residual `||b - A x|| / ||b||` every this many iterations into the
     /// history (0: only at the end).
     pub true_residual_every: usize,
+    /// With `true_residual_every`: after this many periodic true residuals the spacing doubles
+    /// each time the iterations do, so that a run adds about `points / 2` of them a doubling
+    /// however long it is (a study keeps 250 a run: `batch::SERIES_POINTS`); 0 (the default):
+    /// every `true_residual_every` iterations throughout. Even, so that the spacings' borders
+    /// fall on checks of both.
+    pub true_residual_points: usize,
     /// Keep one history point per iteration in [`SolveInfo::history`].
     pub record_history: bool,
     /// Stop with [`StopReason::TimeLimit`] after this much wall time.
@@ -102,6 +108,7 @@ impl Default for Params {
             max_iter: 30_000,
             criterion: ResidualNorm::Initial,
             true_residual_every: 0,
+            true_residual_points: 0,
             record_history: false,
             time_limit: None,
             shadow: Shadow::Random,
