@@ -160,17 +160,7 @@ __device__ __forceinline__ void bgi_run(
         __syncthreads();
         // alpha (bgs_alpha)
         const V rv = O::chunks_final_fresh(chunk_count, rv_chunks);
-        if (writer) {
-            const bool ok = O::finite(rv) && !O::is_zero(rv);
-            const V a = ok ? O::div(rho, rv) : O::of(0.0);
-            O::store(&rec[(k - 1) % cap].rv, 0, rv);
-            O::store(&st->rv, 0, rv);
-            O::store(&st->alpha, 0, a);
-            O::store(&st->accepted, 0, O::of(ok ? 1.0 : 0.0));
-            if (!ok) st->frozen = k;
-            O::store(shared_scalar, 0, a);
-            shared_flag[0] = ok;
-        }
+        if (writer) bgp_alpha<O>(true, k, rv, rho, st, rec, cap, shared_scalar, shared_flag);
         __syncthreads();
         const V alpha = O::load(shared_scalar, 0);
         if (!shared_flag[0]) break;  // every thread: the same flag
@@ -194,21 +184,7 @@ __device__ __forceinline__ void bgi_run(
         const V tt = O::chunks_final_fresh(chunk_count, tt_chunks);
         __syncthreads();
         const V ts = O::chunks_final_fresh(chunk_count, ts_chunks);
-        if (writer) {
-            const bool half = __ddiv_rn(O::norm(ss), denominator) <= tol;
-            const V om = O::div(ts, tt);
-            const bool om_ok = O::finite(om);
-            O::store(&st->ss, 0, ss);
-            O::store(&st->tt, 0, tt);
-            O::store(&st->ts, 0, ts);
-            O::store(&st->half, 0, O::of(half ? 1.0 : 0.0));
-            O::store(&st->omega, 0, om);
-            O::store(&st->omega_ok, 0, O::of(om_ok ? 1.0 : 0.0));
-            O::store(shared_scalar, 1, om);
-            O::store(shared_scalar, 2, ss);
-            shared_flag[1] = half;
-            shared_flag[2] = om_ok;
-        }
+        if (writer) bgp_omega<O>(true, ss, tt, ts, denominator, tol, st, shared_scalar, shared_flag);
         __syncthreads();
         const V om = O::load(shared_scalar, 1);
         const V ss_all = O::load(shared_scalar, 2);
@@ -232,39 +208,15 @@ __device__ __forceinline__ void bgi_run(
         __syncthreads();
         // the stopping tests, beta, the next rho (bgs_close)
         if (threshold_reached(O::norm(ss_all), denominator, tol) || !om_ok) {
-            if (writer) {
-                const bool half_stop = threshold_reached(O::norm(ss_all), denominator, tol);
-                O::store(&rec[(k - 1) % cap].ss, 0, ss_all);
-                O::store(&rec[(k - 1) % cap].omega, 0, om);
-                st->done = half_stop ? k : k - 1;
-                freeze_at<O>(st, k);
-            }
+            if (writer) bgp_half_stop<O>(k, ss_all, om, denominator, tol, st, rec, cap);
             break;  // every thread: the same <s, s> and omega
         }
         const V rr = O::chunks_final_fresh(chunk_count, rr_chunks);
         __syncthreads();
         const V rho_next = O::chunks_final_fresh(chunk_count, rho_chunks);
         if (writer) {
-            const bool stop = threshold_reached(O::norm(rr), denominator, tol) || O::is_zero(om);
-            const bool rho_stop = !stop && rho_stops<O>(rho_next);
-            bicg_record<T>* record = &rec[(k - 1) % cap];
-            O::store(&record->ss, 0, ss_all);
-            O::store(&record->omega, 0, om);
-            O::store(&record->rr, 0, rr);
-            O::store(&st->rr, 0, rr);
-            O::store(&st->rho_next, 0, rho_next);
-            st->done = k;
-            if (stop) {
-                freeze_at<O>(st, k);
-            } else {
-                O::store(&st->beta, 0, O::mul(O::div(rho_next, rho), O::div(alpha, om)));
-                O::store(&st->rho_prev, 0, rho);
-                O::store(&st->rho, 0, rho_next);
-                O::store(&rec[k % cap].rho, 0, rho_next);
-                if (rho_stop) freeze_at<O>(st, k + 1);
-            }
-            O::store(shared_scalar, 3, rho_next);
-            shared_flag[3] = stop ? k : (rho_stop ? k + 1 : 0);
+            bgp_close<O>(true, k, ss_all, om, rr, rho_next, rho, alpha, denominator, tol, st, rec,
+                         cap, shared_scalar, shared_flag);
         }
         __syncthreads();
         const V next_rho = O::load(shared_scalar, 3);

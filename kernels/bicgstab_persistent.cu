@@ -72,6 +72,101 @@ __device__ __forceinline__ void bgp_r_chunk(long long chunk, long long n, typena
     if (threadIdx.x == 0) O::store(rho, chunk, dot);
 }
 
+// Thread 0's decisions of an iteration, shared with bicgstab_ilu_block.cu: each writes the
+// state and records where `write` (one block of a grid) and hands the block what it decided in
+// `scalar` and `flag` (shared memory; read after a __syncthreads).
+
+// alpha from <r~, v> (bgs_alpha_of's test), or the stop: scalar[0], flag[0].
+template <class O>
+__device__ __forceinline__ void bgp_alpha(bool write, int k, typename O::V rv, typename O::V rho,
+                                          bicg_state<typename O::T>* st,
+                                          bicg_record<typename O::T>* rec, int cap,
+                                          typename O::T* scalar, int* flag) {
+    const bool ok = O::finite(rv) && !O::is_zero(rv);
+    const typename O::V a = ok ? O::div(rho, rv) : O::of(0.0);
+    if (write) {
+        O::store(&rec[(k - 1) % cap].rv, 0, rv);
+        O::store(&st->rv, 0, rv);
+        O::store(&st->alpha, 0, a);
+        O::store(&st->accepted, 0, O::of(ok ? 1.0 : 0.0));
+        if (!ok) st->frozen = k;
+    }
+    O::store(scalar, 0, a);
+    flag[0] = ok;
+}
+
+// omega and the half-step flag (bicg_decide's: no finiteness check in the half-step test, the
+// close's has one): omega in scalar[1], <s, s> in scalar[2], the flags in flag[1] and flag[2].
+template <class O>
+__device__ __forceinline__ void bgp_omega(bool write, typename O::V ss, typename O::V tt,
+                                          typename O::V ts, double denominator, double tol,
+                                          bicg_state<typename O::T>* st, typename O::T* scalar,
+                                          int* flag) {
+    const bool half = __ddiv_rn(O::norm(ss), denominator) <= tol;
+    const typename O::V om = O::div(ts, tt);
+    const bool om_ok = O::finite(om);
+    if (write) {
+        O::store(&st->ss, 0, ss);
+        O::store(&st->tt, 0, tt);
+        O::store(&st->ts, 0, ts);
+        O::store(&st->half, 0, O::of(half ? 1.0 : 0.0));
+        O::store(&st->omega, 0, om);
+        O::store(&st->omega_ok, 0, O::of(om_ok ? 1.0 : 0.0));
+    }
+    O::store(scalar, 1, om);
+    O::store(scalar, 2, ss);
+    flag[1] = half;
+    flag[2] = om_ok;
+}
+
+// The stop at the half step, or at an omega that is not finite (bgs_close's first test), by
+// the thread that writes the state.
+template <class O>
+__device__ __forceinline__ void bgp_half_stop(int k, typename O::V ss, typename O::V om,
+                                              double denominator, double tol,
+                                              bicg_state<typename O::T>* st,
+                                              bicg_record<typename O::T>* rec, int cap) {
+    const bool half_stop = threshold_reached(O::norm(ss), denominator, tol);
+    O::store(&rec[(k - 1) % cap].ss, 0, ss);
+    O::store(&rec[(k - 1) % cap].omega, 0, om);
+    st->done = half_stop ? k : k - 1;
+    freeze_at<O>(st, k);
+}
+
+// The close (bgs_close's tests and beta): the next rho in scalar[3], in flag[3] the iteration
+// that stops the solve (0: none).
+template <class O>
+__device__ __forceinline__ void bgp_close(bool write, int k, typename O::V ss, typename O::V om,
+                                          typename O::V rr, typename O::V rho_next,
+                                          typename O::V rho, typename O::V alpha,
+                                          double denominator, double tol,
+                                          bicg_state<typename O::T>* st,
+                                          bicg_record<typename O::T>* rec, int cap,
+                                          typename O::T* scalar, int* flag) {
+    const bool stop = threshold_reached(O::norm(rr), denominator, tol) || O::is_zero(om);
+    const bool rho_stop = !stop && rho_stops<O>(rho_next);
+    if (write) {
+        bicg_record<typename O::T>* record = &rec[(k - 1) % cap];
+        O::store(&record->ss, 0, ss);
+        O::store(&record->omega, 0, om);
+        O::store(&record->rr, 0, rr);
+        O::store(&st->rr, 0, rr);
+        O::store(&st->rho_next, 0, rho_next);
+        st->done = k;
+        if (stop) {
+            freeze_at<O>(st, k);
+        } else {
+            O::store(&st->beta, 0, O::mul(O::div(rho_next, rho), O::div(alpha, om)));
+            O::store(&st->rho_prev, 0, rho);
+            O::store(&st->rho, 0, rho_next);
+            O::store(&rec[k % cap].rho, 0, rho_next);
+            if (rho_stop) freeze_at<O>(st, k + 1);
+        }
+    }
+    O::store(scalar, 3, rho_next);
+    flag[3] = stop ? k : (rho_stop ? k + 1 : 0);
+}
+
 template <class O>
 __device__ __forceinline__ void bgp_run(
     int iterations, int n, int nt, const int* __restrict__ row_ptr,
@@ -118,17 +213,7 @@ __device__ __forceinline__ void bgp_run(
         // alpha (bgs_alpha_tiles)
         const V rv = tiles_final_emulated<O>(tile_count, tiles_rv);
         if (threadIdx.x == 0) {
-            const bool ok = O::finite(rv) && !O::is_zero(rv);
-            const V a = ok ? O::div(rho, rv) : O::of(0.0);
-            if (writer) {
-                O::store(&rec[(k - 1) % cap].rv, 0, rv);
-                O::store(&st->rv, 0, rv);
-                O::store(&st->alpha, 0, a);
-                O::store(&st->accepted, 0, O::of(ok ? 1.0 : 0.0));
-                if (!ok) st->frozen = k;
-            }
-            O::store(shared_scalar, 0, a);
-            shared_flag[0] = ok;
+            bgp_alpha<O>(writer, k, rv, rho, st, rec, cap, shared_scalar, shared_flag);
         }
         __syncthreads();
         const V alpha = O::load(shared_scalar, 0);
@@ -153,21 +238,7 @@ __device__ __forceinline__ void bgp_run(
         const V tt = tiles_final_emulated<O>(tile_count, tiles_tt);
         const V ts = tiles_final_emulated<O>(tile_count, tiles_ts);
         if (threadIdx.x == 0) {
-            const bool half = __ddiv_rn(O::norm(ss), denominator) <= tol;
-            const V om = O::div(ts, tt);
-            const bool om_ok = O::finite(om);
-            if (writer) {
-                O::store(&st->ss, 0, ss);
-                O::store(&st->tt, 0, tt);
-                O::store(&st->ts, 0, ts);
-                O::store(&st->half, 0, O::of(half ? 1.0 : 0.0));
-                O::store(&st->omega, 0, om);
-                O::store(&st->omega_ok, 0, O::of(om_ok ? 1.0 : 0.0));
-            }
-            O::store(shared_scalar, 1, om);
-            O::store(shared_scalar, 2, ss);
-            shared_flag[1] = half;
-            shared_flag[2] = om_ok;
+            bgp_omega<O>(writer, ss, tt, ts, denominator, tol, st, shared_scalar, shared_flag);
         }
         __syncthreads();
         const V om = O::load(shared_scalar, 1);
@@ -192,42 +263,15 @@ __device__ __forceinline__ void bgp_run(
         grid_barrier(barrier);
         // the stopping tests, beta, the next rho (bgs_close)
         if (threshold_reached(O::norm(ss_all), denominator, tol) || !om_ok) {
-            const bool half_stop = threshold_reached(O::norm(ss_all), denominator, tol);
-            if (writer) {
-                O::store(&rec[(k - 1) % cap].ss, 0, ss_all);
-                O::store(&rec[(k - 1) % cap].omega, 0, om);
-                st->done = half_stop ? k : k - 1;
-                freeze_at<O>(st, k);
-            }
+            if (writer) bgp_half_stop<O>(k, ss_all, om, denominator, tol, st, rec, cap);
             break;  // every block: the same <s, s> and omega
         }
         const V rr = O::chunks_final_fresh(chunk_count, rr_chunks);
         __syncthreads();
         const V rho_next = O::chunks_final_fresh(chunk_count, rho_chunks);
         if (threadIdx.x == 0) {
-            const bool stop = threshold_reached(O::norm(rr), denominator, tol) || O::is_zero(om);
-            const bool rho_stop = !stop && rho_stops<O>(rho_next);
-            if (writer) {
-                bicg_record<T>* record = &rec[(k - 1) % cap];
-                O::store(&record->ss, 0, ss_all);
-                O::store(&record->omega, 0, om);
-                O::store(&record->rr, 0, rr);
-                O::store(&st->rr, 0, rr);
-                O::store(&st->rho_next, 0, rho_next);
-                st->done = k;
-                if (stop) {
-                    freeze_at<O>(st, k);
-                } else {
-                    O::store(&st->beta, 0,
-                             O::mul(O::div(rho_next, rho), O::div(alpha, om)));
-                    O::store(&st->rho_prev, 0, rho);
-                    O::store(&st->rho, 0, rho_next);
-                    O::store(&rec[k % cap].rho, 0, rho_next);
-                    if (rho_stop) freeze_at<O>(st, k + 1);
-                }
-            }
-            O::store(shared_scalar, 3, rho_next);
-            shared_flag[3] = stop ? k : (rho_stop ? k + 1 : 0);
+            bgp_close<O>(writer, k, ss_all, om, rr, rho_next, rho, alpha, denominator, tol, st,
+                         rec, cap, shared_scalar, shared_flag);
         }
         __syncthreads();
         const V next_rho = O::load(shared_scalar, 3);
