@@ -5,8 +5,9 @@
 # residual bits against the CPU's. Prepare as benches/gpu/resident.sh says (.gpu/solver,
 # .gpu/matrices), cp benches/gpu/study.sh benches/gpu/compare_studies.py .gpu/; on the device:
 #   bash .gpu/study.sh cpu 8 4 16     # the CPU study, then the GPU's with 8, 4 and 16 in flight
-# (any of: cpu, and in-flight counts), appending to $OUT/study.txt, each study's records in
-# $OUT/runs-<what>.jsonl. And solves in flight on their own:
+# (any of: cpu, in-flight counts, and base<N>: .gpu/solver-base, a build of another commit, with
+# N in flight, so that two builds run in one lease), appending to $OUT/study.txt, each study's
+# records in $OUT/runs-<what>.jsonl. And solves in flight on their own:
 #   bash .gpu/study.sh copies gre_115 dw2048 Chebyshev1
 # eight copies of each matrix, f64 BiCGStab with and without ILU(0), 3,000 iterations, one then
 # eight in flight: wall time and each solve's time an iteration (median), to $OUT/copies.txt.
@@ -39,13 +40,15 @@ print('$m $pc in flight $k: wall %.2f s, us an iteration %.0f (preconditioner %.
   exit 0
 fi
 for what in "$@"; do
+  bin=./solver
   case $what in
     cpu) args="--backend cpu"; dir=/tmp/study-cpu ;;
+    base*) bin=./solver-base; args="--backend cuda --in-flight ${what#base}"; dir=/tmp/study-$what ;;
     *) args="--backend cuda --in-flight $what"; dir=/tmp/study-cuda-$what ;;
   esac
   rm -rf $dir
   start=$(date +%s%N)
-  ./solver batch matrices $GRID $args --out $dir -q > /dev/null 2>>$OUT/err.txt
+  $bin batch matrices $GRID $args --out $dir -q > /dev/null 2>>$OUT/err.txt
   rc=$?
   end=$(date +%s%N)
   echo "$what: $(( (end - start) / 1000000 )) ms (exit $rc)" | tee -a $OUT/study.txt
