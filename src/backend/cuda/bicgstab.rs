@@ -8,7 +8,8 @@
 //! `<t, t>`'s and `<t, s>`'s tiles; their sums, omega and the half-step flag; the `x` update;
 //! the `r` update with `<r, r>`'s and the next rho's partials; the close (the stopping tests).
 //! On small matrices it is one launch a batch instead (`kernels/bicgstab_persistent.cu`,
-//! `persistent.rs` says where).
+//! `persistent.rs` says where); with ILU(0) on small factors of few levels, one launch of one
+//! block that applies the factors itself (`kernels/bicgstab_ilu_block.cu`, [`Schedule`]).
 
 use super::persistent::{Persistent, PersistentGrid};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
