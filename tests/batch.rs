@@ -1213,3 +1213,53 @@ fn spread_solves_are_counted_in_the_summaries() {
         assert!(row[column("communication_time_s")].parse::<f64>().unwrap() > 0.0);
     }
 }
+
+/// `--true-residual-every 0` in a long run: every n / 100 iterations (here 4) for the first
+/// 256 checks, then twice as far apart each time the iterations double; the record says so,
+/// and every stored point but the final one falls on the schedule.
+#[test]
+fn a_long_run_thins_its_true_residuals_as_its_iterations_double() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = format!("{}/matrices/graded_spd_400.mtx", env!("CARGO_MANIFEST_DIR"));
+    let args = [
+        "batch",
+        &sample,
+        "--precision",
+        "f64",
+        "--tol",
+        "1e-300",
+        "--method",
+        "cg",
+        "--max-iter",
+        "3000",
+        "--out",
+        "study",
+        "-q",
+    ];
+    let out = solver(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(EXIT_OK), "{}", text(&out));
+    let records = records(&tmp.path().join("study"));
+    assert_eq!(records.len(), 1);
+    let result = &records[0]["result"];
+    assert_eq!(result["true_residual_every"], 4);
+    assert_eq!(result["true_residual_points"], 256);
+    assert_eq!(result["iterations"], 3000);
+    let stored: Vec<u64> = records[0]["history"]["true_residual"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].as_u64().unwrap())
+        .collect();
+    let spacing = |k: u64| match k {
+        0..=1024 => 4,
+        1025..=2048 => 8,
+        _ => 16,
+    };
+    let (last, periodic) = stored.split_last().unwrap();
+    assert_eq!(*last, 3000, "the final true residual");
+    assert!(periodic.iter().any(|&k| k > 2048), "{periodic:?}");
+    for &k in periodic {
+        assert_eq!(k % spacing(k), 0, "a check at {k}");
+    }
+}
