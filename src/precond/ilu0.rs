@@ -455,6 +455,11 @@ impl Ilu0Factors {
     pub fn diag(&self) -> &[usize] {
         &self.diag
     }
+    /// Levels of both triangular solves together: the chain a level-scheduled application
+    /// waits through.
+    pub fn level_count(&self) -> usize {
+        self.lower.count() + self.upper.count()
+    }
     /// Levels of the forward (`L`) solve.
     pub fn lower_levels(&self) -> &Levels {
         &self.lower

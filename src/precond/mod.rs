@@ -213,7 +213,7 @@ impl Preconditioning {
             Preconditioning::None | Preconditioning::User(_) | Preconditioning::BlockJacobi(_) => {
                 None
             }
-            Preconditioning::Ilu0(f) => Some(f.lower_levels().count() + f.upper_levels().count()),
+            Preconditioning::Ilu0(f) => Some(f.level_count()),
         }
     }
 

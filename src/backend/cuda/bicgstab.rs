@@ -368,21 +368,12 @@ impl CudaBackend {
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
             )
             .map_err(driver_error(&name))? as usize;
-        let weighed = self.persistent() != Persistent::Everywhere;
-        let in_block = precond.with_backend_ilu(|ilu| {
-            let f = ilu.factors();
-            let levels = f.lower_levels().count() + f.upper_levels().count();
-            let faster = crate::backend::ilu_in_block_is_faster(f.n(), f.nnz(), levels);
-            Ok::<_, Error>((faster || !weighed) && self.ilu_in_block(ilu, own)?)
-        });
-        if in_block.transpose()? != Some(true) {
+        let weigh = self.persistent() != Persistent::Everywhere;
+        let allowed = precond.with_backend_ilu(|ilu| self.ilu_in_block(ilu, own, weigh));
+        let Some(allowed) = allowed.transpose()?.flatten() else {
             return Ok(Schedule::Steps);
-        }
-        let optin = self.attribute(
-            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            "reading the shared memory per block",
-        )?;
-        let f = self.kernels.function_opted_in(&name, optin - own)?;
+        };
+        let f = self.kernels.function_opted_in(&name, allowed)?;
         Ok(Schedule::IluBlock(f, name))
     }
 

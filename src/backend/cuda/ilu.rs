@@ -305,8 +305,7 @@ impl CudaIlu {
 
 /// [`IluPlacement::Measured`]'s choice for these factors.
 fn host_is_faster(f: &Ilu0Factors) -> bool {
-    let levels = f.lower_levels().count() + f.upper_levels().count();
-    crate::backend::ilu_application_seconds(f.n(), f.nnz(), levels).host_is_faster()
+    crate::backend::ilu_application_seconds(f.n(), f.nnz(), f.level_count()).host_is_faster()
 }
 
 impl CudaBackend {
@@ -507,19 +506,28 @@ impl CudaBackend {
 
     /// Whether a solver kernel of one block can apply `ilu` itself, beside `static_shared`
     /// bytes of its own shared memory (kernels/bicgstab_ilu_block.cu): the one-block schedule,
-    /// not placed on the host by the caller's choice, and the results fit. The factors are put
-    /// in level order for it.
-    pub(super) fn ilu_in_block(&self, ilu: &mut CudaIlu, static_shared: usize) -> Result<bool> {
+    /// not placed on the host by the caller's choice, the results fit, and where `weigh`,
+    /// [`crate::backend::ilu_in_block_is_faster`] says so. If it can, the dynamic shared memory
+    /// the kernel may be allowed (the device's opt-in less its own); the factors are put in
+    /// level order for it.
+    pub(super) fn ilu_in_block(
+        &self,
+        ilu: &mut CudaIlu,
+        static_shared: usize,
+        weigh: bool,
+    ) -> Result<Option<usize>> {
+        let f = &*ilu.factors;
+        let faster = !weigh || crate::backend::ilu_in_block_is_faster(f.n(), f.nnz(), f.level_count());
         let fits = ilu.n > 0 && one_block_shared_bytes(ilu.n) + static_shared <= ilu.shared_optin;
         let wanted = ilu.config.schedule == IluSchedule::OneBlock
             && ilu.config.placement != IluPlacement::Host;
-        if !(fits && wanted) {
-            return Ok(false);
+        if !(faster && fits && wanted) {
+            return Ok(None);
         }
         if ilu.order.parts.is_some() {
             ilu.order = self.upload_order(&ilu.factors, None)?;
         }
-        Ok(true)
+        Ok(Some(ilu.shared_optin - static_shared))
     }
 
     /// Push the factors' arguments of a solver kernel that applies them itself
