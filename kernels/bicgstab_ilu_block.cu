@@ -138,16 +138,7 @@ __device__ __forceinline__ void bgi_run(
     for (int it = 0; it < iterations && !frozen; it++) {
         const int k = done + 1;
         // p <- r + beta (p - omega v), p <- r first (bgs_direction)
-        const V minus_omega = O::neg(omega);
-        for (int i = threadIdx.x; i < n; i += DOT_THREADS) {
-            const V ri = O::load_cg(r, i);
-            if (done == 0) {
-                O::store(p, i, ri);
-                continue;
-            }
-            const V d = O::add(O::mul(minus_omega, O::load_cg(v, i)), O::load_cg(p, i));
-            O::store(p, i, O::add(ri, O::mul(beta, d)));
-        }
+        bgp_direction<O>(threadIdx.x, DOT_THREADS, n, done, beta, omega, r, v, p);
         __syncthreads();
         // p^ <- M^-1 p ; v <- A p^ ; <r~, v>'s chunks
         bgi_precondition(n, f, p, p_hat, spent);
@@ -190,14 +181,7 @@ __device__ __forceinline__ void bgi_run(
         const V ss_all = O::load(shared_scalar, 2);
         const bool half = shared_flag[1], om_ok = shared_flag[2];
         // x <- x + alpha p^ (+ omega s^) (bicg_x_wide)
-        for (int i = threadIdx.x; i < n; i += DOT_THREADS) {
-            const V xi = O::add(O::mul(alpha, persist_x<O>(p_hat, i)), O::load_cg(x, i));
-            if (half) {
-                O::store(x, i, xi);
-            } else if (om_ok) {
-                O::store(x, i, O::add(O::mul(om, persist_x<O>(s_hat, i)), xi));
-            }
-        }
+        bgp_x_update<O>(threadIdx.x, DOT_THREADS, n, alpha, om, half, om_ok, p_hat, s_hat, x);
         // r <- s - omega t with <r, r>'s and the next rho's chunks (bicg_r)
         if (!half && om_ok) {
             const V minus_om = O::neg(om);

@@ -72,6 +72,44 @@ __device__ __forceinline__ void bgp_r_chunk(long long chunk, long long n, typena
     if (threadIdx.x == 0) O::store(rho, chunk, dot);
 }
 
+// p <- r + beta (p - omega v), p <- r at the first iteration (bgs_direction's bits), over the
+// elements first, first + stride, ...: shared with bicgstab_ilu_block.cu.
+template <class O>
+__device__ __forceinline__ void bgp_direction(long long first, long long stride, long long n,
+                                              int done, typename O::V beta, typename O::V omega,
+                                              const typename O::T* __restrict__ r,
+                                              const typename O::T* __restrict__ v,
+                                              typename O::T* __restrict__ p) {
+    const typename O::V minus_omega = O::neg(omega);
+    for (long long i = first; i < n; i += stride) {
+        const typename O::V ri = O::load_cg(r, i);
+        if (done == 0) {
+            O::store(p, i, ri);
+            continue;
+        }
+        const typename O::V d = O::add(O::mul(minus_omega, O::load_cg(v, i)), O::load_cg(p, i));
+        O::store(p, i, O::add(ri, O::mul(beta, d)));
+    }
+}
+
+// x <- x + alpha p (+ omega s unless the half step converged) (bicg_x's bits; p and s stored,
+// or doubles read widened as bicg_x_wide's), over the elements first, first + stride, ...
+template <class O, typename HT>
+__device__ __forceinline__ void bgp_x_update(long long first, long long stride, long long n,
+                                             typename O::V alpha, typename O::V om, bool half,
+                                             bool om_ok, const HT* __restrict__ p,
+                                             const HT* __restrict__ s,
+                                             typename O::T* __restrict__ x) {
+    for (long long i = first; i < n; i += stride) {
+        const typename O::V xi = O::add(O::mul(alpha, persist_x<O>(p, i)), O::load_cg(x, i));
+        if (half) {
+            O::store(x, i, xi);
+        } else if (om_ok) {
+            O::store(x, i, O::add(O::mul(om, persist_x<O>(s, i)), xi));
+        }
+    }
+}
+
 // Thread 0's decisions of an iteration, shared with bicgstab_ilu_block.cu: each writes the
 // state and records where `write` (one block of a grid) and hands the block what it decided in
 // `scalar` and `flag` (shared memory; read after a __syncthreads).
@@ -193,16 +231,7 @@ __device__ __forceinline__ void bgp_run(
     for (int it = 0; it < iterations && !frozen; it++) {
         const int k = done + 1;
         // p <- r + beta (p - omega v), p <- r first (bgs_direction)
-        const V minus_omega = O::neg(omega);
-        for (long long i = first; i < n; i += stride) {
-            const V ri = O::load_cg(r, i);
-            if (done == 0) {
-                O::store(p, i, ri);
-                continue;
-            }
-            const V d = O::add(O::mul(minus_omega, O::load_cg(v, i)), O::load_cg(p, i));
-            O::store(p, i, O::add(ri, O::mul(beta, d)));
-        }
+        bgp_direction<O>(first, stride, n, done, beta, omega, r, v, p);
         grid_barrier(barrier);
         // v <- A p with <r~, v>'s tile partials
         for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
@@ -245,14 +274,7 @@ __device__ __forceinline__ void bgp_run(
         const V ss_all = O::load(shared_scalar, 2);
         const bool half = shared_flag[1], om_ok = shared_flag[2];
         // x <- x + alpha p (+ omega s) (bicg_x)
-        for (long long i = first; i < n; i += stride) {
-            const V xi = O::add(O::mul(alpha, O::load_cg(p, i)), O::load_cg(x, i));
-            if (half) {
-                O::store(x, i, xi);
-            } else if (om_ok) {
-                O::store(x, i, O::add(O::mul(om, O::load_cg(s, i)), xi));
-            }
-        }
+        bgp_x_update<O>(first, stride, n, alpha, om, half, om_ok, p, s, x);
         // r <- s - omega t with <r, r>'s and the next rho's chunk partials (bicg_r)
         if (!half && om_ok) {
             const V minus_om = O::neg(om);
