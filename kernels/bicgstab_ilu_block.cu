@@ -22,7 +22,6 @@
 //             const double* val, const int* lrow, const int* lptr, const int* ldep,
 //             const double* lval, const int* urow, const int* uptr, const int* udep,
 //             const double* uval, const double* diag, const int* src, double* yg, int sleep_ns,
-//             int by_levels, int nl, const int* llev, int nu, const int* ulev,
 //             unsigned long long* ilu_ns, bicg_state<T>* st, bicg_record<T>* rec, int cap,
 //             T* p, T* v, T* r, const T* r_tilde, T* s, T* t, T* x, double* p_hat,
 //             double* s_hat, T* rv_chunks, T* ss_chunks, T* tt_chunks, T* ts_chunks,
@@ -102,11 +101,6 @@ struct bgi_factors {
     const int* src;
     double* yg;
     int sleep_ns;
-    // the level-by-level schedule (kernels/ilu0_block.cu) where by_levels != 0
-    int by_levels, nl;
-    const int* llev;
-    int nu;
-    const int* ulev;
 };
 
 // z = M^-1 w in double (ilu0b_{p}_f64), timed by thread 0 into `spent`; the block's threads
@@ -115,9 +109,8 @@ template <typename WT>
 __device__ __forceinline__ void bgi_precondition(int n, const bgi_factors& f, const WT* w,
                                                  double* z, unsigned long long& spent) {
     const unsigned long long start = bgi_clock();
-    ilu_one_block<const WT*, double*>(n, f.lrow, f.lptr, f.ldep, f.lval, f.urow, f.uptr, f.udep,
-                                      f.uval, f.diag, f.src, w, f.yg, z, f.sleep_ns, f.by_levels,
-                                      f.nl, f.llev, f.nu, f.ulev);
+    ilu_block_body<const WT*, double*>(n, f.lrow, f.lptr, f.ldep, f.lval, f.urow, f.uptr, f.udep,
+                                       f.uval, f.diag, f.src, w, f.yg, z, f.sleep_ns);
     __syncthreads();
     if (threadIdx.x == 0) spent += bgi_clock() - start;
 }
@@ -227,13 +220,12 @@ __device__ __forceinline__ void bgi_run(
         const int* __restrict__ col_idx, const double* __restrict__ val, const int* lrow,      \
         const int* lptr, const int* ldep, const double* lval, const int* urow, const int* uptr, \
         const int* udep, const double* uval, const double* diag, const int* src, double* yg,   \
-        int sleep_ns, int by_levels, int nl, const int* llev, int nu, const int* ulev,          \
-        unsigned long long* ilu_ns, bicg_state<O::T>* st, bicg_record<O::T>* rec,              \
+        int sleep_ns, unsigned long long* ilu_ns, bicg_state<O::T>* st, bicg_record<O::T>* rec, \
         int cap, O::T* p, O::T* v, O::T* r, const O::T* r_tilde, O::T* s, O::T* t, O::T* x,     \
         double* p_hat, double* s_hat, O::T* rv_chunks, O::T* ss_chunks, O::T* tt_chunks,        \
         O::T* ts_chunks, O::T* rr_chunks, O::T* rho_chunks, double denominator, double tol) {   \
         const bgi_factors f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,   \
-                               sleep_ns, by_levels, nl, llev, nu, ulev};                         \
+                               sleep_ns};                                                       \
         bgi_run<O>(iterations, n, nt, row_ptr, col_idx, val, f, st, rec, cap, p, v, r, r_tilde, \
                    s, t, x, p_hat, s_hat, rv_chunks, ss_chunks, tt_chunks, ts_chunks, rr_chunks, \
                    rho_chunks, denominator, tol, ilu_ns);                                       \

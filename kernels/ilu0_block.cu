@@ -25,11 +25,10 @@
 // Kernels: ilu0b_{P}_{Z}(int n, const int* lrow, const int* lptr, const int* ldep,
 //              const double* lval, const int* urow, const int* uptr, const int* udep,
 //              const double* uval, const double* diag, const int* src, RT r, double* yg, ZT z,
-//              int sleep_ns, int by_levels, int nl, const int* llev, int nu, const int* ulev)
+//              int sleep_ns)
 //          for (P, Z) in (f64, f64), (dd, dd), (dd, f64), (td, td), (td, f64), (qd, qd),
 //          (qd, f64). One block of at most 1024 threads; 9 n bytes of dynamic shared memory
-//          (n doubles, then n flag bytes); yg holds n doubles. by_levels: the level-by-level schedule
-//          below (llev, ulev: nl + 1 and nu + 1 level boundaries), else the polls.
+//          (n doubles, then n flag bytes); yg holds n doubles.
 
 #define ILU_BLOCK_WINDOW 4
 
@@ -184,148 +183,14 @@ __device__ __forceinline__ void ilu_block_body(int n, const int* __restrict__ lr
     }
 }
 
-// Level by level: the rows of one level at once, a block barrier between levels. Where the
-// levels are many and narrow (the small factors' chains of 100 to 1,400 levels), a barrier is
-// a few hundred cycles where a hop through the polls above costs 0.55-1.3 us. The same per-row
-// arithmetic, so the same bits. llev/ulev: each triangle's level boundaries in positions (nl + 1
-// and nu + 1 entries); results by position in sv (8 n bytes of the 9 n).
-//
-// Latency: a thread issues the loads of its first row of the next level (its range, right-hand
-// side and first ILU_BLOCK_WINDOW entries) before it solves its row of this one.
-struct ilul_row {
-    int p, k, k_end;
-    double acc, diag;
-    int d[ILU_BLOCK_WINDOW];
-    double a[ILU_BLOCK_WINDOW];
-};
-
-// Position p's row if p < end (else p = -1): forward (Upper false) its right-hand side
-// fl64(r[row[p]]); backward yg[src[p]] (the forward results, written by this block: not read
-// through the read-only path) and u_ii.
-template <bool Upper, typename RT>
-__device__ __forceinline__ ilul_row ilul_load(int p, int end, const int* __restrict__ map,
-                                              const int* __restrict__ ptr,
-                                              const int* __restrict__ dep,
-                                              const double* __restrict__ val,
-                                              const double* __restrict__ diag, RT r,
-                                              const double* yg) {
-    ilul_row w;
-    w.p = p < end ? p : -1;
-    w.k = w.k_end = 0;
-    w.acc = 0.0;
-    w.diag = 1.0;
-    if (w.p >= 0) {
-        w.k = ptr[p];
-        w.k_end = ptr[p + 1];
-        if (Upper) {
-            w.acc = yg[map[p]];
-            w.diag = diag[p];
-        } else {
-            w.acc = ilu_in(r, map[p]);
-        }
-#pragma unroll
-        for (int c = 0; c < ILU_BLOCK_WINDOW; ++c) {
-            if (w.k + c < w.k_end) {
-                w.d[c] = dep[w.k + c];
-                w.a[c] = val[w.k + c];
-            }
-        }
-    }
-    return w;
-}
-
-// acc = acc - val * sv[dep] over the row's entries in order, then / u_ii (Upper).
-template <bool Upper>
-__device__ __forceinline__ double ilul_solve(const ilul_row& w, const int* __restrict__ dep,
-                                             const double* __restrict__ val, const double* sv) {
-    double acc = w.acc;
-#pragma unroll
-    for (int c = 0; c < ILU_BLOCK_WINDOW; ++c) {
-        if (w.k + c < w.k_end) acc = __dsub_rn(acc, __dmul_rn(w.a[c], sv[w.d[c]]));
-    }
-    for (int k = w.k + ILU_BLOCK_WINDOW; k < w.k_end; ++k) {
-        acc = __dsub_rn(acc, __dmul_rn(val[k], sv[dep[k]]));
-    }
-    return Upper ? __ddiv_rn(acc, w.diag) : acc;
-}
-
-// One triangle: forward results to sv and yg (by position), backward results to sv and
-// z[row[p]].
-template <bool Upper, typename RT, typename ZT>
-__device__ __forceinline__ void ilul_triangle(int levels, const int* __restrict__ lev,
-                                              const int* __restrict__ map,
-                                              const int* __restrict__ rows,
-                                              const int* __restrict__ ptr,
-                                              const int* __restrict__ dep,
-                                              const double* __restrict__ val,
-                                              const double* __restrict__ diag, RT r, double* yg,
-                                              ZT z, double* sv) {
-    const int t = threadIdx.x, step = blockDim.x;
-    // this level's end and the next's are known a level ahead, so that the next level's loads
-    // need no load of a boundary first
-    int end = lev[1], next_end = levels > 1 ? lev[2] : end;
-    ilul_row here = ilul_load<Upper>(lev[0] + t, end, map, ptr, dep, val, diag, r, yg);
-    for (int l = 0; l < levels; ++l) {
-        const int after = l + 2 < levels ? lev[l + 3] : next_end;
-        const ilul_row next = ilul_load<Upper>(end + t, next_end, map, ptr, dep, val, diag, r, yg);
-        for (ilul_row w = here; w.p >= 0;) {
-            const double acc = ilul_solve<Upper>(w, dep, val, sv);
-            sv[w.p] = acc;
-            if (Upper) {
-                ilu_out(z, rows[w.p], acc);
-            } else {
-                yg[w.p] = acc;
-            }
-            w = ilul_load<Upper>(w.p + step, end, map, ptr, dep, val, diag, r, yg);
-        }
-        __syncthreads();
-        here = next;
-        end = next_end;
-        next_end = after;
-    }
-}
-
-template <typename RT, typename ZT>
-__device__ __forceinline__ void ilu_levels_block_body(
-    int n, const int* __restrict__ lrow, const int* __restrict__ lptr,
-    const int* __restrict__ ldep, const double* __restrict__ lval, const int* __restrict__ urow,
-    const int* __restrict__ uptr, const int* __restrict__ udep, const double* __restrict__ uval,
-    const double* __restrict__ diag, const int* __restrict__ src, RT r, double* yg, ZT z,
-    int nl, const int* __restrict__ llev, int nu, const int* __restrict__ ulev) {
-    extern __shared__ double ilub_shared[];
-    double* sv = ilub_shared;
-    __syncthreads();  // r may have been written by this block (kernels/bicgstab_ilu_block.cu)
-    if (n == 0) return;
-    ilul_triangle<false>(nl, llev, lrow, lrow, lptr, ldep, lval, diag, r, yg, z, sv);
-    ilul_triangle<true>(nu, ulev, src, urow, uptr, udep, uval, diag, r, yg, z, sv);
-}
-
-// The block's schedule: by levels (by_levels != 0) or by polls.
-template <typename RT, typename ZT>
-__device__ __forceinline__ void ilu_one_block(
-    int n, const int* lrow, const int* lptr, const int* ldep, const double* lval,
-    const int* urow, const int* uptr, const int* udep, const double* uval, const double* diag,
-    const int* src, RT r, double* yg, ZT z, int sleep_ns, int by_levels, int nl,
-    const int* llev, int nu, const int* ulev) {
-    if (by_levels) {
-        ilu_levels_block_body<RT, ZT>(n, lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag,
-                                      src, r, yg, z, nl, llev, nu, ulev);
-    } else {
-        ilu_block_body<RT, ZT>(n, lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, r,
-                               yg, z, sleep_ns);
-    }
-}
-
 #define ILU0_BLOCK_KERNEL(P, Z, RT, ZT)                                                           \
     extern "C" __global__ void __launch_bounds__(1024) ilu0b_##P##_##Z(                           \
         int n, const int* lrow, const int* lptr, const int* ldep, const double* lval,             \
         const int* urow, const int* uptr, const int* udep, const double* uval,                    \
-        const double* diag, const int* src, RT r, double* yg, ZT z, int sleep_ns, int by_levels,  \
-        int nl, const int* llev, int nu, const int* ulev) {                                       \
-        ilu_one_block<RT, ZT>(n, lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, r, yg, \
-                              z, sleep_ns, by_levels, nl, llev, nu, ulev);                        \
+        const double* diag, const int* src, RT r, double* yg, ZT z, int sleep_ns) {               \
+        ilu_block_body<RT, ZT>(n, lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, r,   \
+                               yg, z, sleep_ns);                                                  \
     }
-
 
 ILU0_BLOCK_KERNEL(f64, f64, const double*, double*)
 ILU0_BLOCK_KERNEL(dd, dd, const double2*, double2*)

@@ -838,37 +838,20 @@ mod gpu_checks {
                 };
                 match factors {
                     Some(factors) => {
-                        // where BiCGStab applies the factors in its own block, both of the
-                        // block's schedules
-                        let schedules = match persistent {
-                            Persistent::Everywhere if !use_cg => {
-                                &[IluSchedule::OneBlock, IluSchedule::OneBlockLevels][..]
-                            }
-                            _ => &[IluSchedule::BySize][..],
-                        };
-                        for &schedule in schedules {
-                            gpu.set_ilu_config(IluConfig {
-                                schedule,
-                                ..IluConfig::default()
-                            });
-                            let (g, c) = (
-                                Ilu0::new(gpu, &factors).map_err(err)?,
-                                Ilu0::new(&cpu, &factors).map_err(err)?,
-                            );
-                            gpu.set_ilu_config(IluConfig::default());
-                            let label = &format!("{schedule:?} f64");
-                            check(
-                                label,
-                                widen(solve_on::<_, f64, _>(gpu, a, &g, use_cg, &params)?),
-                                widen(solve_on::<_, f64, _>(&cpu, a, &c, use_cg, &params)?),
-                            )?;
-                            let label = &format!("{schedule:?} dd");
-                            check(
-                                label,
-                                widen(solve_on::<_, Dd, _>(gpu, a, &g, use_cg, &params)?),
-                                widen(solve_on::<_, Dd, _>(&cpu, a, &c, use_cg, &params)?),
-                            )?;
-                        }
+                        let (g, c) = (
+                            Ilu0::new(gpu, &factors).map_err(err)?,
+                            Ilu0::new(&cpu, &factors).map_err(err)?,
+                        );
+                        check(
+                            "f64",
+                            widen(solve_on::<_, f64, _>(gpu, a, &g, use_cg, &params)?),
+                            widen(solve_on::<_, f64, _>(&cpu, a, &c, use_cg, &params)?),
+                        )?;
+                        check(
+                            "dd",
+                            widen(solve_on::<_, Dd, _>(gpu, a, &g, use_cg, &params)?),
+                            widen(solve_on::<_, Dd, _>(&cpu, a, &c, use_cg, &params)?),
+                        )?;
                     }
                     None => {
                         check(
@@ -1315,19 +1298,6 @@ mod gpu_checks {
                     schedule: IluSchedule::OneBlock,
                     block: 32,
                     sleep_ns: 40,
-                    ..IluConfig::default()
-                },
-                // one block, level by level: a level wider than the block, and one warp
-                IluConfig {
-                    placement: IluPlacement::Device,
-                    schedule: IluSchedule::OneBlockLevels,
-                    block: 256,
-                    ..IluConfig::default()
-                },
-                IluConfig {
-                    placement: IluPlacement::Device,
-                    schedule: IluSchedule::OneBlockLevels,
-                    block: 32,
                     ..IluConfig::default()
                 },
             ];

@@ -11,8 +11,7 @@
 # On the device: bash .gpu/resident.sh (writes $OUT/resident.txt and $OUT/gpu-test.txt);
 # bash .gpu/resident.sh bicgstab-persistent: only BiCGStab's persistent kernel against its step
 # kernels (PRECSOLVE_PERSISTENT=0, unset, all), one solve of 2,000 iterations each, f64 and dd;
-# bash .gpu/resident.sh bicgstab-ilu: ILU(0)-BiCGStab as one block (its ILU(0) by polls and
-# by levels, PRECSOLVE_ILU_BLOCK=levels) against its step kernels.
+# bash .gpu/resident.sh bicgstab-ilu: ILU(0)-BiCGStab as one block against its step kernels.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -29,17 +28,16 @@ if [ "$1" = bicgstab-ilu ]; then
   # against the step kernels (=0: ILU(0) on the device or the host, as placed), what the
   # default chooses (the cost model, one solve) and the CPU backend: us an iteration, median of
   # 3 alternated solves of 1,000 iterations.
-  printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|---:|---:|---:|\n" matrix rows precision "one block (us)" "one block by levels (us)" "steps (us)" "default (us)" "CPU, all cores (us)" | tee -a $OUT/resident.txt
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|---:|---:|\n" matrix rows precision "one block (us)" "steps (us)" "default (us)" "CPU, all cores (us)" | tee -a $OUT/resident.txt
   for m in gre_115 fs_183_4 rdb200l e05r0100 Chebyshev1 cavity02 nnc1374 adder_dcop_05 dw2048 sherman5; do
     for p in f64 dd; do
-      a=(); l=(); b=()
+      a=(); b=()
       for r in 1 2 3; do
         a+=($(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda PRECSOLVE_PERSISTENT=all))
-        l+=($(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda "PRECSOLVE_PERSISTENT=all PRECSOLVE_ILU_BLOCK=levels"))
         b+=($(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda PRECSOLVE_PERSISTENT=0))
       done
       rows=$(grep -v '^%' matrices/$m.mtx | head -1 | cut -d' ' -f1)
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${l[@]}) $(med ${b[@]}) \
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) \
         $(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cuda) \
         $(one solver matrices/$m.mtx $p "bicgstab --precond ilu0" cpu) | tee -a $OUT/resident.txt
     done

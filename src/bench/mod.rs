@@ -483,7 +483,6 @@ pub fn run_ilu0(
             IluSchedule::Levels => format!("ilu0 levels b{}", cfg.block),
             IluSchedule::BySize => "ilu0 by size".into(),
             IluSchedule::OneBlock => format!("ilu0 one block b{} s{}", cfg.block, cfg.sleep_ns),
-            IluSchedule::OneBlockLevels => format!("ilu0 one block by levels b{}", cfg.block),
         };
         let (ms, same, precision, bytes) = if dd {
             gpu.memset_zero(&mut zdd)?;
@@ -597,20 +596,6 @@ pub fn run_ilu0(
                 if ms < best.0 {
                     best = (ms, one_block);
                 }
-            }
-        }
-    }
-    for block in [256, 1024] {
-        let by_levels = IluConfig {
-            placement: IluPlacement::Device,
-            schedule: IluSchedule::OneBlockLevels,
-            block,
-            ..IluConfig::default()
-        };
-        if one_block_fits {
-            let ms = variant(by_levels, false, &mut rows)?;
-            if ms < best.0 {
-                best = (ms, by_levels);
             }
         }
     }

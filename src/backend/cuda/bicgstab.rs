@@ -415,7 +415,7 @@ impl CudaBackend {
         // SAFETY: bgi_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int*
         // col_idx, const double* val, the factors (push_ilu_in_block: both triangles in level
         // order of n rows, u_ii, the row map, n doubles of forward results, the sleep, the
-        // schedule and level boundaries, the time counter), bicg_state* st, bicg_record* rec, int cap, T* p, T* v, T* r, const
+        // time counter), bicg_state* st, bicg_record* rec, int cap, T* p, T* v, T* r, const
         // T* r_tilde, T* s, T* t, T* x, double* p_hat, double* s_hat, six chunk partials of n,
         // double denominator, double tol) in kernels/bicgstab_ilu_block.cu, on a CSR matrix of
         // nt lanes a row; one block of DOT_THREADS with the factors' 9 n bytes of dynamic

@@ -48,10 +48,6 @@ pub enum IluSchedule {
     /// For factors whose results fit in a block's shared memory ([`one_block_fits`]); others
     /// fall back to `Partitioned`.
     OneBlock,
-    /// As `OneBlock`, but level after level with a block barrier between levels instead of
-    /// each row polling its dependencies' flags: on long chains of narrow levels a barrier
-    /// costs less than a hop through the polls.
-    OneBlockLevels,
 }
 
 /// Dynamic shared memory of the one-block solve: a double and a flag byte a row.
@@ -63,15 +59,6 @@ fn one_block_shared_bytes(n: usize) -> usize {
 /// memory per block.
 pub fn one_block_fits(n: usize, shared_optin: usize) -> bool {
     one_block_shared_bytes(n) <= shared_optin
-}
-
-/// `PRECSOLVE_ILU_BLOCK`: `levels` for the one block's level-by-level schedule where
-/// [`IluSchedule::BySize`] chooses one block, otherwise (and unset) its polls.
-fn one_block_from_env() -> IluSchedule {
-    match std::env::var("PRECSOLVE_ILU_BLOCK").as_deref() {
-        Ok("levels") => IluSchedule::OneBlockLevels,
-        _ => IluSchedule::OneBlock,
-    }
 }
 
 /// Threads per block of the partitioned solve: 384 rows of a level at once, about
@@ -131,7 +118,7 @@ impl IluConfig {
         let fits = one_block_fits(n, shared_optin);
         match self.schedule {
             IluSchedule::BySize if fits => IluConfig {
-                schedule: one_block_from_env(),
+                schedule: IluSchedule::OneBlock,
                 block: ONE_BLOCK_THREADS,
                 sleep_ns: 0,
                 ..self
@@ -140,7 +127,7 @@ impl IluConfig {
                 schedule: IluSchedule::Partitioned,
                 ..self
             },
-            IluSchedule::OneBlock | IluSchedule::OneBlockLevels if !fits => IluConfig {
+            IluSchedule::OneBlock if !fits => IluConfig {
                 schedule: IluSchedule::Partitioned,
                 block: DEFAULT_BLOCK,
                 ..self
@@ -172,13 +159,6 @@ impl Default for IluConfig {
     }
 }
 
-impl IluSchedule {
-    /// Whether both triangles are solved by one block in one launch (kernels/ilu0_block.cu).
-    pub fn is_one_block(self) -> bool {
-        matches!(self, IluSchedule::OneBlock | IluSchedule::OneBlockLevels)
-    }
-}
-
 /// One triangle in level order (or partitioned) on the device.
 struct Triangle {
     row: CudaSlice<i32>,
@@ -187,8 +167,6 @@ struct Triangle {
     val: CudaSlice<f64>,
     /// Level boundaries in positions (host), for the level-scheduled launches.
     levels: Vec<usize>,
-    /// `levels.len() - 1`, as the kernels take it.
-    level_count: i32,
     /// The same on the device, and each part's first level (partitioned kernels).
     seg_ptr: CudaSlice<i32>,
     part_seg: CudaSlice<i32>,
@@ -220,21 +198,6 @@ fn i32s(v: &[u32]) -> Vec<i32> {
 
 /// Entries per position in `Triangle::hdep`/`hval` (kernels/common/ilu.cuh, `ILU_CHUNK`).
 const HEAD: usize = 4;
-
-impl DeviceOrder {
-    /// The one-block kernels' schedule arguments (kernels/ilu0_block.cu): by_levels, then each
-    /// triangle's level count and boundaries (level order).
-    fn push_levels<'a>(&'a self, schedule: IluSchedule, args: &mut LaunchArgs<'a>) {
-        let (l, u) = (&self.lower, &self.upper);
-        args.arg(if schedule == IluSchedule::OneBlockLevels {
-            &1i32
-        } else {
-            &0i32
-        });
-        args.arg(&l.level_count).arg(&l.seg_ptr);
-        args.arg(&u.level_count).arg(&u.seg_ptr);
-    }
-}
 
 /// Both triangles in one order on the device, with the maps between them.
 struct DeviceOrder {
@@ -394,7 +357,6 @@ impl CudaBackend {
             dep: self.upload_i32(&i32s(&t.deps), what)?,
             val: self.upload_f64(&t.vals, what)?,
             levels: t.level_ptr.clone(),
-            level_count: (t.level_ptr.len() - 1) as i32,
             seg_ptr: self.upload_i32(&usizes(&t.level_ptr), what)?,
             part_seg: self.upload_i32(&usizes(&t.part_ptr), what)?,
             parts: (t.part_ptr.len() - 1) as i32,
@@ -557,8 +519,8 @@ impl CudaBackend {
         let f = &*ilu.factors;
         let faster = !weigh || crate::backend::ilu_in_block_is_faster(f.n(), f.nnz(), f.level_count());
         let fits = ilu.n > 0 && one_block_shared_bytes(ilu.n) + static_shared <= ilu.shared_optin;
-        let wanted =
-            ilu.config.schedule.is_one_block() && ilu.config.placement != IluPlacement::Host;
+        let wanted = ilu.config.schedule == IluSchedule::OneBlock
+            && ilu.config.placement != IluPlacement::Host;
         if !(faster && fits && wanted) {
             return Ok(None);
         }
@@ -598,7 +560,6 @@ impl CudaBackend {
         args.arg(&u.row).arg(&u.ptr).arg(&u.dep).arg(&u.val);
         args.arg(&order.diag).arg(&order.src).arg(rp);
         args.arg(&config.sleep_ns);
-        order.push_levels(config.schedule, args);
         args.arg(in_kernel_ns.as_mut().expect("allocated above"));
         Ok(shared)
     }
@@ -632,7 +593,7 @@ impl CudaBackend {
         }
         if parts.is_some() {
             self.ilu_solve_parts(ilu, r, z)
-        } else if ilu.config.schedule.is_one_block() {
+        } else if ilu.config.schedule == IluSchedule::OneBlock {
             self.ilu_solve_block(ilu, r, z)
         } else {
             self.ilu_solve_levels(ilu, r, z)
@@ -757,16 +718,13 @@ impl CudaBackend {
             .arg(&mut ilu.rp)
             .vec(z)
             .arg(&sleep);
-        order.push_levels(ilu.config.schedule, &mut args);
         // SAFETY: ilu0b_{p}_{z}(int n, const int* lrow, const int* lptr, const int* ldep,
         // const double* lval, const int* urow, const int* uptr, const int* udep,
         // const double* uval, const double* diag, const int* src, const T* r, double* yg, Z* z,
-        // int sleep_ns, int by_levels, int nl, const int* llev, int nu, const int* ulev) in
-        // kernels/ilu0_block.cu: both triangles in level order describe n rows (ptr n + 1
-        // entries, dep entries positions < n, rows < n; llev/ulev their nl + 1 and nu + 1
-        // level boundaries, increasing from 0 to n), diag and src n entries (src positions
-        // < n), r and z n elements, yg (rp) n doubles; one block with 9 n bytes of dynamic
-        // shared memory, which `set_config` checked the device allows.
+        // int sleep_ns) in kernels/ilu0_block.cu: both triangles in level order describe n rows
+        // (ptr n + 1 entries, dep entries positions < n, rows < n), diag and src n entries (src
+        // positions < n), r and z n elements, yg (rp) n doubles; one block with 9 n bytes of
+        // dynamic shared memory, which `set_config` checked the device allows.
         unsafe {
             args.launch(LaunchConfig {
                 grid_dim: (1, 1, 1),
@@ -799,7 +757,6 @@ impl CudaBackend {
             match cfg.schedule {
                 IluSchedule::BySize
                 | IluSchedule::OneBlock
-                | IluSchedule::OneBlockLevels
                 | IluSchedule::Partitioned
                 | IluSchedule::SyncFree
                 | IluSchedule::SyncFreeWarps
@@ -811,7 +768,6 @@ impl CudaBackend {
             IluSchedule::Levels => 0,
             IluSchedule::BySize
             | IluSchedule::OneBlock
-            | IluSchedule::OneBlockLevels
             | IluSchedule::Partitioned
             | IluSchedule::SyncFree => 1,
             IluSchedule::SyncFreeWarps => 2,
