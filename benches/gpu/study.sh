@@ -10,7 +10,8 @@
 # records in $OUT/runs-<what>.jsonl. And solves in flight on their own:
 #   bash .gpu/study.sh copies gre_115 dw2048 Chebyshev1
 # eight copies of each matrix, f64 BiCGStab with and without ILU(0), 3,000 iterations, one then
-# eight in flight: wall time and each solve's time an iteration (median), to $OUT/copies.txt.
+# eight in flight: wall time and each solve's time an iteration (median), to $OUT/copies.txt
+# (SOLVER=./solver-base: another build's).
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -24,7 +25,7 @@ if [ "$1" = copies ]; then
     for pc in ilu0 none; do
       for k in 1 8; do
         rm -rf /tmp/copies-study; start=$(date +%s%N)
-        ./solver batch /tmp/copies --precision f64 --tol 1e-300 --max-iter 3000 --precond $pc \
+        ${SOLVER:-./solver} batch /tmp/copies --precision f64 --tol 1e-300 --max-iter 3000 --precond $pc \
           --method bicgstab --backend cuda --in-flight $k --out /tmp/copies-study -q > /dev/null 2>>$OUT/err.txt
         end=$(date +%s%N)
         python3 -c "
@@ -32,7 +33,7 @@ import json
 rs = [json.loads(l)['result'] for l in open('/tmp/copies-study/runs.jsonl')]
 it = sorted(r['iteration_time'] / r['iterations'] * 1e6 for r in rs)
 pc = sorted(r['precond_time'] / r['iterations'] * 1e6 for r in rs)
-print('$m $pc in flight $k: wall %.2f s, us an iteration %.0f (preconditioner %.0f)'
+print('${SOLVER:-./solver} $m $pc in flight $k: wall %.2f s, us an iteration %.0f (preconditioner %.0f)'
       % ($(( (end - start) / 1000000 )) / 1000, it[len(it) // 2], pc[len(pc) // 2]))" | tee -a $OUT/copies.txt
       done
     done

@@ -23,7 +23,9 @@ use std::sync::Arc;
 /// 1.3 us on the small factors measured, taken at 1 us so that the host keeps the solves it
 /// is about as fast at, plus 0.5 ns an entry; above, the partitioned kernels' step that waits on another
 /// block's, 1.5 us. The host pays its dependent sums per entry ([`ilu_host_solve_seconds`]) and
-/// two copies, each waiting for the stream, of 16 bytes a row. Fitted to the H200
+/// a round trip of 16 bytes a row, the wait for the stream before it (45 us, fitted when each
+/// copy waited; the page-locked copies since, `cuda/ilu_host.rs`, were not refitted: alone
+/// they measured within 15% either way of the copies before). Fitted to the H200
 /// (`benches/results/gpu-suite.md`, `ilu0-h200.md`).
 pub fn ilu_application_seconds(n: usize, nnz: usize, levels: usize) -> IluSeconds {
     let device = match n <= ILU_ONE_BLOCK_ROWS {

@@ -8,6 +8,8 @@
 //! smaller position than its reader, which the synchronization-free schedule needs.
 
 use super::device::{alloc_words, driver_error};
+use super::ilu_host::HostIlu;
+use crate::backend::cpu::CpuIlu;
 use super::{CudaBackend, CudaVector, PushVector};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
@@ -239,7 +241,7 @@ pub struct CudaIlu {
     shared_optin: usize,
     config: IluConfig,
     /// The host's solve, where the placement (resolved at upload) is the host.
-    host: Option<crate::backend::cpu::CpuIlu>,
+    host: Option<HostIlu>,
     /// Events around each application not read yet, and the seconds of those read but not
     /// reported yet (`Backend::ilu_seconds`).
     timing: Vec<(CudaEvent, CudaEvent)>,
@@ -288,7 +290,7 @@ impl CudaIlu {
         };
         self.host = match (host, self.host.take()) {
             (true, Some(h)) => Some(h),
-            (true, None) => Some(crate::backend::cpu::CpuIlu::new(self.factors.clone())),
+            (true, None) => Some(HostIlu::new(CpuIlu::new(self.factors.clone()))),
             (false, _) => None,
         };
     }
@@ -582,7 +584,7 @@ impl CudaBackend {
         }
         if ilu.host.is_none() && (P::KERNEL_SUFFIX == "mp" || Z::KERNEL_SUFFIX == "mp") {
             // no mp kernels for the triangular solves: the CPU's solve, between two copies
-            ilu.host = Some(crate::backend::cpu::CpuIlu::new(ilu.factors.clone()));
+            ilu.host = Some(HostIlu::new(CpuIlu::new(ilu.factors.clone())));
         }
         if let Some(host) = ilu.host.as_mut() {
             return self.ilu_solve_on_host(host, r, z);
@@ -598,22 +600,6 @@ impl CudaBackend {
         } else {
             self.ilu_solve_levels(ilu, r, z)
         }
-    }
-
-    /// `r` to the host, the CPU backend's solve, the result back into `z` (two copies, each
-    /// waiting for the stream).
-    fn ilu_solve_on_host<P: Precision, Z: Precision>(
-        &self,
-        host: &mut crate::backend::cpu::CpuIlu,
-        r: &CudaVector<P>,
-        z: &mut CudaVector<Z>,
-    ) -> Result<()> {
-        use crate::precision::HostVector;
-        let r = P::Vector::from_values(crate::backend::Backend::to_host(self, r)?);
-        let mut w = <f64 as Precision>::Vector::from_values(vec![0.0; z.len]);
-        host.apply::<P, f64>(r.as_host_slice(), w.as_host_slice_mut());
-        let values: Vec<Z> = w.iter().map(|&v| Z::from_f64(v)).collect();
-        self.write_values(&values, z)
     }
 
     /// The partitioned schedule: a gather of `r` into the forward order, then one launch per

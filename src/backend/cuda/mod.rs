@@ -14,6 +14,7 @@ mod cg_kernels;
 pub(crate) mod device;
 mod ptx_cache;
 mod ilu;
+mod ilu_host;
 mod launch;
 mod mp_arithmetic;
 mod persistent;
