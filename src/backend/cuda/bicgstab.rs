@@ -153,11 +153,7 @@ impl CudaBackend {
     ) -> Result<()> {
         let n = v.r.len;
         let n64 = n as i64;
-        let state = {
-            let (base, _sync) = d.words.words.device_ptr(&self.stream);
-            base
-        };
-        let ring = state + 8 * d.state_words as u64;
+        let (state, ring) = self.bicgstab_pointers(d);
         let cap = RING as i32;
         let blocks = d.blocks;
         let m = blocks as i32;
@@ -307,6 +303,12 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// The device addresses of the state and of the ring.
+    fn bicgstab_pointers<P: Precision>(&self, d: &DeviceBicgstab<P>) -> (u64, u64) {
+        let (base, _sync) = d.words.words.device_ptr(&self.stream);
+        (base, base + 8 * d.state_words as u64)
+    }
+
     /// `iterations` iterations without a preconditioner by `bgp_run_{p}`, one launch (the
     /// state, records and vectors end as the step kernels leave them).
     fn persistent_bicgstab_iterate<P: Precision>(
@@ -318,11 +320,7 @@ impl CudaBackend {
         grid: &PersistentGrid,
         iterations: usize,
     ) -> Result<()> {
-        let state = {
-            let (base, _sync) = d.words.words.device_ptr(&self.stream);
-            base
-        };
-        let ring = state + 8 * d.state_words as u64;
+        let (state, ring) = self.bicgstab_pointers(d);
         let (f, name) = self.kernel::<P>("bgp_run")?;
         let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
         let cap = RING as i32;
@@ -391,11 +389,7 @@ impl CudaBackend {
         let Some(Schedule::IluBlock(f, name)) = &d.schedule else {
             unreachable!("launched where the schedule is the one block")
         };
-        let state = {
-            let (base, _sync) = d.words.words.device_ptr(&self.stream);
-            base
-        };
-        let ring = state + 8 * d.state_words as u64;
+        let (state, ring) = self.bicgstab_pointers(d);
         let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
         let cap = RING as i32;
         let (den, tol) = (d.threshold.denominator, d.threshold.tol);
