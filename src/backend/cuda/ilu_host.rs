@@ -14,7 +14,7 @@ use super::{CudaBackend, CudaVector};
 use crate::backend::Backend;
 use crate::backend::cpu::CpuIlu;
 use crate::error::Result;
-use crate::precision::Precision;
+use crate::precision::{Dd, Precision};
 use cudarc::driver::PinnedHostSlice;
 
 /// The host's solve and what an application moves through.
@@ -30,8 +30,8 @@ impl HostIlu {
 }
 
 /// Page-locked buffers for the words of `n` elements in and out (`words`: a word each, or two
-/// for dd), the solve's right-hand side and result in double, and device vectors of doubles for
-/// the precisions converted on the device.
+/// for dd), the solve's right-hand side and result in double where those are dd words, and
+/// device vectors of doubles for the precisions converted on the device.
 struct Staging {
     n: usize,
     words: (usize, usize),
@@ -66,8 +66,8 @@ impl CudaBackend {
             words,
             input: pinned(words.0 * n)?,
             output: pinned(words.1 * n)?,
-            rhs: vec![0.0; n],
-            result: vec![0.0; n],
+            rhs: vec![0.0; if words.0 == 2 { n } else { 0 }],
+            result: vec![0.0; if words.1 == 2 { n } else { 0 }],
             narrow: None,
             wide: None,
         })
@@ -107,37 +107,44 @@ impl CudaBackend {
         // return at once.
         self.stream.synchronize().map_err(driver_error(copy_in))?;
         let input = s.input.as_slice().map_err(driver_error(copy_in))?;
-        for (i, v) in s.rhs.iter_mut().enumerate() {
-            *v = match per_in {
-                1 => input[i],
-                _ => input[2 * i] + input[2 * i + 1],
-            };
-        }
-        host.ilu.apply::<f64, f64>(&s.rhs, &mut s.result);
         let copy_back = "copying ILU(0)'s result to the GPU";
         let output = s.output.as_mut_slice().map_err(driver_error(copy_back))?;
-        match per_out {
-            1 => output.copy_from_slice(&s.result),
+        // f64 in and out: the solve reads and writes the page-locked buffers themselves
+        let rhs: &[f64] = match per_in {
+            1 => input,
             _ => {
+                for (v, pair) in s.rhs.iter_mut().zip(input.chunks_exact(2)) {
+                    *v = Dd {
+                        hi: pair[0],
+                        lo: pair[1],
+                    }
+                    .to_f64();
+                }
+                &s.rhs
+            }
+        };
+        match per_out {
+            1 => host.ilu.apply::<f64, f64>(rhs, output),
+            _ => {
+                host.ilu.apply::<f64, f64>(rhs, &mut s.result);
                 for (pair, &v) in output.chunks_exact_mut(2).zip(&s.result) {
-                    pair[0] = v;
-                    pair[1] = 0.0;
+                    let d = Dd::from_f64(v);
+                    (pair[0], pair[1]) = (d.hi, d.lo);
                 }
             }
         }
-        let target = match host_words::<Z>() {
-            Some(_) => &mut z.words,
-            None => {
-                if s.wide.is_none() {
-                    s.wide = Some(self.alloc_vector::<f64>(n)?);
-                }
-                &mut s.wide.as_mut().expect("allocated above").words
-            }
+        let widen_on_device = host_words::<Z>().is_none();
+        if widen_on_device && s.wide.is_none() {
+            s.wide = Some(self.alloc_vector::<f64>(n)?);
+        }
+        let target = match s.wide.as_mut().filter(|_| widen_on_device) {
+            Some(wide) => &mut wide.words,
+            None => &mut z.words,
         };
         self.stream
             .memcpy_htod(&s.output, &mut target.slice_mut(..per_out * n))
             .map_err(driver_error(copy_back))?;
-        match s.wide.as_ref().filter(|_| host_words::<Z>().is_none()) {
+        match s.wide.as_ref().filter(|_| widen_on_device) {
             Some(wide) => self.convert(wide, z),
             None => Ok(()),
         }
