@@ -11,7 +11,8 @@
 #   bash .gpu/study.sh copies gre_115 dw2048 Chebyshev1
 # eight copies of each matrix, f64 BiCGStab with and without ILU(0), 3,000 iterations, one then
 # eight in flight: wall time and each solve's time an iteration (median), to $OUT/copies.txt
-# (SOLVER=./solver-base: another build's).
+# (SOLVER=./solver-base: another build's; COPIES=32, IN_FLIGHT="8 32", PRECONDS=ilu0,
+# METHOD=cg, TRUE_EVERY=1000: others).
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -21,19 +22,19 @@ if [ "$1" = copies ]; then
   shift
   for m in "$@"; do
     rm -rf /tmp/copies; mkdir -p /tmp/copies
-    for i in 1 2 3 4 5 6 7 8; do cp matrices/$m.mtx /tmp/copies/c$i.mtx; done
-    for pc in ilu0 none; do
-      for k in 1 8; do
+    for i in $(seq ${COPIES:-8}); do cp matrices/$m.mtx /tmp/copies/c$i.mtx; done
+    for pc in ${PRECONDS:-ilu0 none}; do
+      for k in ${IN_FLIGHT:-1 8}; do
         rm -rf /tmp/copies-study; start=$(date +%s%N)
         ${SOLVER:-./solver} batch /tmp/copies --precision f64 --tol 1e-300 --max-iter 3000 --precond $pc \
-          --method bicgstab --backend cuda --in-flight $k --out /tmp/copies-study -q > /dev/null 2>>$OUT/err.txt
+          --method ${METHOD:-bicgstab} --backend cuda --in-flight $k ${TRUE_EVERY:+--true-residual-every $TRUE_EVERY} --out /tmp/copies-study -q > /dev/null 2>>$OUT/err.txt
         end=$(date +%s%N)
         python3 -c "
 import json
 rs = [json.loads(l)['result'] for l in open('/tmp/copies-study/runs.jsonl')]
 it = sorted(r['iteration_time'] / r['iterations'] * 1e6 for r in rs)
 pc = sorted(r['precond_time'] / r['iterations'] * 1e6 for r in rs)
-print('${SOLVER:-./solver} $m $pc in flight $k: wall %.2f s, us an iteration %.0f (preconditioner %.0f)'
+print('${SOLVER:-./solver} $m ${METHOD:-bicgstab} ${COPIES:-8} copies $pc in flight $k: wall %.2f s, us an iteration %.0f (preconditioner %.0f)'
       % ($(( (end - start) / 1000000 )) / 1000, it[len(it) // 2], pc[len(pc) // 2]))" | tee -a $OUT/copies.txt
       done
     done

@@ -430,10 +430,7 @@ impl CudaBackend {
         d: &mut DeviceBicgstab<P>,
         out: &mut Vec<BicgstabRecord<P>>,
     ) -> Result<Collected> {
-        let words = self
-            .stream
-            .clone_dtoh(&d.words.words)
-            .map_err(driver_error("reading BiCGStab's scalars from the GPU"))?;
+        let words = self.read_words(&d.words.words, "reading BiCGStab's scalars from the GPU")?;
         let state: BicgScalars<T> = read_at(&words, 0);
         let (range, collected) = d.batches.read(state.done as usize, state.frozen as usize);
         for k in range {

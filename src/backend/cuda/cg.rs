@@ -447,10 +447,7 @@ impl CudaBackend {
         d: &mut DeviceCg<P>,
         out: &mut Vec<CgRecord<P>>,
     ) -> Result<Collected> {
-        let words = self
-            .stream
-            .clone_dtoh(&d.words)
-            .map_err(driver_error("reading CG's scalars from the GPU"))?;
+        let words = self.read_words(&d.words, "reading CG's scalars from the GPU")?;
         let state: CgScalars<T> = read_at(&words, 0);
         let (range, collected) = d.batches.read(state.done as usize, state.frozen as usize);
         for k in range {

@@ -167,10 +167,7 @@ impl CudaBackend {
 
     /// The elements of `v` copied to the host, decoded from `P`'s device layout.
     pub(super) fn decode<P: Precision>(&self, v: &CudaVector<P>) -> Result<Vec<P>> {
-        let words = self
-            .stream
-            .clone_dtoh(&v.words)
-            .map_err(driver_error("copying from the GPU"))?;
+        let words = self.read_words(&v.words, "copying from the GPU")?;
         let len = v.len;
         Ok(match Self::layout::<P>() {
             Layout::Words(1) => words[..len].iter().map(|&w| P::from_f64(w)).collect(),

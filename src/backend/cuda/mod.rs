@@ -18,6 +18,7 @@ mod ilu_host;
 mod launch;
 mod mp_arithmetic;
 mod persistent;
+mod readback;
 mod resident;
 mod sell;
 mod spmv_dot;
@@ -161,6 +162,8 @@ pub struct CudaBackend {
     graphs: std::sync::atomic::AtomicBool,
     /// Whether small solves run as one persistent kernel a batch (`persistent.rs`).
     persistent: std::sync::Mutex<Persistent>,
+    /// This stream's page-locked buffer for small reads (`readback.rs`).
+    readback: readback::Readback,
 }
 
 /// A device vector of `len` elements of `P`.
@@ -233,6 +236,7 @@ impl CudaBackend {
                 std::env::var("PRECSOLVE_CUDA_GRAPHS").map_or(true, |v| v != "0"),
             ),
             persistent: std::sync::Mutex::new(Persistent::from_env()),
+            readback: Default::default(),
         })
     }
 
@@ -255,6 +259,7 @@ impl CudaBackend {
             spmv_layout: std::sync::Mutex::new(self.spmv_layout()),
             graphs: std::sync::atomic::AtomicBool::new(self.graphs_enabled()),
             persistent: std::sync::Mutex::new(self.persistent()),
+            readback: Default::default(),
         })
     }
 
