@@ -47,13 +47,33 @@ pub fn ilu_in_block_seconds(n: usize, levels: usize) -> f64 {
     0.7e-6 * levels as f64 + 25e-9 * n as f64
 }
 
-/// Whether BiCGStab's iteration is faster as the one block that applies ILU(0) itself than as
-/// the step kernels, whose iteration costs about ten launches more (35 us an application, on
-/// the same ten matrices) and applies ILU(0) where [`ilu_application_seconds`] places it.
+/// Whether BiCGStab's iteration, alone on the GPU, is faster as the one block that applies
+/// ILU(0) itself than as the step kernels ([`steps_ilu_iteration_seconds`]).
 pub fn ilu_in_block_is_faster(n: usize, nnz: usize, levels: usize) -> bool {
-    const STEPS_MORE_PER_APPLICATION: f64 = 35e-6;
+    ilu_in_block_seconds(n, levels) < steps_ilu_iteration_seconds(n, nnz, levels)
+}
+
+/// Whether BiCGStab's iteration beside other solves (`solver batch --in-flight`) should be
+/// the one block that applies ILU(0) itself: it takes one multiprocessor and no host thread,
+/// where the step kernels' launches and the host's ILU(0) round trips contend with every other
+/// solve's for the driver. Beside 31 others, dw2048's steps took 4.3x their time alone and the
+/// one block 1.2x (`benches/results/gpu-study.md`), so the block is taken unless alone it would
+/// be more than [`BESIDE_OTHERS_BLOCK_FACTOR`] times slower.
+pub fn ilu_in_block_beside_others(n: usize, nnz: usize, levels: usize) -> bool {
     ilu_in_block_seconds(n, levels)
-        < STEPS_MORE_PER_APPLICATION + ilu_application_seconds(n, nnz, levels).best()
+        < BESIDE_OTHERS_BLOCK_FACTOR * steps_ilu_iteration_seconds(n, nnz, levels)
+}
+
+/// How much slower alone the one-block ILU(0) iteration may be and still be chosen beside
+/// other solves ([`ilu_in_block_beside_others`]).
+pub const BESIDE_OTHERS_BLOCK_FACTOR: f64 = 3.0;
+
+/// The step kernels' share of a preconditioned iteration that the one block replaces: about
+/// ten launches more (35 us an application, on ten small matrices) and the application where
+/// [`ilu_application_seconds`] places it.
+fn steps_ilu_iteration_seconds(n: usize, nnz: usize, levels: usize) -> f64 {
+    const STEPS_MORE_PER_APPLICATION: f64 = 35e-6;
+    STEPS_MORE_PER_APPLICATION + ilu_application_seconds(n, nnz, levels).best()
 }
 
 /// The most rows whose ILU(0) results fit in one block's shared memory on the H100 and H200
@@ -467,6 +487,25 @@ mod tests {
         ];
         for (name, n, nnz, levels, faster) in measured {
             assert_eq!(ilu_in_block_is_faster(n, nnz, levels), faster, "{name}");
+            // beside other solves the block is taken wherever it is alone, and more widely
+            assert!(!faster || ilu_in_block_beside_others(n, nnz, levels), "{name}");
         }
+    }
+
+    /// Beside other solves the one block is taken on the measured matrices where alone it lost
+    /// by at most 2.6x (Chebyshev1, 368 against 139 us) and on dw2048 (4.3x slower steps beside
+    /// 31 others), but not on factors so deep that one solve's iterations would be the study's
+    /// longest path (a block's level costs about 0.7 us, the host a few us a triangle).
+    #[test]
+    fn one_block_ilu_beside_others_stops_at_deep_factors() {
+        for (name, n, nnz, levels) in [
+            ("Chebyshev1", 261, 2_319, 264),
+            ("e05r0100", 236, 5_856, 171),
+            ("nnc1374", 1_374, 8_606, 167),
+            ("dw2048", 2_048, 10_114, 130),
+        ] {
+            assert!(ilu_in_block_beside_others(n, nnz, levels), "{name}");
+        }
+        assert!(!ilu_in_block_beside_others(2_000, 40_000, 2_000));
     }
 }

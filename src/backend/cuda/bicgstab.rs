@@ -366,8 +366,14 @@ impl CudaBackend {
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
             )
             .map_err(driver_error(&name))? as usize;
-        let weigh = self.persistent() != Persistent::Everywhere;
-        let allowed = precond.with_backend_ilu(|ilu| self.ilu_in_block(ilu, own, weigh));
+        // Alone, the faster of the two; beside other solves, the one that leaves the driver and
+        // the host to them (`backend::ilu_in_block_beside_others`); everywhere, for the tests.
+        let choose: fn(usize, usize, usize) -> bool = match self.persistent() {
+            Persistent::Everywhere => |_, _, _| true,
+            Persistent::OneBlock => crate::backend::ilu_in_block_beside_others,
+            Persistent::Measured | Persistent::Off => crate::backend::ilu_in_block_is_faster,
+        };
+        let allowed = precond.with_backend_ilu(|ilu| self.ilu_in_block(ilu, own, choose));
         let Some(allowed) = allowed.transpose()?.flatten() else {
             return Ok(Schedule::Steps);
         };
@@ -544,3 +550,4 @@ impl BicgstabSteps for CudaBackend {
         }
     }
 }
+

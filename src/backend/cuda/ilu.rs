@@ -508,18 +508,17 @@ impl CudaBackend {
 
     /// Whether a solver kernel of one block can apply `ilu` itself, beside `static_shared`
     /// bytes of its own shared memory (kernels/bicgstab_ilu_block.cu): the one-block schedule,
-    /// not placed on the host by the caller's choice, the results fit, and where `weigh`,
-    /// [`crate::backend::ilu_in_block_is_faster`] says so. If it can, the dynamic shared memory
-    /// the kernel may be allowed (the device's opt-in less its own); the factors are put in
-    /// level order for it.
+    /// not placed on the host by the caller's choice, the results fit, and `choose` (of rows,
+    /// entries and levels) takes it. If it can, the dynamic shared memory the kernel may be
+    /// allowed (the device's opt-in less its own); the factors are put in level order for it.
     pub(super) fn ilu_in_block(
         &self,
         ilu: &mut CudaIlu,
         static_shared: usize,
-        weigh: bool,
+        choose: fn(usize, usize, usize) -> bool,
     ) -> Result<Option<usize>> {
         let f = &*ilu.factors;
-        let faster = !weigh || crate::backend::ilu_in_block_is_faster(f.n(), f.nnz(), f.level_count());
+        let faster = choose(f.n(), f.nnz(), f.level_count());
         let fits = ilu.n > 0 && one_block_shared_bytes(ilu.n) + static_shared <= ilu.shared_optin;
         let wanted = ilu.config.schedule == IluSchedule::OneBlock
             && ilu.config.placement != IluPlacement::Host;
