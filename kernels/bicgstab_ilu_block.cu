@@ -1,6 +1,7 @@
 // BiCGStab with ILU(0) as one kernel of one block that runs a whole batch of iterations
 // (src/backend/cuda/bicgstab.rs), for small matrices whose ILU(0) results fit in the block's
-// shared memory (ilu0_block.cu; this source is compiled after it and bicgstab_persistent.cu).
+// shared memory (ilu0_block.cu; this source is compiled after it, ilu_block_solve.cu and
+// bicgstab_persistent.cu).
 //
 // Why: the step kernels are eleven launches an iteration and two triangular solves, each
 // waiting on the last; on small matrices ILU(0) went to the host instead, two copies an
@@ -85,40 +86,10 @@ __device__ __forceinline__ void bgi_tt_ts_chunk(long long chunk, long long n,
     if (threadIdx.x == 0) O::store(ts, chunk, dot);
 }
 
-__device__ __forceinline__ unsigned long long bgi_clock() {
-    unsigned long long ns;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    return ns;
-}
-
-// The factors of ilu_block_body, as one argument.
-struct bgi_factors {
-    const int *lrow, *lptr, *ldep;
-    const double* lval;
-    const int *urow, *uptr, *udep;
-    const double* uval;
-    const double* diag;
-    const int* src;
-    double* yg;
-    int sleep_ns;
-};
-
-// z = M^-1 w in double (ilu0b_{p}_f64), timed by thread 0 into `spent`; the block's threads
-// all see z afterwards.
-template <typename WT>
-__device__ __forceinline__ void bgi_precondition(int n, const bgi_factors& f, const WT* w,
-                                                 double* z, unsigned long long& spent) {
-    const unsigned long long start = bgi_clock();
-    ilu_block_body<const WT*, double*>(n, f.lrow, f.lptr, f.ldep, f.lval, f.urow, f.uptr, f.udep,
-                                       f.uval, f.diag, f.src, w, f.yg, z, f.sleep_ns);
-    __syncthreads();
-    if (threadIdx.x == 0) spent += bgi_clock() - start;
-}
-
 template <class O>
 __device__ __forceinline__ void bgi_run(
     int iterations, int n, int nt, const int* __restrict__ row_ptr,
-    const int* __restrict__ col_idx, const double* __restrict__ val, const bgi_factors& f,
+    const int* __restrict__ col_idx, const double* __restrict__ val, const block_ilu& f,
     bicg_state<typename O::T>* st, bicg_record<typename O::T>* rec, int cap, typename O::T* p,
     typename O::T* v, typename O::T* r, const typename O::T* r_tilde, typename O::T* s,
     typename O::T* t, typename O::T* x, double* p_hat, double* s_hat, typename O::T* rv_chunks,
@@ -141,7 +112,7 @@ __device__ __forceinline__ void bgi_run(
         bgp_direction<O>(threadIdx.x, DOT_THREADS, n, done, beta, omega, r, v, p);
         __syncthreads();
         // p^ <- M^-1 p ; v <- A p^ ; <r~, v>'s chunks
-        bgi_precondition(n, f, p, p_hat, spent);
+        block_ilu_apply(n, f, p, p_hat, spent);
         bgi_spmv<O>(n, nt, row_ptr, col_idx, val, p_hat, v);
         __syncthreads();
         for (int c = 0; c < chunk_count; c++) {
@@ -163,7 +134,7 @@ __device__ __forceinline__ void bgi_run(
         }
         __syncthreads();
         // s^ <- M^-1 s ; t <- A s^ ; <t, t>'s and <t, s>'s chunks
-        bgi_precondition(n, f, s, s_hat, spent);
+        block_ilu_apply(n, f, s, s_hat, spent);
         bgi_spmv<O>(n, nt, row_ptr, col_idx, val, s_hat, t);
         __syncthreads();
         for (int c = 0; c < chunk_count; c++) bgi_tt_ts_chunk<O>(c, n, t, s, tt_chunks, ts_chunks);
@@ -224,7 +195,7 @@ __device__ __forceinline__ void bgi_run(
         int cap, O::T* p, O::T* v, O::T* r, const O::T* r_tilde, O::T* s, O::T* t, O::T* x,     \
         double* p_hat, double* s_hat, O::T* rv_chunks, O::T* ss_chunks, O::T* tt_chunks,        \
         O::T* ts_chunks, O::T* rr_chunks, O::T* rho_chunks, double denominator, double tol) {   \
-        const bgi_factors f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,   \
+        const block_ilu f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,   \
                                sleep_ns};                                                       \
         bgi_run<O>(iterations, n, nt, row_ptr, col_idx, val, f, st, rec, cap, p, v, r, r_tilde, \
                    s, t, x, p_hat, s_hat, rv_chunks, ss_chunks, tt_chunks, ts_chunks, rr_chunks, \

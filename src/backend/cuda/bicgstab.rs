@@ -11,7 +11,7 @@
 //! `persistent.rs` says where); with ILU(0) on small factors of few levels, one launch of one
 //! block that applies the factors itself (`kernels/bicgstab_ilu_block.cu`, [`Schedule`]).
 
-use super::persistent::{Persistent, PersistentGrid};
+use super::persistent::PersistentGrid;
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -357,28 +357,9 @@ impl CudaBackend {
             let grid = self.persistent_grid(&self.kernel::<P>("bgp_run")?.0, a)?;
             return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
         }
-        if !self.one_block_solve_wanted(a) {
-            return Ok(Schedule::Steps);
-        }
-        let (f, name) = self.kernel::<P>("bgi_run")?;
-        let own = f
-            .get_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-            )
-            .map_err(driver_error(&name))? as usize;
-        // Alone, the faster of the two; beside other solves, the one that leaves the driver and
-        // the host to them (`backend::ilu_in_block_beside_others`); everywhere, for the tests.
-        let choose: fn(usize, usize, usize) -> bool = match self.persistent() {
-            Persistent::Everywhere => |_, _, _| true,
-            Persistent::OneBlock => crate::backend::ilu_in_block_beside_others,
-            Persistent::Measured | Persistent::Off => crate::backend::ilu_in_block_is_faster,
-        };
-        let allowed = precond.with_backend_ilu(|ilu| self.ilu_in_block(ilu, own, choose));
-        let Some(allowed) = allowed.transpose()?.flatten() else {
-            return Ok(Schedule::Steps);
-        };
-        let f = self.kernels.function_opted_in(&name, allowed)?;
-        Ok(Schedule::IluBlock(f, name))
+        let alone = crate::backend::ilu_in_block_is_faster;
+        let block = self.ilu_block_kernel::<P, M>("bgi_run", a, precond, alone)?;
+        Ok(block.map_or(Schedule::Steps, |(f, name)| Schedule::IluBlock(f, name)))
     }
 
     /// `iterations` preconditioned iterations by `bgi_run_{p}`, one launch of one block (the

@@ -10,13 +10,14 @@
 //! any more) does nothing, so the state stays at that iteration.
 
 use super::device::alloc_words;
+use super::ilu::CudaIlu;
 use super::persistent::PersistentGrid;
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
 use super::blocks::NcclLink;
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaFunction, CudaStream};
 use crate::distributed::{BlockKernels, BlockRoute, Reduction};
 use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, rho_stops};
 
@@ -64,11 +65,21 @@ pub struct DeviceCg<P: Precision> {
     rho_partial: CudaVector<P>,
     blocks: usize,
     pub(super) batches: Batches,
-    /// Decided at the first batch, where the matrix is known: the persistent kernel's grid
-    /// where it runs the iterations (no preconditioner, the matrix in one wave).
-    persistent: Option<Option<PersistentGrid>>,
+    /// Decided at the first batch, where the matrix and preconditioner are known.
+    schedule: Option<CgSchedule>,
     /// A block solve's (`--devices`): every GPU's partials gathered before each final stage.
     whole: Option<WholeLists<P>>,
+}
+
+/// How a batch of CG iterations is launched.
+enum CgSchedule {
+    /// The step kernels (four launches an iteration, and the preconditioner's).
+    Steps,
+    /// Without a preconditioner, one launch a batch (`kernels/cg_persistent.cu`).
+    Persistent(PersistentGrid),
+    /// With ILU(0), one launch of one block a batch (`kernels/cg_ilu_block.cu`): its kernel,
+    /// allowed the shared memory the factors need, and its name.
+    IluBlock(CudaFunction, String),
 }
 
 /// The whole lists of `<p, q>`'s tile partials and `<r, r>`'s chunk partials of a block solve,
@@ -191,7 +202,7 @@ impl CudaBackend {
             blocks,
             batches: Batches::new(n),
             // a block solve's reductions are gathered between kernels: no persistent kernel
-            persistent: route.map(|_| None),
+            schedule: route.map(|_| CgSchedule::Steps),
             whole,
         })
     }
@@ -400,6 +411,72 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// The schedule of a solve on `a` with `precond`: without a preconditioner the persistent
+    /// kernel where its grid fits; with ILU(0), the one block that applies the factors itself
+    /// beside other solves (and everywhere, for the tests) where
+    /// [`Self::ilu_block_kernel`] takes it; alone, the step kernels (the one block's CG
+    /// iteration has not been measured against them alone).
+    fn cg_schedule<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        a: &CudaMatrix,
+        precond: &M,
+        identity: bool,
+    ) -> Result<CgSchedule> {
+        if identity {
+            let grid = self.persistent_grid(&self.kernel::<P>("cgp_run")?.0, a)?;
+            return Ok(grid.map_or(CgSchedule::Steps, CgSchedule::Persistent));
+        }
+        let block = self.ilu_block_kernel::<P, M>("cgi_run", a, precond, |_, _, _| false)?;
+        Ok(block.map_or(CgSchedule::Steps, |(f, name)| CgSchedule::IluBlock(f, name)))
+    }
+
+    /// `iterations` preconditioned iterations by `cgi_run_{p}`, one launch of one block (the
+    /// state, records and vectors end as the step kernels leave them).
+    #[allow(clippy::too_many_arguments)]
+    fn ilu_block_cg_iterate<P: Precision>(
+        &self,
+        a: &CudaMatrix,
+        ilu: &mut CudaIlu,
+        v: &mut CgVectors<Self, P>,
+        x: &mut CudaVector<P>,
+        d: &DeviceCg<P>,
+        (f, name): (&CudaFunction, &String),
+        iterations: usize,
+    ) -> Result<()> {
+        let (state, ring) = self.cg_pointers(d);
+        let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
+        let cap = RING as i32;
+        let (den, tol) = (d.threshold.denominator, d.threshold.tol);
+        let Some(z) = v.z.as_ref() else {
+            unreachable!("a preconditioned solve keeps z")
+        };
+        let mut args = self.stream.launch_builder(f);
+        args.arg(&iterations).arg(&n).arg(&nt);
+        args.arg(&a.row_ptr).arg(&a.col_idx).arg(&a.values);
+        let shared = self.push_ilu_in_block(ilu, &mut args)?;
+        args.arg(&state).arg(&ring).arg(&cap);
+        args.vec(&v.p).vec(&v.q).vec(&v.r).vec(x).vec(z);
+        args.vec(&d.tiles.first).vec(&d.rr_partial).vec(&d.rho_partial);
+        args.arg(&den).arg(&tol);
+        // SAFETY: cgi_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int*
+        // col_idx, const double* val, the factors (push_ilu_in_block: both triangles in level
+        // order of n rows, u_ii, the row map, n doubles of forward results, the sleep, the time
+        // counter), cg_state* s, cg_record* rec, int cap, T* p, T* q, T* r, T* x, double* z, T*
+        // tiles, T* rr_chunks, T* rho_chunks, double denominator, double tol) in
+        // kernels/cg_ilu_block.cu, on a CSR matrix of nt lanes a row; one block of DOT_THREADS
+        // with the factors' 9 n bytes of dynamic shared memory, which ilu_in_block checked fit
+        // beside the kernel's own; the partials as device_cg allocated them.
+        unsafe {
+            args.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: shared,
+            })
+        }
+        .map_err(driver_error(name))?;
+        Ok(())
+    }
+
     /// `iterations` iterations without a preconditioner by `cgp_run_{p}`, one launch (the
     /// state and vectors end as the step kernels leave them: the same bits, the same records).
     fn persistent_iterate<P: Precision>(
@@ -520,17 +597,25 @@ impl CgSteps for CudaBackend {
         match state {
             CudaCgState::Host(h) => h.run(self, a, precond, v, x, iterations),
             CudaCgState::Device(d) => {
-                if d.persistent.is_none() {
-                    let grid = match d.identity {
-                        true => self.persistent_grid(&self.kernel::<P>("cgp_run")?.0, a)?,
-                        false => None,
-                    };
-                    d.persistent = Some(grid);
+                if d.schedule.is_none() {
+                    d.schedule = Some(self.cg_schedule::<P, M>(a, precond, d.identity)?);
                 }
-                if let Some(Some(grid)) = &d.persistent {
-                    self.persistent_iterate(a, v, x, d, grid, iterations)?;
-                    d.batches.enqueued += iterations;
-                    return Ok(());
+                match d.schedule.as_ref() {
+                    Some(CgSchedule::Persistent(grid)) => {
+                        self.persistent_iterate(a, v, x, d, grid, iterations)?;
+                        d.batches.enqueued += iterations;
+                        return Ok(());
+                    }
+                    Some(CgSchedule::IluBlock(f, name)) => {
+                        precond
+                            .with_backend_ilu(|ilu| {
+                                self.ilu_block_cg_iterate(a, ilu, v, x, d, (f, name), iterations)
+                            })
+                            .expect("the schedule was chosen for ILU(0)")?;
+                        d.batches.enqueued += iterations;
+                        return Ok(());
+                    }
+                    _ => {}
                 }
                 let steps = Steps {
                     r: &mut v.r,

@@ -52,11 +52,13 @@ const SOURCES: &[(&str, &str)] = &[
         include_str!("../../../kernels/bicgstab_persistent.cu"),
     ),
     (
-        "bicgstab_ilu_block",
+        "ilu_block_solvers",
         concat!(
             include_str!("../../../kernels/ilu0_block.cu"),
+            include_str!("../../../kernels/ilu_block_solve.cu"),
             include_str!("../../../kernels/bicgstab_persistent.cu"),
-            include_str!("../../../kernels/bicgstab_ilu_block.cu")
+            include_str!("../../../kernels/bicgstab_ilu_block.cu"),
+            include_str!("../../../kernels/cg_ilu_block.cu")
         ),
     ),
 ];
@@ -135,8 +137,8 @@ impl KernelStore {
             "cg_persistent"
         } else if name.starts_with("bgp_") {
             "bicgstab_persistent"
-        } else if name.starts_with("bgi_") {
-            "bicgstab_ilu_block"
+        } else if name.starts_with("bgi_") || name.starts_with("cgi_") {
+            "ilu_block_solvers"
         } else if name.starts_with("ilu0p_") {
             "ilu0_parts"
         } else if name.starts_with("ilu0b_") {

@@ -7,6 +7,8 @@
 
 use super::device::driver_error;
 use super::{CudaBackend, CudaMatrix};
+use crate::precision::Precision;
+use crate::precond::Preconditioner;
 use crate::error::Result;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig};
 
@@ -86,8 +88,7 @@ impl PersistentGrid {
 
 impl CudaBackend {
     /// Whether a solve on `a` may run as one block that iterates whole batches and applies
-    /// ILU(0) itself (kernels/bicgstab_ilu_block.cu), before its factors are weighed
-    /// ([`crate::backend::ilu_in_block_is_faster`]): CSR, and where [`Self::persistent`] says
+    /// ILU(0) itself, before its factors are weighed ([`Self::ilu_block_kernel`]): CSR, and where [`Self::persistent`] says
     /// where measured or one block, at most `ONE_BLOCK_MAX_TILES` tiles and no row longer than
     /// `MEASURED_MAX_ROW` (one thread sums a row, in the SpMV and in the triangular solves:
     /// adder_dcop_05's iteration took 1.8x the step kernels'); never where it says off.
@@ -100,6 +101,42 @@ impl CudaBackend {
             Persistent::Measured | Persistent::OneBlock => small,
         };
         wanted && a.slice_ptr.is_none() && a.nrows > 0
+    }
+
+    /// `{kernel}_{p}`, a solver kernel of one block that applies `precond`'s ILU(0) factors
+    /// itself (kernels/bicgstab_ilu_block.cu, kernels/cg_ilu_block.cu), allowed the shared
+    /// memory they need, and its name, where it should run on `a`: where
+    /// [`Self::one_block_solve_wanted`], the factors fit, and by [`Self::persistent`]: alone
+    /// where `alone` takes them (rows, entries, levels), beside other solves where
+    /// [`crate::backend::ilu_in_block_beside_others`] does (it leaves the driver and the host
+    /// to them), everywhere for the tests.
+    pub(super) fn ilu_block_kernel<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        kernel: &str,
+        a: &CudaMatrix,
+        precond: &M,
+        alone: fn(usize, usize, usize) -> bool,
+    ) -> Result<Option<(CudaFunction, String)>> {
+        if !self.one_block_solve_wanted(a) {
+            return Ok(None);
+        }
+        let choose: fn(usize, usize, usize) -> bool = match self.persistent() {
+            Persistent::Everywhere => |_, _, _| true,
+            Persistent::OneBlock => crate::backend::ilu_in_block_beside_others,
+            Persistent::Measured | Persistent::Off => alone,
+        };
+        let (f, name) = self.kernel::<P>(kernel)?;
+        let own = f
+            .get_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+            )
+            .map_err(driver_error(&name))? as usize;
+        let allowed = precond.with_backend_ilu(|ilu| self.ilu_in_block(ilu, own, choose));
+        let Some(allowed) = allowed.transpose()?.flatten() else {
+            return Ok(None);
+        };
+        let f = self.kernels.function_opted_in(&name, allowed)?;
+        Ok(Some((f, name)))
     }
 
     /// Where the persistent kernels run ([`Persistent::from_env`] by default).
