@@ -24,9 +24,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-/// `--in-flight` with `--backend cuda` when not given: measured on the shared matrices' study
-/// (`benches/results/gpu-study.md`).
-pub(super) const GPU_IN_FLIGHT: usize = 8;
+/// `--in-flight` with `--backend cuda` when not given: the shared matrices' study on an H200
+/// took 90 s with 8 in flight, 78 with 16, 75 with 32 and 79 with 64 (one lease,
+/// `benches/results/gpu-study.md`). Each solve in flight is a host thread that mostly waits.
+pub(super) const GPU_IN_FLIGHT: usize = 32;
 
 /// How often the recording thread looks at the observer's stop flag while no message comes.
 const POLL: Duration = Duration::from_millis(20);
