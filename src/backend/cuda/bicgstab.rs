@@ -11,7 +11,7 @@
 //! `persistent.rs` says where); with ILU(0) on small factors of few levels, one launch of one
 //! block that applies the factors itself (`kernels/bicgstab_ilu_block.cu`, [`Schedule`]).
 
-use super::persistent::PersistentGrid;
+use super::persistent::{PersistentGrid, launch_ilu_block};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -401,15 +401,7 @@ impl CudaBackend {
         // double denominator, double tol) in kernels/bicgstab_ilu_block.cu, on a CSR matrix of
         // nt lanes a row; one block of DOT_THREADS with the factors' 9 n bytes of dynamic
         // shared memory, which ilu_in_block checked fit beside the kernel's own.
-        unsafe {
-            args.launch(LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: shared,
-            })
-        }
-        .map_err(driver_error(name))?;
-        Ok(())
+        unsafe { launch_ilu_block(&mut args, shared, name) }
     }
 
     fn device_bicgstab_collect<P: Precision, T: DeviceScalar>(

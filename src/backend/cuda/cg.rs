@@ -11,7 +11,7 @@
 
 use super::device::alloc_words;
 use super::ilu::CudaIlu;
-use super::persistent::PersistentGrid;
+use super::persistent::{PersistentGrid, launch_ilu_block};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -466,15 +466,7 @@ impl CudaBackend {
         // kernels/cg_ilu_block.cu, on a CSR matrix of nt lanes a row; one block of DOT_THREADS
         // with the factors' 9 n bytes of dynamic shared memory, which ilu_in_block checked fit
         // beside the kernel's own; the partials as device_cg allocated them.
-        unsafe {
-            args.launch(LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (BLOCK, 1, 1),
-                shared_mem_bytes: shared,
-            })
-        }
-        .map_err(driver_error(name))?;
-        Ok(())
+        unsafe { launch_ilu_block(&mut args, shared, name) }
     }
 
     /// `iterations` iterations without a preconditioner by `cgp_run_{p}`, one launch (the

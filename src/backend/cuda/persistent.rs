@@ -86,6 +86,28 @@ impl PersistentGrid {
     }
 }
 
+/// Launch `args`, a solver kernel's of one block that applies ILU(0) itself
+/// ([`CudaBackend::ilu_block_kernel`]), with `shared` bytes of dynamic shared memory.
+///
+/// # Safety
+/// `args` are the kernel's arguments, and `shared` the factors' need, which
+/// [`CudaBackend::ilu_block_kernel`] checked fit beside the kernel's own.
+pub(super) unsafe fn launch_ilu_block(
+    args: &mut LaunchArgs<'_>,
+    shared: u32,
+    name: &str,
+) -> Result<()> {
+    let config = LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: shared,
+    };
+    // SAFETY: as the caller promises.
+    unsafe { args.launch(config) }
+        .map(drop)
+        .map_err(driver_error(name))
+}
+
 impl CudaBackend {
     /// Whether a solve on `a` may run as one block that iterates whole batches and applies
     /// ILU(0) itself, before its factors are weighed ([`Self::ilu_block_kernel`]): CSR, and where [`Self::persistent`] says
