@@ -67,15 +67,8 @@ __device__ __forceinline__ void cgs_alpha(int m, const typename O::T* __restrict
     if (s->frozen) return;
     const typename O::V pq = O::tiles_final(m, tiles);
     if (threadIdx.x != 0) return;
-    const int k = s->done + 1;
-    O::store(&rec[(k - 1) % cap].pq, 0, pq);
-    O::store(&s->pq, 0, pq);
-    // pq_accepted: finite and positive
-    const bool ok = O::finite(pq) && O::to_f64(pq) > 0.0;
-    O::store(&s->alpha, 0, ok ? O::div(O::load(&s->rho, 0), pq) : O::of(0.0));
-    O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
-    s->pending = ok;
-    if (!ok) s->frozen = k;
+    typename O::V alpha;
+    cg_take_pq<O>(true, s->done + 1, pq, O::load(&s->rho, 0), s, rec, cap, alpha);
 }
 
 // Thread 0, with <r, r> summed: the iteration is done; the stopping test; without a

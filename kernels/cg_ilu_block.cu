@@ -108,16 +108,9 @@ __device__ __forceinline__ void cgi_run(int iterations, int n, int nt,
         // alpha (cgs_alpha)
         const V pq = tiles_final_emulated<O>(tile_count, tiles);
         if (writer) {
-            const bool ok = O::finite(pq) && O::to_f64(pq) > 0.0;
-            const V a = ok ? O::div(rho, pq) : O::of(0.0);
-            O::store(&rec[(k - 1) % cap].pq, 0, pq);
-            O::store(&s->pq, 0, pq);
-            O::store(&s->alpha, 0, a);
-            O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
-            s->pending = ok;
-            if (!ok) s->frozen = k;
+            V a;
+            shared_flag[1] = cg_take_pq<O>(true, k, pq, rho, s, rec, cap, a);
             O::store(shared_scalar, 1, a);
-            shared_flag[1] = ok;
         }
         __syncthreads();
         alpha = O::load(shared_scalar, 1);

@@ -69,18 +69,9 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         // alpha (cgs_alpha)
         const V pq = tiles_final_emulated<O>(tile_count, tiles);
         if (threadIdx.x == 0) {
-            const bool ok = O::finite(pq) && O::to_f64(pq) > 0.0;
-            const V a = ok ? O::div(rho, pq) : O::of(0.0);
-            if (writer) {
-                O::store(&rec[(k - 1) % cap].pq, 0, pq);
-                O::store(&s->pq, 0, pq);
-                O::store(&s->alpha, 0, a);
-                O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
-                s->pending = ok;
-                if (!ok) s->frozen = k;
-            }
+            V a;
+            shared_flag[0] = cg_take_pq<O>(writer, k, pq, rho, s, rec, cap, a);
             O::store(shared_scalar, 0, a);
-            shared_flag[0] = ok;
         }
         __syncthreads();
         alpha = O::load(shared_scalar, 0);

@@ -1,6 +1,7 @@
 // The device-resident states and records of CG and BiCGStab, for their step kernels
 // (kernels/cg.cu, kernels/bicgstab.cu) and their persistent kernels (cg_persistent.cu,
-// bicgstab_persistent.cu).
+// bicgstab_persistent.cu, the one-block ILU(0) kernels), and CG's decision on <p, q>, which
+// its step, persistent and one-block kernels share.
 
 // The layout of CgScalars in src/backend/cuda/cg.rs.
 template <typename T>
@@ -17,6 +18,28 @@ template <typename T>
 struct cg_record {
     T rho, pq, rr;
 };
+
+// CG's decision on <p, q> (cgs_alpha, and its twins in the kernels that run whole batches):
+// accepted where finite and positive (pq_accepted, src/solver/cg/steps.rs), alpha = rho / <p, q>; else alpha 0 and the solve stops
+// at iteration k. Where `write`, the record and the state are stored. Returns whether it was
+// accepted, alpha in `alpha`.
+template <class O>
+__device__ __forceinline__ bool cg_take_pq(bool write, int k, typename O::V pq, typename O::V rho,
+                                           cg_state<typename O::T>* s,
+                                           cg_record<typename O::T>* rec, int cap,
+                                           typename O::V& alpha) {
+    const bool ok = O::finite(pq) && O::to_f64(pq) > 0.0;
+    alpha = ok ? O::div(rho, pq) : O::of(0.0);
+    if (write) {
+        O::store(&rec[(k - 1) % cap].pq, 0, pq);
+        O::store(&s->pq, 0, pq);
+        O::store(&s->alpha, 0, alpha);
+        O::store(&s->accepted, 0, O::of(ok ? 1.0 : 0.0));
+        s->pending = ok;
+        if (!ok) s->frozen = k;
+    }
+    return ok;
+}
 
 // The layout of BicgScalars in src/backend/cuda/bicgstab.rs; its first eleven fields are the
 // block the bicg_ kernels index (kernels/bicgstab.cu).
