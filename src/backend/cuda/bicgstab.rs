@@ -523,4 +523,3 @@ impl BicgstabSteps for CudaBackend {
         }
     }
 }
-

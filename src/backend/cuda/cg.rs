@@ -7,7 +7,9 @@
 //! `<p, q>`'s tile partials, `alpha`, and the `r` update with `<r, r>`, whose last block
 //! decides (the stopping test). Once an iteration's scalars stop the solve, every later kernel but the
 //! SpMV and the preconditioner (which recompute the same values from vectors nothing changes
-//! any more) does nothing, so the state stays at that iteration.
+//! any more) does nothing, so the state stays at that iteration. Small matrices run a whole
+//! batch as one kernel: without a preconditioner `kernels/cg_persistent.cu`, with ILU(0) beside
+//! other solves the one block that applies the factors itself (`kernels/cg_ilu_block.cu`).
 
 use super::device::alloc_words;
 use super::ilu::CudaIlu;

@@ -507,9 +507,9 @@ impl CudaBackend {
     }
 
     /// Whether a solver kernel of one block can apply `ilu` itself, beside `static_shared`
-    /// bytes of its own shared memory (kernels/bicgstab_ilu_block.cu): the one-block schedule,
-    /// not placed on the host by the caller's choice, the results fit, and `choose` (of rows,
-    /// entries and levels) takes it. If it can, the dynamic shared memory the kernel may be
+    /// bytes of its own shared memory (kernels/bicgstab_ilu_block.cu, kernels/cg_ilu_block.cu):
+    /// the one-block schedule, not placed on the host by the caller's choice, the results fit,
+    /// and `choose` (of rows, entries and levels) takes it. If it can, the dynamic shared memory the kernel may be
     /// allowed (the device's opt-in less its own); the factors are put in level order for it.
     pub(super) fn ilu_in_block(
         &self,

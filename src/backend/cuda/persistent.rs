@@ -110,8 +110,9 @@ pub(super) unsafe fn launch_ilu_block(
 
 impl CudaBackend {
     /// Whether a solve on `a` may run as one block that iterates whole batches and applies
-    /// ILU(0) itself, before its factors are weighed ([`Self::ilu_block_kernel`]): CSR, and where [`Self::persistent`] says
-    /// where measured or one block, at most `ONE_BLOCK_MAX_TILES` tiles and no row longer than
+    /// ILU(0) itself, before its factors are weighed ([`Self::ilu_block_kernel`]): CSR, and
+    /// where [`Self::persistent`] says where measured or one block, at most
+    /// `ONE_BLOCK_MAX_TILES` tiles and no row longer than
     /// `MEASURED_MAX_ROW` (one thread sums a row, in the SpMV and in the triangular solves:
     /// adder_dcop_05's iteration took 1.8x the step kernels'); never where it says off.
     pub(super) fn one_block_solve_wanted(&self, a: &CudaMatrix) -> bool {
