@@ -53,8 +53,8 @@ pub fn ilu_in_block_is_faster(n: usize, nnz: usize, levels: usize) -> bool {
     ilu_in_block_seconds(n, levels) < steps_ilu_iteration_seconds(n, nnz, levels)
 }
 
-/// Whether BiCGStab's iteration beside other solves (`solver batch --in-flight`) should be
-/// the one block that applies ILU(0) itself: it takes one multiprocessor and no host thread,
+/// Whether a CG or BiCGStab iteration beside other solves (`solver batch --in-flight`) should
+/// be the one block that applies ILU(0) itself: it takes one multiprocessor and no host thread,
 /// where the step kernels' launches and the host's ILU(0) round trips contend with every other
 /// solve's for the driver. Beside 31 others, dw2048's steps took 4.3x their time alone and the
 /// one block 1.2x (`benches/results/gpu-study.md`), so the block is taken unless alone it would
