@@ -202,6 +202,11 @@ struct InfoArgs {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: the first thing the process does: no other thread, no CUDA call yet.
+    #[cfg(feature = "cuda")]
+    unsafe {
+        precsolve::backend::cuda::claim_stream_queues()
+    };
     // The help shows each option's default as it is in effect: built in, or from the
     // configuration file (a file that does not load shows the built-in ones; `run` reports it).
     let help_config = load_config(config_arg().as_deref()).unwrap_or_default();

@@ -74,6 +74,37 @@ pub(crate) fn driver_error(context: &str) -> impl FnOnce(DriverError) -> Error +
     move |e| cuda_error(context, e)
 }
 
+/// The driver's hardware work queues for this process: `CUDA_DEVICE_MAX_CONNECTIONS`, unless the
+/// user set it. The driver's default, 8, maps a study's 32 streams onto 8 queues, so a solve's
+/// small copy or launch waits behind another stream's long one-block kernel on its queue; 32
+/// (the most the driver takes) halved the shared matrices' study on an H200
+/// (`benches/results/gpu-study.md`). The driver reads it when it creates the context.
+///
+/// # Safety
+/// It sets an environment variable: call it before any other thread runs (the start of
+/// `main`), and before the first CUDA call.
+pub unsafe fn claim_stream_queues() {
+    if std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_none() {
+        // SAFETY: as the caller promises, no other thread reads the environment now.
+        unsafe { std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", "32") };
+    }
+}
+
+/// Let the host threads that wait on `ctx`'s GPU yield their cores while they wait, where the
+/// driver can be told (12.1 and later); otherwise they spin, the driver's default with one
+/// context. Solves in flight are host threads that mostly wait: spinning, 32 of them took the
+/// 16 cores of an H200's host that the host's ILU(0) solves and launches needed.
+pub(crate) fn wait_by_yielding(ctx: &CudaContext) -> Result<()> {
+    let mut version = 0;
+    // SAFETY: writes the version into `version`; libcuda is loaded (the context exists).
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    if version < 12010 {
+        return Ok(());
+    }
+    ctx.set_flags(cudarc::driver::sys::CUctx_flags::CU_CTX_SCHED_YIELD)
+        .map_err(driver_error("letting waiting host threads yield"))
+}
+
 /// Why no GPU can be used, checked without letting cudarc panic: with `dynamic-loading` it
 /// panics when libcuda or libnvrtc is missing, so their presence is checked first.
 pub fn probe() -> std::result::Result<Arc<CudaContext>, String> {

@@ -25,7 +25,7 @@ mod spmv_dot;
 mod vectors;
 
 pub use blocks::{CudaPartials, NcclComms, NcclLink};
-pub use device::{compile_kernel_sources, probe};
+pub use device::{claim_stream_queues, compile_kernel_sources, probe};
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluPlacement, IluSchedule};
 pub use persistent::Persistent;
 pub use sell::{SELL_ROWS, SpmvLayout};
@@ -243,8 +243,10 @@ impl CudaBackend {
     /// A backend on the same GPU with a stream of its own, sharing the compiled kernels and
     /// this one's settings: solves on siblings run at the same time (a study's solves in
     /// flight, `batch::schedule`), each with the bits it has alone, since nothing of a solve
-    /// leaves its stream.
+    /// leaves its stream. From the first sibling on, the host threads that wait on the GPU
+    /// yield their cores ([`device::wait_by_yielding`]).
     pub fn sibling(&self) -> Result<Self> {
+        device::wait_by_yielding(&self.ctx)?;
         let stream = self
             .ctx
             .new_stream()
