@@ -88,7 +88,7 @@ pub struct BatchArgs {
     /// CPU threads (0: all cores; at most 4 per core).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = threads_arg)]
     threads: Option<usize>,
-    /// Solves in flight at once, each on a GPU stream of its own (0: 32 with
+    /// Solves in flight at once, each on a GPU stream of its own (0: 64 with
     /// --backend cuda, else 1). Each solve's bits are those it has alone; its times include
     /// the others' (the records say how many were in flight). A matrix that fills the GPU runs
     /// alone.

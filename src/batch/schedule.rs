@@ -25,9 +25,10 @@ use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 /// `--in-flight` with `--backend cuda` when not given: the shared matrices' study on an H200
-/// took 90 s with 8 in flight, 78 with 16, 75 with 32 and 79 with 64 (one lease,
-/// `benches/results/gpu-study.md`). Each solve in flight is a host thread that mostly waits.
-pub(super) const GPU_IN_FLIGHT: usize = 32;
+/// (one lease, c93edfc, `benches/results/gpu-study.md`) took 35.2 s with 16 in flight, 29.4
+/// and 33.2 with 32, 28.1 with 48, 28.9 and 28.1 with 64. Each solve in flight is a host
+/// thread that mostly waits, yielding its core while it does.
+pub(super) const GPU_IN_FLIGHT: usize = 64;
 
 /// How often the recording thread looks at the observer's stop flag while no message comes.
 const POLL: Duration = Duration::from_millis(20);
