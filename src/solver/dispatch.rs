@@ -103,6 +103,9 @@ impl Lane {
             && let Ok(gpu) = cuda_backend()
         {
             let own = gpu.sibling()?;
+            // Solves in flight are host threads that mostly wait: spinning, they took the
+            // cores the host's ILU(0) solves and launches needed (benches/results/gpu-study.md).
+            own.wait_by_yielding()?;
             // A cooperative launch waits for the whole device, so beside other streams it
             // stalls them and itself (benches/results/gpu-study.md): small solves run as one
             // persistent block each, launched as any kernel (unless PRECSOLVE_PERSISTENT=0).

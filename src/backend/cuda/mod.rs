@@ -243,10 +243,8 @@ impl CudaBackend {
     /// A backend on the same GPU with a stream of its own, sharing the compiled kernels and
     /// this one's settings: solves on siblings run at the same time (a study's solves in
     /// flight, `batch::schedule`), each with the bits it has alone, since nothing of a solve
-    /// leaves its stream. From the first sibling on, the host threads that wait on the GPU
-    /// yield their cores ([`device::wait_by_yielding`]).
+    /// leaves its stream.
     pub fn sibling(&self) -> Result<Self> {
-        device::wait_by_yielding(&self.ctx)?;
         let stream = self
             .ctx
             .new_stream()
@@ -263,6 +261,13 @@ impl CudaBackend {
             persistent: std::sync::Mutex::new(self.persistent()),
             readback: Default::default(),
         })
+    }
+
+    /// From now on, host threads that wait on this GPU yield their cores while they wait
+    /// (the driver spins by default): for solves in flight, which are host threads that
+    /// mostly wait ([`device::wait_by_yielding`]).
+    pub fn wait_by_yielding(&self) -> Result<()> {
+        device::wait_by_yielding(&self.ctx)
     }
 
     /// Device name and architecture, for reports (`NVIDIA H200, sm_90`).
