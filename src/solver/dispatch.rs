@@ -106,6 +106,17 @@ impl Lane {
             // Solves in flight are host threads that mostly wait: spinning, they took the
             // cores the host's ILU(0) solves and launches needed (benches/results/gpu-study.md).
             own.wait_by_yielding()?;
+            static QUEUES_HINT: std::sync::Once = std::sync::Once::new();
+            if std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_none() {
+                QUEUES_HINT.call_once(|| {
+                    log::warn!(
+                        "solves in flight share the driver's 8 hardware queues: set \
+                         CUDA_DEVICE_MAX_CONNECTIONS=32 before the first CUDA call \
+                         (backend::cuda::claim_stream_queues), or they wait behind each \
+                         other's kernels"
+                    )
+                });
+            }
             // A cooperative launch waits for the whole device, so beside other streams it
             // stalls them and itself (benches/results/gpu-study.md): small solves run as one
             // persistent block each, launched as any kernel (unless PRECSOLVE_PERSISTENT=0).
