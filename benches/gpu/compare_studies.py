@@ -56,3 +56,21 @@ for name, study in (("first", a), ("second", b)):
     print(f"  {name} study: runs' times summed {total:.1f} s")
     for kind, (seconds, iterations) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
         print(f"    {' '.join(kind):<32} {seconds:8.1f} s  {iterations:>9,} iterations")
+
+
+# What bounds the second study's wall time: its longest runs (with solves in flight the study
+# lasts about as long as they do), each beside the same run in the first study.
+def per_iteration(res, field):
+    return (res.get(field) or 0.0) / max(1, res["iterations"]) * 1e6
+
+
+longest = sorted((r for r in b.values() if r.get("result")), key=lambda r: -r["result"]["total_time"])
+print("  second study's longest runs (us an iteration: all / of it the preconditioner; first study's):")
+for r in longest[:8]:
+    res, k = r["result"], r["key"]
+    first = a.get(json.dumps(k, sort_keys=True), {}).get("result")
+    theirs = f"{per_iteration(first, 'iteration_time'):.0f}" if first else "-"
+    print(f"    {r['name']:<14} {k['precision']:<4} {k['tol']:g} {k['precond']:<5} {res['method']:<8} "
+          f"{res['total_time']:6.1f} s {res['iterations']:>6} it "
+          f"{per_iteration(res, 'iteration_time'):7.0f} / {per_iteration(res, 'precond_time'):5.0f} us; "
+          f"{theirs} us")
