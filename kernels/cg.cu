@@ -36,14 +36,7 @@ __device__ __forceinline__ void cgs_rho(int m, const typename O::T* __restrict__
     if (s->frozen) return;
     const typename O::V rho = O::chunks_final(m, partial);
     if (threadIdx.x != 0) return;
-    const int k = s->done + 1;
-    O::store(&rec[(k - 1) % cap].rho, 0, rho);
-    if (rho_stops<O>(rho)) {
-        freeze_at<O>(s, k);
-        return;
-    }
-    if (s->done > 0) O::store(&s->beta, 0, O::div(rho, O::load(&s->rho_prev, 0)));
-    O::store(&s->rho, 0, rho);
+    cg_take_rho<O>(s->done + 1, rho, s, rec, cap);
 }
 
 // Element i of the direction update, z_i read (widened where z is a double vector).
@@ -77,21 +70,8 @@ template <class O>
 __device__ __forceinline__ void cgs_close(typename O::V rr, cg_state<typename O::T>* s,
                                           cg_record<typename O::T>* rec, int cap,
                                           double denominator, double tol, int identity) {
-    const int k = s->done + 1;
-    O::store(&rec[(k - 1) % cap].rr, 0, rr);
-    O::store(&s->rr, 0, rr);
-    s->done = k;
-    const typename O::V rho = O::load(&s->rho, 0);
-    O::store(&s->rho_prev, 0, rho);
-    const bool stop = threshold_reached(O::norm(rr), denominator, tol);
-    if (identity) {
-        // the next iteration's rho is this <r, r>
-        O::store(&s->beta, 0, O::div(rr, rho));
-        O::store(&s->rho, 0, rr);
-        O::store(&rec[k % cap].rho, 0, rr);
-        if (!stop && rho_stops<O>(rr)) freeze_at<O>(s, k + 1);
-    }
-    if (stop) freeze_at<O>(s, k);
+    cg_close<O>(true, s->done + 1, rr, O::load(&s->rho, 0), identity, s, rec, cap, denominator,
+                tol);
 }
 
 // r <- r - alpha q with <r, r>'s chunk partials (cg_update_{p}'s bits), then, in the block that

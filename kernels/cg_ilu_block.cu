@@ -73,16 +73,8 @@ __device__ __forceinline__ void cgi_run(int iterations, int n, int nt,
         __syncthreads();
         const V rho_now = O::chunks_final_fresh(chunk_count, rho_chunks);
         if (writer) {
-            O::store(&rec[(k - 1) % cap].rho, 0, rho_now);
-            const bool stops = rho_stops<O>(rho_now);
-            if (stops) {
-                freeze_at<O>(s, k);
-            } else {
-                if (done > 0) O::store(&s->beta, 0, O::div(rho_now, O::load(&s->rho_prev, 0)));
-                O::store(&s->rho, 0, rho_now);
-            }
+            shared_flag[0] = cg_take_rho<O>(k, rho_now, s, rec, cap);
             O::store(shared_scalar, 0, O::load(&s->beta, 0));
-            shared_flag[0] = stops;
         }
         __syncthreads();
         if (shared_flag[0]) break;  // every thread: the same rho
@@ -126,13 +118,7 @@ __device__ __forceinline__ void cgi_run(int iterations, int n, int nt,
         // <r, r> and the stopping test (cgs_close with a preconditioner: no next rho)
         const V rr = O::chunks_final_fresh(chunk_count, rr_chunks);
         if (writer) {
-            const bool stop = threshold_reached(O::norm(rr), denominator, tol);
-            O::store(&rec[(k - 1) % cap].rr, 0, rr);
-            O::store(&s->rr, 0, rr);
-            s->done = k;
-            O::store(&s->rho_prev, 0, rho);
-            if (stop) freeze_at<O>(s, k);
-            shared_flag[2] = stop;
+            shared_flag[2] = cg_close<O>(true, k, rr, rho, false, s, rec, cap, denominator, tol);
         }
         __syncthreads();
         frozen = shared_flag[2];

@@ -87,22 +87,9 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         // <r, r>, the stopping test, the next rho and beta (cgs_close without a preconditioner)
         const V rr = O::chunks_final_fresh(chunk_count, chunks);
         if (threadIdx.x == 0) {
-            const bool stop = threshold_reached(O::norm(rr), denominator, tol);
-            int stopped = 0;
-            if (!stop && rho_stops<O>(rr)) stopped = k + 1;
-            if (stop) stopped = k;
-            if (writer) {
-                O::store(&rec[(k - 1) % cap].rr, 0, rr);
-                O::store(&s->rr, 0, rr);
-                s->done = k;
-                O::store(&s->rho_prev, 0, rho);
-                O::store(&s->beta, 0, O::div(rr, rho));
-                O::store(&s->rho, 0, rr);
-                O::store(&rec[k % cap].rho, 0, rr);
-                if (stopped) freeze_at<O>(s, stopped);
-            }
+            shared_flag[1] =
+                cg_close<O>(writer, k, rr, rho, true, s, rec, cap, denominator, tol);
             O::store(shared_scalar, 1, rr);
-            shared_flag[1] = stopped;
         }
         __syncthreads();
         const V next_rho = O::load(shared_scalar, 1);
