@@ -11,7 +11,7 @@
 //! `persistent.rs` says where); with ILU(0) on small factors of few levels, one launch of one
 //! block that applies the factors itself (`kernels/bicgstab_ilu_block.cu`, [`Schedule`]).
 
-use super::persistent::{PersistentGrid, launch_ilu_block};
+use super::persistent::{PersistentGrid, Schedule, launch_ilu_block};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -20,7 +20,6 @@ use crate::solver::bicgstab::{
     BicgstabRecord, BicgstabSteps, BicgstabVectors, HostBicgstab, rv_accepted,
 };
 use crate::solver::cg::{Collected, Threshold, rho_stops};
-use cudarc::driver::CudaFunction;
 use launch::FinalStage;
 
 /// The layout of `bicg_state<T>` in `kernels/bicgstab.cu`: the `bicg_` kernels' block first.
@@ -85,17 +84,6 @@ pub struct DeviceBicgstab<P: Precision> {
     batches: Batches,
     /// Decided at the first batch, where the matrix and preconditioner are known.
     schedule: Option<Schedule>,
-}
-
-/// How a batch of BiCGStab iterations is launched.
-enum Schedule {
-    /// The step kernels, eleven or more launches an iteration.
-    Steps,
-    /// Without a preconditioner, one launch a batch (`kernels/bicgstab_persistent.cu`).
-    Persistent(PersistentGrid),
-    /// With ILU(0), one launch of one block a batch (`kernels/bicgstab_ilu_block.cu`): its
-    /// kernel, allowed the shared memory the factors need, and its name.
-    IluBlock(CudaFunction, String),
 }
 
 impl CudaBackend {
@@ -345,21 +333,17 @@ impl CudaBackend {
         grid.launch_on(&mut args, &name)
     }
 
-    /// The schedule of a solve on `a` with `precond`, from what the persistent kernels and
-    /// the ILU(0) factors allow.
+    /// The schedule of a solve on `a` with `precond` ([`Self::solver_schedule`]): with ILU(0)
+    /// alone, the one block where it is faster than the step kernels.
     fn bicgstab_schedule<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &CudaMatrix,
         precond: &M,
         identity: bool,
     ) -> Result<Schedule> {
-        if identity {
-            let grid = self.persistent_grid(&self.kernel::<P>("bgp_run")?.0, a)?;
-            return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
-        }
+        let kernels = ("bgp_run", "bgi_run");
         let alone = crate::backend::ilu_in_block_is_faster;
-        let block = self.ilu_block_kernel::<P, M>("bgi_run", a, precond, alone)?;
-        Ok(block.map_or(Schedule::Steps, |(f, name)| Schedule::IluBlock(f, name)))
+        self.solver_schedule::<P, M>(kernels, a, precond, identity, alone)
     }
 
     /// `iterations` preconditioned iterations by `bgi_run_{p}`, one launch of one block (the

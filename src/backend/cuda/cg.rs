@@ -13,7 +13,7 @@
 
 use super::device::alloc_words;
 use super::ilu::CudaIlu;
-use super::persistent::{PersistentGrid, launch_ilu_block};
+use super::persistent::{PersistentGrid, Schedule, launch_ilu_block};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -68,20 +68,9 @@ pub struct DeviceCg<P: Precision> {
     blocks: usize,
     pub(super) batches: Batches,
     /// Decided at the first batch, where the matrix and preconditioner are known.
-    schedule: Option<CgSchedule>,
+    schedule: Option<Schedule>,
     /// A block solve's (`--devices`): every GPU's partials gathered before each final stage.
     whole: Option<WholeLists<P>>,
-}
-
-/// How a batch of CG iterations is launched.
-enum CgSchedule {
-    /// The step kernels (four launches an iteration, and the preconditioner's).
-    Steps,
-    /// Without a preconditioner, one launch a batch (`kernels/cg_persistent.cu`).
-    Persistent(PersistentGrid),
-    /// With ILU(0), one launch of one block a batch (`kernels/cg_ilu_block.cu`): its kernel,
-    /// allowed the shared memory the factors need, and its name.
-    IluBlock(CudaFunction, String),
 }
 
 /// The whole lists of `<p, q>`'s tile partials and `<r, r>`'s chunk partials of a block solve,
@@ -204,7 +193,7 @@ impl CudaBackend {
             blocks,
             batches: Batches::new(n),
             // a block solve's reductions are gathered between kernels: no persistent kernel
-            schedule: route.map(|_| CgSchedule::Steps),
+            schedule: route.map(|_| Schedule::Steps),
             whole,
         })
     }
@@ -413,23 +402,18 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// The schedule of a solve on `a` with `precond`: without a preconditioner the persistent
-    /// kernel where its grid fits; with ILU(0), the one block that applies the factors itself
-    /// beside other solves (and everywhere, for the tests) where
-    /// [`Self::ilu_block_kernel`] takes it; alone, the step kernels (the one block's CG
-    /// iteration has not been measured against them alone).
+    /// The schedule of a solve on `a` with `precond` ([`Self::solver_schedule`]): with ILU(0),
+    /// the one block that applies the factors itself beside other solves (and everywhere, for
+    /// the tests), never alone (the one block's CG iteration has not been measured against
+    /// the step kernels alone).
     fn cg_schedule<P: Precision, M: Preconditioner<Self>>(
         &self,
         a: &CudaMatrix,
         precond: &M,
         identity: bool,
-    ) -> Result<CgSchedule> {
-        if identity {
-            let grid = self.persistent_grid(&self.kernel::<P>("cgp_run")?.0, a)?;
-            return Ok(grid.map_or(CgSchedule::Steps, CgSchedule::Persistent));
-        }
-        let block = self.ilu_block_kernel::<P, M>("cgi_run", a, precond, |_, _, _| false)?;
-        Ok(block.map_or(CgSchedule::Steps, |(f, name)| CgSchedule::IluBlock(f, name)))
+    ) -> Result<Schedule> {
+        let kernels = ("cgp_run", "cgi_run");
+        self.solver_schedule::<P, M>(kernels, a, precond, identity, |_, _, _| false)
     }
 
     /// `iterations` preconditioned iterations by `cgi_run_{p}`, one launch of one block (the
@@ -595,12 +579,12 @@ impl CgSteps for CudaBackend {
                     d.schedule = Some(self.cg_schedule::<P, M>(a, precond, d.identity)?);
                 }
                 match d.schedule.as_ref() {
-                    Some(CgSchedule::Persistent(grid)) => {
+                    Some(Schedule::Persistent(grid)) => {
                         self.persistent_iterate(a, v, x, d, grid, iterations)?;
                         d.batches.enqueued += iterations;
                         return Ok(());
                     }
-                    Some(CgSchedule::IluBlock(f, name)) => {
+                    Some(Schedule::IluBlock(f, name)) => {
                         precond
                             .with_backend_ilu(|ilu| {
                                 self.ilu_block_cg_iterate(a, ilu, v, x, d, (f, name), iterations)

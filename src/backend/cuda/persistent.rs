@@ -86,6 +86,20 @@ impl PersistentGrid {
     }
 }
 
+/// How a batch of a solver's iterations is launched (CG's and BiCGStab's device-resident
+/// solves), chosen by [`CudaBackend::solver_schedule`].
+pub(super) enum Schedule {
+    /// The step kernels: several launches an iteration, and the preconditioner's.
+    Steps,
+    /// Without a preconditioner, one launch a batch (`kernels/cg_persistent.cu`,
+    /// `kernels/bicgstab_persistent.cu`).
+    Persistent(PersistentGrid),
+    /// With ILU(0), one launch of one block a batch (`kernels/cg_ilu_block.cu`,
+    /// `kernels/bicgstab_ilu_block.cu`): its kernel, allowed the shared memory the factors
+    /// need, and its name.
+    IluBlock(CudaFunction, String),
+}
+
 /// Launch `args`, a solver kernel's of one block that applies ILU(0) itself
 /// ([`CudaBackend::ilu_block_kernel`]), with `shared` bytes of dynamic shared memory.
 ///
@@ -160,6 +174,27 @@ impl CudaBackend {
         };
         let f = self.kernels.function_opted_in(&name, allowed)?;
         Ok(Some((f, name)))
+    }
+
+    /// The schedule of a solve on `a` with `precond`, of a solver whose persistent kernel is
+    /// `persistent` and whose one-block kernel with ILU(0) is `ilu_block`: without a
+    /// preconditioner the persistent kernel where its grid fits ([`Self::persistent_grid`]);
+    /// with ILU(0) the one block where [`Self::ilu_block_kernel`] takes it (`alone`: where
+    /// alone); else the step kernels.
+    pub(super) fn solver_schedule<P: Precision, M: Preconditioner<Self>>(
+        &self,
+        (persistent, ilu_block): (&str, &str),
+        a: &CudaMatrix,
+        precond: &M,
+        identity: bool,
+        alone: fn(usize, usize, usize) -> bool,
+    ) -> Result<Schedule> {
+        if identity {
+            let grid = self.persistent_grid(&self.kernel::<P>(persistent)?.0, a)?;
+            return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
+        }
+        let block = self.ilu_block_kernel::<P, M>(ilu_block, a, precond, alone)?;
+        Ok(block.map_or(Schedule::Steps, |(f, name)| Schedule::IluBlock(f, name)))
     }
 
     /// Where the persistent kernels run ([`Persistent::from_env`] by default).
