@@ -11,7 +11,7 @@
 #   cp benches/gpu/ilu0-h200.sh .gpu/
 # On the device (carry .gpu): bash .gpu/ilu0-h200.sh. Writes to $OUT: gpu.txt, gpu-test.txt,
 # bench-ilu0.txt and bench-ilu0.json (the JSON beside the results file). MATRIX, TEST_TIMEOUT and
-# BENCH_TIMEOUT (seconds) override poisson3d:200, 240 and 300.
+# BENCH_TIMEOUT (seconds) override poisson3d:200, 240 and 300; MATRICES the small factors' list.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -20,8 +20,8 @@ small_factors() {
   # ilu0-h200.md, "Small factors": the schedules of one application (f64, L and U) and the
   # host's solve on small shared matrices and poisson3d:20-40.
   echo "== small factors"
-  for m in gre_115 fs_183_4 e05r0100 Chebyshev1 cavity02 nos3 1138_bus nnc1374 dw2048 rdb2048l \
-      cryg2500 sherman5 bcsstk13 bcsstk16 Pd poisson3d:20 poisson3d:30 poisson3d:40; do
+  for m in ${MATRICES:-gre_115 fs_183_4 e05r0100 Chebyshev1 cavity02 nos3 1138_bus nnc1374 dw2048 \
+      rdb2048l cryg2500 sherman5 bcsstk13 bcsstk16 Pd poisson3d:20 poisson3d:30 poisson3d:40}; do
     f=matrices/$m.mtx; [[ -f $f ]] || f=$m
     echo "== $m"
     timeout 100 ./solver bench $f --precond ilu0 --reps 10 --iterations 50 2>&1 \
