@@ -23,12 +23,11 @@
 //             const double* val, const int* lrow, const int* lptr, const int* ldep,
 //             const double* lval, const int* urow, const int* uptr, const int* udep,
 //             const double* uval, const double* diag, const int* src, double* yg, int sleep_ns,
-//             const int* lseg, int lnlev, const int* useg, int unlev, int narrow,
 //             unsigned long long* ilu_ns, bicg_state<T>* st, bicg_record<T>* rec, int cap,
 //             T* p, T* v, T* r, const T* r_tilde, T* s, T* t, T* x, double* p_hat,
 //             double* s_hat, T* rv_chunks, T* ss_chunks, T* tt_chunks, T* ts_chunks,
 //             T* rr_chunks, T* rho_chunks, double denominator, double tol)
-//   One block of DOT_THREADS threads, 9 n + 8 bytes of dynamic shared memory (ilu0_block.cu's);
+//   One block of DOT_THREADS threads, 9 n bytes of dynamic shared memory (ilu0_block.cu's);
 //   chunks: ceil(n / DOT_CHUNK) partials each; yg: n doubles; *ilu_ns gains the nanoseconds
 //   the triangular solves took (%globaltimer, for the preconditioner's share of the time).
 
@@ -186,22 +185,21 @@ __device__ __forceinline__ void bgi_run(
     if (writer) *ilu_ns += spent;
 }
 
-#define BICGSTAB_ILU_BLOCK(P, O)                                                                   \
-    extern "C" __global__ void __launch_bounds__(DOT_THREADS) bgi_run_##P(                         \
-        int iterations, int n, int nt, const int* __restrict__ row_ptr,                            \
-        const int* __restrict__ col_idx, const double* __restrict__ val, const int* lrow,          \
-        const int* lptr, const int* ldep, const double* lval, const int* urow, const int* uptr,    \
-        const int* udep, const double* uval, const double* diag, const int* src, double* yg,       \
-        int sleep_ns, const int* lseg, int lnlev, const int* useg, int unlev, int narrow,          \
-        unsigned long long* ilu_ns, bicg_state<O::T>* st, bicg_record<O::T>* rec,                  \
-        int cap, O::T* p, O::T* v, O::T* r, const O::T* r_tilde, O::T* s, O::T* t, O::T* x,        \
-        double* p_hat, double* s_hat, O::T* rv_chunks, O::T* ss_chunks, O::T* tt_chunks,           \
-        O::T* ts_chunks, O::T* rr_chunks, O::T* rho_chunks, double denominator, double tol) {      \
-        const block_ilu f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,        \
-                             sleep_ns, lseg, useg, lnlev, unlev, narrow};                          \
-        bgi_run<O>(iterations, n, nt, row_ptr, col_idx, val, f, st, rec, cap, p, v, r, r_tilde,    \
-                   s, t, x, p_hat, s_hat, rv_chunks, ss_chunks, tt_chunks, ts_chunks, rr_chunks,   \
-                   rho_chunks, denominator, tol, ilu_ns);                                          \
+#define BICGSTAB_ILU_BLOCK(P, O)                                                                \
+    extern "C" __global__ void __launch_bounds__(DOT_THREADS) bgi_run_##P(                      \
+        int iterations, int n, int nt, const int* __restrict__ row_ptr,                         \
+        const int* __restrict__ col_idx, const double* __restrict__ val, const int* lrow,      \
+        const int* lptr, const int* ldep, const double* lval, const int* urow, const int* uptr, \
+        const int* udep, const double* uval, const double* diag, const int* src, double* yg,   \
+        int sleep_ns, unsigned long long* ilu_ns, bicg_state<O::T>* st, bicg_record<O::T>* rec, \
+        int cap, O::T* p, O::T* v, O::T* r, const O::T* r_tilde, O::T* s, O::T* t, O::T* x,     \
+        double* p_hat, double* s_hat, O::T* rv_chunks, O::T* ss_chunks, O::T* tt_chunks,        \
+        O::T* ts_chunks, O::T* rr_chunks, O::T* rho_chunks, double denominator, double tol) {   \
+        const block_ilu f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,   \
+                               sleep_ns};                                                       \
+        bgi_run<O>(iterations, n, nt, row_ptr, col_idx, val, f, st, rec, cap, p, v, r, r_tilde, \
+                   s, t, x, p_hat, s_hat, rv_chunks, ss_chunks, tt_chunks, ts_chunks, rr_chunks, \
+                   rho_chunks, denominator, tol, ilu_ns);                                       \
     }
 
 BICGSTAB_ILU_BLOCK(f64, f64_ops)

@@ -19,11 +19,10 @@
 //             const double* val, const int* lrow, const int* lptr, const int* ldep,
 //             const double* lval, const int* urow, const int* uptr, const int* udep,
 //             const double* uval, const double* diag, const int* src, double* yg, int sleep_ns,
-//             const int* lseg, int lnlev, const int* useg, int unlev, int narrow,
 //             unsigned long long* ilu_ns, cg_state<T>* s, cg_record<T>* rec, int cap, T* p,
 //             T* q, T* r, T* x, double* z, T* tiles, T* rr_chunks, T* rho_chunks,
 //             double denominator, double tol)
-//   One block of DOT_THREADS threads, 9 n + 8 bytes of dynamic shared memory (ilu0_block.cu's);
+//   One block of DOT_THREADS threads, 9 n bytes of dynamic shared memory (ilu0_block.cu's);
 //   tiles: ceil(n / TILE_ROWS) partials, chunks: ceil(n / DOT_CHUNK) each; yg: n doubles;
 //   *ilu_ns gains the nanoseconds the triangular solves took.
 
@@ -129,20 +128,19 @@ __device__ __forceinline__ void cgi_run(int iterations, int n, int nt,
     if (writer) *ilu_ns += spent;
 }
 
-#define CG_ILU_BLOCK(P, O)                                                                         \
-    extern "C" __global__ void __launch_bounds__(DOT_THREADS) cgi_run_##P(                         \
-        int iterations, int n, int nt, const int* __restrict__ row_ptr,                            \
-        const int* __restrict__ col_idx, const double* __restrict__ val, const int* lrow,          \
-        const int* lptr, const int* ldep, const double* lval, const int* urow, const int* uptr,    \
-        const int* udep, const double* uval, const double* diag, const int* src, double* yg,       \
-        int sleep_ns, const int* lseg, int lnlev, const int* useg, int unlev, int narrow,          \
-        unsigned long long* ilu_ns, cg_state<O::T>* s, cg_record<O::T>* rec,                       \
-        int cap, O::T* p, O::T* q, O::T* r, O::T* x, double* z, O::T* tiles, O::T* rr_chunks,      \
-        O::T* rho_chunks, double denominator, double tol) {                                        \
-        const block_ilu f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,        \
-                             sleep_ns, lseg, useg, lnlev, unlev, narrow};                          \
-        cgi_run<O>(iterations, n, nt, row_ptr, col_idx, val, f, s, rec, cap, p, q, r, x, z,        \
-                   tiles, rr_chunks, rho_chunks, denominator, tol, ilu_ns);                        \
+#define CG_ILU_BLOCK(P, O)                                                                      \
+    extern "C" __global__ void __launch_bounds__(DOT_THREADS) cgi_run_##P(                      \
+        int iterations, int n, int nt, const int* __restrict__ row_ptr,                         \
+        const int* __restrict__ col_idx, const double* __restrict__ val, const int* lrow,      \
+        const int* lptr, const int* ldep, const double* lval, const int* urow, const int* uptr, \
+        const int* udep, const double* uval, const double* diag, const int* src, double* yg,   \
+        int sleep_ns, unsigned long long* ilu_ns, cg_state<O::T>* s, cg_record<O::T>* rec,     \
+        int cap, O::T* p, O::T* q, O::T* r, O::T* x, double* z, O::T* tiles, O::T* rr_chunks,   \
+        O::T* rho_chunks, double denominator, double tol) {                                     \
+        const block_ilu f = {lrow, lptr, ldep, lval, urow, uptr, udep, uval, diag, src, yg,     \
+                             sleep_ns};                                                         \
+        cgi_run<O>(iterations, n, nt, row_ptr, col_idx, val, f, s, rec, cap, p, q, r, x, z,     \
+                   tiles, rr_chunks, rho_chunks, denominator, tol, ilu_ns);                     \
     }
 
 CG_ILU_BLOCK(f64, f64_ops)

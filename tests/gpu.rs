@@ -781,14 +781,12 @@ mod gpu_checks {
                 },
             ),
         ];
-        // (CUDA graphs, persistent kernel, ILU(0)'s schedule): each way of running the device
-        // steps, and the one-block kernels' two ways of applying ILU(0) themselves
+        // (CUDA graphs, persistent kernel): each way of running the device steps
         let modes = [
-            (true, Persistent::Everywhere, IluSchedule::BySize),
-            (true, Persistent::OneBlock, IluSchedule::BySize),
-            (true, Persistent::OneBlock, IluSchedule::OneBlockLevels),
-            (true, Persistent::Off, IluSchedule::BySize),
-            (false, Persistent::Off, IluSchedule::BySize),
+            (true, Persistent::Everywhere),
+            (true, Persistent::OneBlock),
+            (true, Persistent::Off),
+            (false, Persistent::Off),
         ];
         let runs = modes
             .into_iter()
@@ -810,17 +808,13 @@ mod gpu_checks {
         if let Some(a) = wide_rows.as_ref() {
             all.push(("bcsstk16, max_iter 150", a, full(1e-300, 150)));
         }
-        for ((graphs, persistent, schedule), (label, a, params)) in runs.chain(
+        for ((graphs, persistent), (label, a, params)) in runs.chain(
             modes
                 .into_iter()
                 .flat_map(|m| all[cases.len()..].iter().map(move |c| (m, c))),
         ) {
             gpu.set_graphs(graphs);
             gpu.set_persistent(persistent);
-            gpu.set_ilu_config(IluConfig {
-                schedule,
-                ..IluConfig::default()
-            });
             let params = Params {
                 record_history: true,
                 ..params.clone()
@@ -832,9 +826,7 @@ mod gpu_checks {
                     continue;
                 }
                 let method = if use_cg { "cg" } else { "bicgstab" };
-                let label = &format!(
-                    "{label} graphs {graphs} persistent {persistent:?} {schedule:?} {method}"
-                );
+                let label = &format!("{label} graphs {graphs} persistent {persistent:?} {method}");
                 let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
                     same_history(&format!("{label} {name} ilu {ilu}"), &g.0, &c.0)?;
                     same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
@@ -1261,12 +1253,6 @@ mod gpu_checks {
                 hop,
                 ..IluConfig::default()
             };
-            let one_block_levels = |block| IluConfig {
-                placement: IluPlacement::Device,
-                schedule: IluSchedule::OneBlockLevels,
-                block,
-                ..IluConfig::default()
-            };
             let runs = [
                 IluConfig::default(),
                 parts(128, 256, 8),
@@ -1314,11 +1300,6 @@ mod gpu_checks {
                     sleep_ns: 40,
                     ..IluConfig::default()
                 },
-                // levels in turn: one warp alone (every level its own), 256 and 1024 threads
-                // (runs of narrow levels by warp 0, wide levels by the block)
-                one_block_levels(32),
-                one_block_levels(256),
-                one_block_levels(1024),
             ];
             let big = [parts(512, 512, 8), parts(32, 32, 1)];
             let runs = if label == BIG_CASE {

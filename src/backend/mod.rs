@@ -77,9 +77,9 @@ fn steps_ilu_iteration_seconds(n: usize, nnz: usize, levels: usize) -> f64 {
 }
 
 /// The most rows whose ILU(0) results fit in one block's shared memory on the H100 and H200
-/// (227 KiB, 9 bytes a row and 8 more: kernels/ilu0_block.cu), where the CUDA backend solves both
+/// (227 KiB, 9 bytes a row: kernels/ilu0_block.cu), where the CUDA backend solves both
 /// triangles in one block.
-pub const ILU_ONE_BLOCK_ROWS: usize = (227 * 1024 - 8) / 9;
+pub const ILU_ONE_BLOCK_ROWS: usize = 227 * 1024 / 9;
 
 /// Estimated seconds of the host's two triangular solves over factors of `nnz` entries: row by
 /// row, each row's sum waiting on the rows before it, so a cost per entry (fitted on the H200's

@@ -483,7 +483,6 @@ pub fn run_ilu0(
             IluSchedule::Levels => format!("ilu0 levels b{}", cfg.block),
             IluSchedule::BySize => "ilu0 by size".into(),
             IluSchedule::OneBlock => format!("ilu0 one block b{} s{}", cfg.block, cfg.sleep_ns),
-            IluSchedule::OneBlockLevels => format!("ilu0 one block levels b{}", cfg.block),
         };
         let (ms, same, precision, bytes) = if dd {
             gpu.memset_zero(&mut zdd)?;
@@ -583,26 +582,21 @@ pub fn run_ilu0(
         ..IluConfig::default()
     };
     variant(host, false, &mut rows)?;
-    let one_block_runs = [
-        (IluSchedule::OneBlock, 256, 0),
-        (IluSchedule::OneBlock, 256, 40),
-        (IluSchedule::OneBlock, 1024, 0),
-        (IluSchedule::OneBlock, 1024, 40),
-        (IluSchedule::OneBlockLevels, 32, 0),
-        (IluSchedule::OneBlockLevels, 256, 0),
-        (IluSchedule::OneBlockLevels, 1024, 0),
-    ];
-    for (schedule, block, sleep_ns) in one_block_runs.into_iter().filter(|_| one_block_fits) {
-        let one_block = IluConfig {
-            placement: IluPlacement::Device,
-            schedule,
-            block,
-            sleep_ns,
-            ..IluConfig::default()
-        };
-        let ms = variant(one_block, false, &mut rows)?;
-        if ms < best.0 {
-            best = (ms, one_block);
+    for block in [256, 1024] {
+        for sleep_ns in [0, 40] {
+            let one_block = IluConfig {
+                placement: IluPlacement::Device,
+                schedule: IluSchedule::OneBlock,
+                block,
+                sleep_ns,
+                ..IluConfig::default()
+            };
+            if one_block_fits {
+                let ms = variant(one_block, false, &mut rows)?;
+                if ms < best.0 {
+                    best = (ms, one_block);
+                }
+            }
         }
     }
     eprintln!("fastest setting: {:?}, {:.4} ms", best.1, best.0);

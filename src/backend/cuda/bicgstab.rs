@@ -383,7 +383,7 @@ impl CudaBackend {
         // time counter), bicg_state* st, bicg_record* rec, int cap, T* p, T* v, T* r, const
         // T* r_tilde, T* s, T* t, T* x, double* p_hat, double* s_hat, six chunk partials of n,
         // double denominator, double tol) in kernels/bicgstab_ilu_block.cu, on a CSR matrix of
-        // nt lanes a row; one block of DOT_THREADS with the factors' 9 n + 8 bytes of dynamic
+        // nt lanes a row; one block of DOT_THREADS with the factors' 9 n bytes of dynamic
         // shared memory, which ilu_in_block checked fit beside the kernel's own.
         unsafe { launch_ilu_block(&mut args, shared, name) }
     }

@@ -450,7 +450,7 @@ impl CudaBackend {
         // counter), cg_state* s, cg_record* rec, int cap, T* p, T* q, T* r, T* x, double* z, T*
         // tiles, T* rr_chunks, T* rho_chunks, double denominator, double tol) in
         // kernels/cg_ilu_block.cu, on a CSR matrix of nt lanes a row; one block of DOT_THREADS
-        // with the factors' 9 n + 8 bytes of dynamic shared memory, which ilu_in_block checked fit
+        // with the factors' 9 n bytes of dynamic shared memory, which ilu_in_block checked fit
         // beside the kernel's own; the partials as device_cg allocated them.
         unsafe { launch_ilu_block(&mut args, shared, name) }
     }

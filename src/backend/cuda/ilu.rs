@@ -50,44 +50,11 @@ pub enum IluSchedule {
     /// For factors whose results fit in a block's shared memory ([`one_block_fits`]); others
     /// fall back to `Partitioned`.
     OneBlock,
-    /// As `OneBlock`, without polls: the levels in turn, runs of levels of at most
-    /// [`NARROW_LEVEL_ROWS`] rows solved by one warp between `__syncwarp`s, wider levels by the
-    /// whole block between `__syncthreads` (kernels/ilu0_block.cu, "The level schedule").
-    OneBlockLevels,
 }
 
-/// The widest level [`IluSchedule::OneBlockLevels`] leaves to one warp: a level of a warp's
-/// rows or fewer costs that warp the row's own chain, where the block's barrier costs more.
-pub const NARROW_LEVEL_ROWS: i32 = 32;
-
-/// The one-block schedule [`IluSchedule::BySize`] takes: `PRECSOLVE_ILU_ONE_BLOCK` = `levels`
-/// or `polls` (the default), for measuring one against the other in whole solves.
-fn one_block_schedule() -> IluSchedule {
-    static CHOICE: std::sync::OnceLock<IluSchedule> = std::sync::OnceLock::new();
-    *CHOICE.get_or_init(|| match std::env::var("PRECSOLVE_ILU_ONE_BLOCK").as_deref() {
-        Ok("levels") => IluSchedule::OneBlockLevels,
-        _ => IluSchedule::OneBlock,
-    })
-}
-
-impl IluSchedule {
-    /// Whether both triangles are solved by one block in one launch.
-    pub fn is_one_block(self) -> bool {
-        matches!(self, IluSchedule::OneBlock | IluSchedule::OneBlockLevels)
-    }
-    /// kernels/ilu0_block.cu's `narrow`: 0 for the polls, else the widest level one warp takes.
-    fn narrow(self) -> i32 {
-        match self {
-            IluSchedule::OneBlockLevels => NARROW_LEVEL_ROWS,
-            _ => 0,
-        }
-    }
-}
-
-/// Dynamic shared memory of the one-block solve: a double and a flag byte a row (the level
-/// schedule's next level in the flags' place, so 8 bytes more for the smallest).
+/// Dynamic shared memory of the one-block solve: a double and a flag byte a row.
 fn one_block_shared_bytes(n: usize) -> usize {
-    9 * n + 8
+    9 * n
 }
 
 /// Whether the one-block solve can hold `n` rows' results, given the device's opt-in shared
@@ -153,7 +120,7 @@ impl IluConfig {
         let fits = one_block_fits(n, shared_optin);
         match self.schedule {
             IluSchedule::BySize if fits => IluConfig {
-                schedule: one_block_schedule(),
+                schedule: IluSchedule::OneBlock,
                 block: ONE_BLOCK_THREADS,
                 sleep_ns: 0,
                 ..self
@@ -162,7 +129,7 @@ impl IluConfig {
                 schedule: IluSchedule::Partitioned,
                 ..self
             },
-            IluSchedule::OneBlock | IluSchedule::OneBlockLevels if !fits => IluConfig {
+            IluSchedule::OneBlock if !fits => IluConfig {
                 schedule: IluSchedule::Partitioned,
                 block: DEFAULT_BLOCK,
                 ..self
@@ -204,8 +171,6 @@ struct Triangle {
     levels: Vec<usize>,
     /// The same on the device, and each part's first level (partitioned kernels).
     seg_ptr: CudaSlice<i32>,
-    /// Levels in `seg_ptr` (its length less one), for the one-block kernels.
-    level_count: i32,
     part_seg: CudaSlice<i32>,
     parts: i32,
     /// Partitioned: each position's first `HEAD` entries (dependency -1 past the row's end).
@@ -275,8 +240,6 @@ pub struct CudaIlu {
     /// The device's opt-in shared memory per block, in bytes (the one-block solve's limit).
     shared_optin: usize,
     config: IluConfig,
-    /// `config.schedule`'s kernels/ilu0_block.cu `narrow`, where the launches can borrow it.
-    narrow: i32,
     /// The host's solve, where the placement (resolved at upload) is the host.
     host: Option<HostIlu>,
     /// Events around each application not read yet, and the seconds of those read but not
@@ -320,7 +283,6 @@ impl CudaIlu {
             "block size must be a multiple of 32 up to {most}"
         );
         self.config = config;
-        self.narrow = config.schedule.narrow();
         let host = match config.placement {
             IluPlacement::Measured => host_is_faster(&self.factors),
             IluPlacement::Device => false,
@@ -398,7 +360,6 @@ impl CudaBackend {
             val: self.upload_f64(&t.vals, what)?,
             levels: t.level_ptr.clone(),
             seg_ptr: self.upload_i32(&usizes(&t.level_ptr), what)?,
-            level_count: (t.level_ptr.len() - 1) as i32,
             part_seg: self.upload_i32(&usizes(&t.part_ptr), what)?,
             parts: (t.part_ptr.len() - 1) as i32,
         })
@@ -471,7 +432,6 @@ impl CudaBackend {
             sm_count,
             shared_optin,
             config,
-            narrow: config.schedule.narrow(),
             host: None,
             timing: Vec::new(),
             timed: 0.0,
@@ -560,8 +520,8 @@ impl CudaBackend {
         let f = &*ilu.factors;
         let faster = choose(f.n(), f.nnz(), f.level_count());
         let fits = ilu.n > 0 && one_block_shared_bytes(ilu.n) + static_shared <= ilu.shared_optin;
-        let wanted =
-            ilu.config.schedule.is_one_block() && ilu.config.placement != IluPlacement::Host;
+        let wanted = ilu.config.schedule == IluSchedule::OneBlock
+            && ilu.config.placement != IluPlacement::Host;
         if !(faster && fits && wanted) {
             return Ok(None);
         }
@@ -593,7 +553,6 @@ impl CudaBackend {
             order,
             rp,
             config,
-            narrow,
             in_kernel_ns,
             ..
         } = ilu;
@@ -602,9 +561,6 @@ impl CudaBackend {
         args.arg(&u.row).arg(&u.ptr).arg(&u.dep).arg(&u.val);
         args.arg(&order.diag).arg(&order.src).arg(rp);
         args.arg(&config.sleep_ns);
-        args.arg(&l.seg_ptr).arg(&l.level_count);
-        args.arg(&u.seg_ptr).arg(&u.level_count);
-        args.arg(&*narrow);
         args.arg(in_kernel_ns.as_mut().expect("allocated above"));
         Ok(shared)
     }
@@ -638,7 +594,7 @@ impl CudaBackend {
         }
         if parts.is_some() {
             self.ilu_solve_parts(ilu, r, z)
-        } else if ilu.config.schedule.is_one_block() {
+        } else if ilu.config.schedule == IluSchedule::OneBlock {
             self.ilu_solve_block(ilu, r, z)
         } else {
             self.ilu_solve_levels(ilu, r, z)
@@ -746,20 +702,13 @@ impl CudaBackend {
             .vec(r)
             .arg(&mut ilu.rp)
             .vec(z)
-            .arg(&sleep)
-            .arg(&l.seg_ptr)
-            .arg(&l.level_count)
-            .arg(&u.seg_ptr)
-            .arg(&u.level_count)
-            .arg(&ilu.narrow);
+            .arg(&sleep);
         // SAFETY: ilu0b_{p}_{z}(int n, const int* lrow, const int* lptr, const int* ldep,
         // const double* lval, const int* urow, const int* uptr, const int* udep,
         // const double* uval, const double* diag, const int* src, const T* r, double* yg, Z* z,
-        // int sleep_ns, const int* lseg, int lnlev, const int* useg, int unlev, int narrow) in
-        // kernels/ilu0_block.cu: both triangles in level order describe n rows (ptr n + 1
-        // entries, dep entries positions < n, rows < n; seg_ptr level_count + 1 increasing
-        // positions from 0 to n), diag and src n entries (src
-        // positions < n), r and z n elements, yg (rp) n doubles; one block with 9 n + 8 bytes of
+        // int sleep_ns) in kernels/ilu0_block.cu: both triangles in level order describe n rows
+        // (ptr n + 1 entries, dep entries positions < n, rows < n), diag and src n entries (src
+        // positions < n), r and z n elements, yg (rp) n doubles; one block with 9 n bytes of
         // dynamic shared memory, which `set_config` checked the device allows.
         unsafe {
             args.launch(LaunchConfig {
@@ -793,7 +742,6 @@ impl CudaBackend {
             match cfg.schedule {
                 IluSchedule::BySize
                 | IluSchedule::OneBlock
-                | IluSchedule::OneBlockLevels
                 | IluSchedule::Partitioned
                 | IluSchedule::SyncFree
                 | IluSchedule::SyncFreeWarps
@@ -805,7 +753,6 @@ impl CudaBackend {
             IluSchedule::Levels => 0,
             IluSchedule::BySize
             | IluSchedule::OneBlock
-            | IluSchedule::OneBlockLevels
             | IluSchedule::Partitioned
             | IluSchedule::SyncFree => 1,
             IluSchedule::SyncFreeWarps => 2,
