@@ -7,7 +7,7 @@
 //! What is asserted, of the solves of enough iterations to time: no pick is twice as slow as
 //! the faster backend or worse, nor 1.5 times unless another run measured the picked backend
 //! the faster (that is, the runs themselves disagree on the order: the 2026-12-02 run's host
-//! took 9.4 us a nos3 f64 CG iteration where the other four H200 runs took 16.8-20.5); at most
+//! took 9.4 us a nos3 f64 CG iteration where the other three H200 runs took 16.8-20.5); at most
 //! 2% are more than 10% slower; and on 2,000 rows or more a pick more than 10% slower only
 //! where the runs disagree. The lent hosts are shared:
 //! the same CPU solve of the same build differs by up to 2.5 times between two runs minutes
