@@ -228,17 +228,24 @@ __device__ __forceinline__ void bgp_run(
     const int chunk_count = (n + DOT_CHUNK - 1) / DOT_CHUNK;
     const long long first = (long long)blockIdx.x * DOT_THREADS + threadIdx.x;
     const long long stride = (long long)gridDim.x * DOT_THREADS;
+    grid_sync sync = grid_sync_start(barrier);
+    PHASES_BEGIN
     for (int it = 0; it < iterations && !frozen; it++) {
         const int k = done + 1;
+        PHASE_ITERATION
         // p <- r + beta (p - omega v), p <- r first (bgs_direction)
         bgp_direction<O>(first, stride, n, done, beta, omega, r, v, p);
-        grid_barrier(barrier);
+        PHASE(0)
+        grid_barrier(sync);
+        PHASE(1)
         // v <- A p with <r~, v>'s tile partials
         for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
             persist_spmv_tile<O, 1>(tile, n, nt, row_ptr, col_idx, val, p, r_tilde, v, tiles_rv,
                                     nullptr);
         }
-        grid_barrier(barrier);
+        PHASE(2)
+        grid_barrier(sync);
+        PHASE(3)
         // alpha (bgs_alpha_tiles)
         const V rv = tiles_final_emulated<O>(tile_count, tiles_rv);
         if (threadIdx.x == 0) {
@@ -247,19 +254,24 @@ __device__ __forceinline__ void bgp_run(
         __syncthreads();
         const V alpha = O::load(shared_scalar, 0);
         if (!shared_flag[0]) break;  // every block: the same <r~, v>
+        PHASE(4)
         // s <- r - alpha v with <s, s>'s chunk partials (bicg_s)
         const V minus_alpha = O::neg(alpha);
         for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
             const V sum = bgp_s_chunk<O>(c, n, minus_alpha, v, r, s);
             if (threadIdx.x == 0) O::store(ss_chunks, c, sum);
         }
-        grid_barrier(barrier);
+        PHASE(5)
+        grid_barrier(sync);
+        PHASE(6)
         // t <- A s with <t, t>'s and <t, s>'s tile partials
         for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
             persist_spmv_tile<O, 2>(tile, n, nt, row_ptr, col_idx, val, s, s, t, tiles_tt,
                                     tiles_ts);
         }
-        grid_barrier(barrier);
+        PHASE(7)
+        grid_barrier(sync);
+        PHASE(8)
         // <s, s> (dot_final's order), <t, t>, <t, s>, omega and the half-step flag
         // (bgs_omega_tiles; its test has no finiteness check, the close's has)
         const V ss = O::chunks_final_fresh(chunk_count, ss_chunks);
@@ -273,6 +285,7 @@ __device__ __forceinline__ void bgp_run(
         const V om = O::load(shared_scalar, 1);
         const V ss_all = O::load(shared_scalar, 2);
         const bool half = shared_flag[1], om_ok = shared_flag[2];
+        PHASE(9)
         // x <- x + alpha p (+ omega s) (bicg_x)
         bgp_x_update<O>(first, stride, n, alpha, om, half, om_ok, p, s, x);
         // r <- s - omega t with <r, r>'s and the next rho's chunk partials (bicg_r)
@@ -282,7 +295,9 @@ __device__ __forceinline__ void bgp_run(
                 bgp_r_chunk<O>(c, n, minus_om, t, s, r_tilde, r, rr_chunks, rho_chunks);
             }
         }
-        grid_barrier(barrier);
+        PHASE(10)
+        grid_barrier(sync);
+        PHASE(11)
         // the stopping tests, beta, the next rho (bgs_close)
         if (threshold_reached(O::norm(ss_all), denominator, tol) || !om_ok) {
             if (writer) bgp_half_stop<O>(k, ss_all, om, denominator, tol, st, rec, cap);
@@ -303,7 +318,9 @@ __device__ __forceinline__ void bgp_run(
         frozen = shared_flag[3];
         done = k;
         __syncthreads();  // shared_scalar is written again next iteration
+        PHASE(12)
     }
+    PHASES_END(sizeof(T) == 8 ? "bicgstab-f64" : "bicgstab-dd")
 }
 
 #define BICGSTAB_PERSISTENT(P, O)                                                               \

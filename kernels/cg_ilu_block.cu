@@ -35,7 +35,7 @@ __device__ __forceinline__ typename O::V cgi_rz_chunk(long long chunk, long long
     typename O::V sum = O::of(0.0);
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
-        if (i < n) sum = O::add(sum, O::mul(O::load_cg(r, i), O::widen(__ldcg(z + i))));
+        if (i < n) sum = O::add(sum, O::mul(O::load_cg(r, i), O::widen(ld_fresh(z + i))));
     }
     return O::tree(sum);
 }
@@ -82,7 +82,7 @@ __device__ __forceinline__ void cgi_run(int iterations, int n, int nt,
         rho = rho_now;
         // (x <- x + alpha p ;) p <- z + beta p  (cgs_direction_wide)
         for (int i = threadIdx.x; i < n; i += DOT_THREADS) {
-            const V zi = O::widen(__ldcg(z + i));
+            const V zi = O::widen(ld_fresh(z + i));
             if (done == 0) {
                 O::store(p, i, zi);
                 continue;

@@ -21,8 +21,9 @@
 //   tiles: ceil(n / TILE_ROWS) partials, chunks: ceil(n / DOT_CHUNK); barrier: a zeroed word,
 //   used by no other grid size.
 //
-// Vectors other blocks write during the kernel are read with __ldcg (L2: an SM's L1 may hold a
-// line from before the barrier); the matrix, which nothing writes, through the read-only path.
+// Vectors written during the kernel are read with ld_fresh (past L1 where other blocks write
+// them, through it in a grid of one block); the matrix, which nothing writes, through the
+// read-only path.
 
 template <class O>
 __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
@@ -47,8 +48,11 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
     const int tile_count = (n + TILE_ROWS - 1) / TILE_ROWS;
     const int chunk_count = (n + DOT_CHUNK - 1) / DOT_CHUNK;
     const long long stride = (long long)gridDim.x * DOT_THREADS;
+    grid_sync sync = grid_sync_start(barrier);
+    PHASES_BEGIN
     for (int it = 0; it < iterations && !frozen; it++) {
         const int k = done + 1;
+        PHASE_ITERATION
         // (x <- x + alpha p ;) p <- r + beta p  (cgs_direction)
         for (long long i = (long long)blockIdx.x * DOT_THREADS + threadIdx.x; i < n; i += stride) {
             const V ri = O::load_cg(r, i);
@@ -60,12 +64,16 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
             if (pending) O::store(x, i, O::add(O::mul(alpha, pi), O::load_cg(x, i)));
             O::store(p, i, O::add(ri, O::mul(beta, pi)));
         }
-        grid_barrier(barrier);
+        PHASE(0)
+        grid_barrier(sync);
+        PHASE(1)
         // q <- A p with <p, q>'s tile partials
         for (int t = blockIdx.x; t < tile_count; t += gridDim.x) {
             persist_spmv_tile<O, 1>(t, n, nt, row_ptr, col_idx, val, p, p, q, tiles, nullptr);
         }
-        grid_barrier(barrier);
+        PHASE(2)
+        grid_barrier(sync);
+        PHASE(3)
         // alpha (cgs_alpha)
         const V pq = tiles_final_emulated<O>(tile_count, tiles);
         if (threadIdx.x == 0) {
@@ -76,6 +84,7 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         __syncthreads();
         alpha = O::load(shared_scalar, 0);
         pending = shared_flag[0];
+        PHASE(4)
         if (!pending) break;  // every block: the same pq
         // r <- r - alpha q with <r, r>'s chunk partials (cgs_update)
         const V minus_alpha = O::neg(alpha);
@@ -83,7 +92,9 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
             const V sum = r_update_chunk<O, true>(c, n, minus_alpha, q, r);
             if (threadIdx.x == 0) O::store(chunks, c, sum);
         }
-        grid_barrier(barrier);
+        PHASE(5)
+        grid_barrier(sync);
+        PHASE(6)
         // <r, r>, the stopping test, the next rho and beta (cgs_close without a preconditioner)
         const V rr = O::chunks_final_fresh(chunk_count, chunks);
         if (threadIdx.x == 0) {
@@ -98,7 +109,9 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         frozen = shared_flag[1];
         done = k;
         __syncthreads();  // shared_scalar is written again next iteration
+        PHASE(7)
     }
+    PHASES_END(sizeof(T) == 8 ? "cg-f64" : "cg-dd")
 }
 
 #define CG_PERSISTENT(P, O)                                                                     \

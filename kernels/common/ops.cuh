@@ -3,6 +3,10 @@
 // (double, double2), O::V the one computed with (double, dd_t). Each operation has the bits of
 // its twin in src/precision (f64, Dd).
 
+// chunks_final over at most 32 partials, defined after the operations below.
+template <class O>
+__device__ __forceinline__ typename O::V chunks_final_few(int m, const typename O::T* partial);
+
 struct f64_ops {
     typedef double T;
     typedef double V;
@@ -26,17 +30,18 @@ struct f64_ops {
         __shared__ double shared[32];
         return tile_final_f64(m, partial, shared);
     }
-    // chunks_final over partials other blocks of this kernel wrote (read past L1)
+    // chunks_final over partials blocks of this kernel wrote (ld_fresh)
     static __device__ __forceinline__ V chunks_final_fresh(int m, const T* partial) {
+        if (m <= 32) return chunks_final_few<f64_ops>(m, partial);
         __shared__ double shared[DOT_THREADS];
         double s = 0.0;
-        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, __ldcg(partial + i));
+        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = __dadd_rn(s, ld_fresh(partial + i));
         return tree_reduce_f64(s, shared);
     }
-    // For kernels that run a whole solve (kernels/cg_persistent.cu): element i read past L1
-    // (another block may have written it since this SM cached it), the halving tree of one
-    // block, a warp's tree, a shuffle within `width` lanes, and an SpMV row's step s + a x.
-    static __device__ __forceinline__ V load_cg(const T* v, long long i) { return __ldcg(v + i); }
+    // For kernels that run a whole solve (kernels/cg_persistent.cu): element i as written
+    // earlier in the kernel (ld_fresh), the halving tree of one block, a warp's tree, a
+    // shuffle within `width` lanes, and an SpMV row's step s + a x.
+    static __device__ __forceinline__ V load_cg(const T* v, long long i) { return ld_fresh(v + i); }
     static __device__ __forceinline__ V tree(V s) {
         __shared__ double shared[DOT_THREADS];
         return tree_reduce_f64(s, shared);
@@ -76,13 +81,14 @@ struct dd_ops {
         return tile_final_dd(m, partial, shared_hi, shared_lo);
     }
     static __device__ __forceinline__ V chunks_final_fresh(int m, const T* partial) {
+        if (m <= 32) return chunks_final_few<dd_ops>(m, partial);
         __shared__ double shared_hi[DOT_THREADS];
         __shared__ double shared_lo[DOT_THREADS];
         dd_t s = dd_from_f64(0.0);
-        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_of(__ldcg(partial + i)));
+        for (int i = threadIdx.x; i < m; i += DOT_THREADS) s = dd_add(s, dd_of(ld_fresh(partial + i)));
         return tree_reduce_dd(s, shared_hi, shared_lo);
     }
-    static __device__ __forceinline__ V load_cg(const T* v, long long i) { return dd_of(__ldcg(v + i)); }
+    static __device__ __forceinline__ V load_cg(const T* v, long long i) { return dd_of(ld_fresh(v + i)); }
     static __device__ __forceinline__ V tree(V s) {
         __shared__ double shared_hi[DOT_THREADS];
         __shared__ double shared_lo[DOT_THREADS];
@@ -99,6 +105,21 @@ struct dd_ops {
     }
 };
 
+
+// chunks_final_fresh's sum where m <= 32 (a chunk's partial in each of the first m threads, zero
+// in the rest): the halving tree's levels above a warp add zero to each lane of warp 0, so warp
+// 0 makes those additions itself and the block neither writes shared memory nor waits at a
+// barrier. The same operations on the same operands, so the same bits. Valid in thread 0.
+template <class O>
+__device__ __forceinline__ typename O::V chunks_final_few(int m, const typename O::T* partial) {
+    typename O::V s = O::of(0.0);
+    if (threadIdx.x < 32) {
+        if ((int)threadIdx.x < m) s = O::add(s, O::load_cg(partial, threadIdx.x));
+        for (int off = DOT_THREADS / 2; off >= 32; off >>= 1) s = O::add(s, O::of(0.0));
+        s = O::warp_tree(s);
+    }
+    return s;
+}
 
 // The device-resident steps' tests, twins of those in src/solver (cg/steps.rs, bicgstab/steps.rs).
 

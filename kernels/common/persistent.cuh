@@ -9,19 +9,72 @@
 // multiple of gridDim.x. Thread 0's release makes its block's writes (ordered before it by
 // __syncthreads) visible to the blocks whose acquire sees the count. A grid of one block needs
 // only __syncthreads.
-__device__ __forceinline__ void grid_barrier(unsigned long long* arrived) {
+//
+// Thread 0 keeps that multiple itself (grid_sync::target), so its arrival is a reduction that
+// returns nothing and its wait starts at once, rather than after an atomic's round trip to L2.
+// The count it starts from: earlier launches on the word (the same grid size) ended with it a
+// multiple of gridDim.x, and at this launch's start at most gridDim.x - 1 blocks have arrived
+// at its first barrier (none passes it before this block arrives), so it is the count read at
+// the start rounded down to a multiple of gridDim.x.
+struct grid_sync {
+    unsigned long long* arrived;
+    unsigned long long target;
+};
+
+__device__ __forceinline__ grid_sync grid_sync_start(unsigned long long* arrived) {
+    grid_sync g = {arrived, 0};
+    if (gridDim.x > 1 && threadIdx.x == 0) {
+        unsigned long long now;
+        asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(now) : "l"(arrived) : "memory");
+        g.target = now - now % gridDim.x;
+    }
+    return g;
+}
+
+__device__ __forceinline__ void grid_barrier(grid_sync& g) {
     __syncthreads();
     if (gridDim.x == 1) return;
     if (threadIdx.x == 0) {
-        unsigned long long old, now;
-        asm volatile("atom.add.release.gpu.u64 %0, [%1], 1;" : "=l"(old) : "l"(arrived) : "memory");
-        const unsigned long long target = (old / gridDim.x + 1) * gridDim.x;
+        unsigned long long now;
+        asm volatile("red.release.gpu.global.add.u64 [%0], 1;" : : "l"(g.arrived) : "memory");
+        g.target += gridDim.x;
         do {
-            asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(now) : "l"(arrived) : "memory");
-        } while (now < target);
+            asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(now) : "l"(g.arrived) : "memory");
+        } while (now < g.target);
     }
     __syncthreads();
 }
+
+// Where an iteration's time goes, for measuring (PRECSOLVE_KERNEL_DEFINES=PHASE_TIMES; compiled
+// out otherwise): thread 0 of block 0 adds the SM cycles since the last mark to mark k's total,
+// and at the kernel's end prints the totals of the launch (one line a batch).
+#ifdef PHASE_TIMES
+#define PHASE_SLOTS 16
+#define PHASES_BEGIN                                                                   \
+    long long phase_last = clock64(), phase_total[PHASE_SLOTS];                        \
+    for (int phase_i = 0; phase_i < PHASE_SLOTS; phase_i++) phase_total[phase_i] = 0;  \
+    int phase_iterations = 0;
+#define PHASE(k)                                                                       \
+    if (blockIdx.x == 0 && threadIdx.x == 0) {                                         \
+        const long long phase_now = clock64();                                         \
+        phase_total[k] += phase_now - phase_last;                                      \
+        phase_last = phase_now;                                                        \
+    }
+#define PHASE_ITERATION phase_iterations++;
+#define PHASES_END(name)                                                               \
+    if (blockIdx.x == 0 && threadIdx.x == 0) {                                         \
+        printf("PHASES %s n=%d grid=%d iterations=%d cycles", name, n, gridDim.x,      \
+               phase_iterations);                                                      \
+        for (int phase_i = 0; phase_i < PHASE_SLOTS; phase_i++)                        \
+            printf(" %lld", phase_total[phase_i]);                                     \
+        printf("\n");                                                                  \
+    }
+#else
+#define PHASES_BEGIN
+#define PHASE(k)
+#define PHASE_ITERATION
+#define PHASES_END(name)
+#endif
 
 // tile_final's order over m tile partials, by a block of DOT_THREADS: virtual lane L of
 // TILE_FINAL_THREADS sums partials L, L + TILE_FINAL_THREADS, ... from zero; each virtual warp's
@@ -33,6 +86,10 @@ __device__ __forceinline__ typename O::V tiles_final_emulated(int m,
     __shared__ typename O::T warp_sums[TILE_FINAL_THREADS / 32];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int w = warp; w < TILE_FINAL_THREADS / 32; w += DOT_THREADS / 32) {
+        if (w * 32 >= m) {  // no partial in this virtual warp: its tree of zeros is zero
+            if (lane == 0) O::store(warp_sums, w, O::of(0.0));
+            continue;
+        }
         typename O::V s = O::of(0.0);
         for (int i = w * 32 + lane; i < m; i += TILE_FINAL_THREADS) s = O::add(s, O::load_cg(partial, i));
         s = O::warp_tree(s);
@@ -48,11 +105,12 @@ __device__ __forceinline__ typename O::V tiles_final_emulated(int m,
 // Entries of a lane loaded before any is summed (the same order; the gathers overlap).
 #define PERSIST_BATCH 4
 
-// Element j of x as O::V, read past L1: stored, or a double widened exactly (BiCGStab's
-// preconditioned vectors, kept in double: kernels/bicgstab_ilu_block.cu).
+// Element j of x as O::V, as written earlier in the kernel (ld_fresh): stored, or a double
+// widened exactly (BiCGStab's preconditioned vectors, kept in double:
+// kernels/bicgstab_ilu_block.cu).
 template <class O>
 __device__ __forceinline__ typename O::V persist_x(const double* x, long long j) {
-    return O::widen(__ldcg(x + j));
+    return O::widen(ld_fresh(x + j));
 }
 template <class O>
 __device__ __forceinline__ typename O::V persist_x(const double2* x, long long j) {

@@ -7,6 +7,16 @@
 //   - the per-block results are reduced by one block the same way (strided sums, then the tree).
 
 #define DOT_THREADS 256
+
+// An element this kernel may have written, read back after a barrier: past L1 (__ldcg) where
+// other blocks of the grid may have written it since this SM cached its line; through L1
+// (__ldca) in a grid of one block, where every write came from this SM and __syncthreads made
+// it visible (the persistent and one-block solver kernels: an L1 hit instead of an L2 round
+// trip on each of an iteration's dependent loads). The branch is uniform over the grid.
+template <typename T>
+__device__ __forceinline__ T ld_fresh(const T* p) {
+    return gridDim.x == 1 ? __ldca(p) : __ldcg(p);
+}
 #define DOT_PER_THREAD 32
 #define DOT_CHUNK (DOT_THREADS * DOT_PER_THREAD)
 

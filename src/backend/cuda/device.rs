@@ -355,6 +355,7 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
             text
         }
     };
+    let text = with_measurement_defines(text);
     let options = CompileOptions {
         arch: Some(arch),
         // DD needs IEEE rounding at every step: no contraction, no flush to zero, IEEE div/sqrt.
@@ -373,6 +374,23 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
         .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))?;
     cached.store(&ptx);
     Ok(ptx)
+}
+
+/// `text` after the `#define`s that `PRECSOLVE_KERNEL_DEFINES` names (space-separated `NAME` or
+/// `NAME=VALUE`), for measuring kernel variants in one build: `PHASE_TIMES` makes the
+/// persistent solver kernels print where an iteration's time goes (`kernels/common/persistent.cuh`).
+/// Unset (the product's way), the text is unchanged; the PTX cache keys on the text, so a
+/// variant never reuses another's PTX.
+fn with_measurement_defines(text: String) -> String {
+    let Ok(defines) = std::env::var("PRECSOLVE_KERNEL_DEFINES") else {
+        return text;
+    };
+    let mut head: String = defines
+        .split_whitespace()
+        .map(|d| format!("#define {}\n", d.replacen('=', " ", 1)))
+        .collect();
+    head.push_str(&text);
+    head
 }
 
 /// Compile every kernel source for `arch` with NVRTC alone: no GPU or driver is needed, so the
