@@ -17,7 +17,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig};
 pub enum Persistent {
     /// Never: the step kernels (with CUDA graphs where they are on).
     Off,
-    /// Where it was measured faster than the step kernels (`MEASURED_MAX_TILES`).
+    /// Where it was measured faster than the step kernels (`measured_persistent`).
     Measured,
     /// Wherever it can run (one wave, CSR): for the tests, and for measuring.
     Everywhere,
@@ -28,20 +28,49 @@ pub enum Persistent {
 }
 
 impl Persistent {
-    /// `PRECSOLVE_PERSISTENT`: `0` off, `all` everywhere, otherwise (and unset) measured.
+    /// `PRECSOLVE_PERSISTENT`: `0` off, `all` everywhere, `one` one block a solve (as beside
+    /// others, for measuring it alone), otherwise (and unset) measured.
     pub fn from_env() -> Self {
         match std::env::var("PRECSOLVE_PERSISTENT").as_deref() {
             Ok("0") => Persistent::Off,
             Ok("all") => Persistent::Everywhere,
+            Ok("one") => Persistent::OneBlock,
             _ => Persistent::Measured,
         }
     }
 }
 
-/// The most tiles (of 256 rows) for which [`Persistent::Measured`] chooses the persistent
-/// kernel, and only for rows of one lane: above, and with several lanes a row, the step
-/// kernels replayed as a graph were as fast or faster on the H200 (`benches/results/gpu-resident.md`).
+/// Where [`Persistent::Measured`] chooses the persistent kernel, for rows of one lane (with
+/// several lanes a row the step kernels replayed as a graph were faster): in dd up to
+/// `MEASURED_MAX_TILES_DD` tiles (of 256 rows), where it was faster than the step kernels on
+/// every matrix measured, up to 62 tiles; in f64 up to `MEASURED_MAX_TILES` tiles, or up to
+/// `MEASURED_MAX_TILES_SPARSE` tiles where the matrix has at most `MEASURED_MAX_NNZ` entries:
+/// with more entries the step kernels' grids, wider than one block a tile, did the f64
+/// iteration faster (`benches/results/gpu-resident.md`, "How far the persistent kernels reach").
 const MEASURED_MAX_TILES: usize = 8;
+const MEASURED_MAX_TILES_SPARSE: usize = 32;
+const MEASURED_MAX_NNZ: usize = 32_768;
+const MEASURED_MAX_TILES_DD: usize = 64;
+
+/// Whether [`Persistent::Measured`] runs the persistent kernel on `a` (`dd`: in double-double,
+/// else in f64).
+fn measured_persistent(a: &CudaMatrix, dd: bool) -> bool {
+    measured_reach(a.nrows, a.nnz, a.lanes, a.longest_row, dd)
+}
+
+/// [`measured_persistent`] on a matrix of `rows` rows, `nnz` entries, `lanes` CSR lanes a row
+/// and `longest_row` entries in its longest row.
+fn measured_reach(rows: usize, nnz: usize, lanes: usize, longest_row: usize, dd: bool) -> bool {
+    let tiles = rows.div_ceil(THREADS as usize);
+    let reach = match dd {
+        true => tiles <= MEASURED_MAX_TILES_DD,
+        false => {
+            tiles <= MEASURED_MAX_TILES
+                || (tiles <= MEASURED_MAX_TILES_SPARSE && nnz <= MEASURED_MAX_NNZ)
+        }
+    };
+    lanes == 1 && reach && longest_row <= MEASURED_MAX_ROW
+}
 
 /// The longest row for which [`Persistent::Measured`] chooses the persistent kernel: BiCGStab's
 /// took 39% longer than the step kernels on adder_dcop_05 (a row of 1,310 entries, summed by
@@ -190,7 +219,8 @@ impl CudaBackend {
         alone: fn(usize, usize, usize) -> bool,
     ) -> Result<Schedule> {
         if identity {
-            let grid = self.persistent_grid(&self.kernel::<P>(persistent)?.0, a)?;
+            let dd = super::resident::is::<P, crate::precision::Dd>();
+            let grid = self.persistent_grid(&self.kernel::<P>(persistent)?.0, a, dd)?;
             return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
         }
         let block = self.ilu_block_kernel::<P, M>(ilu_block, a, precond, alone)?;
@@ -209,18 +239,18 @@ impl CudaBackend {
     /// The grid for `kernel` on `a` where the persistent kernel applies: `a` in CSR (the sliced
     /// layout is for matrices larger than one wave anyway), one block a tile all resident at
     /// once (a cooperative launch needs every block resident) or one block in all
-    /// ([`Persistent::OneBlock`]), and where [`Self::persistent`] says.
+    /// ([`Persistent::OneBlock`]), and where [`Self::persistent`] says (`dd`: the solve is in
+    /// double-double, else in f64).
     pub(super) fn persistent_grid(
         &self,
         kernel: &CudaFunction,
         a: &CudaMatrix,
+        dd: bool,
     ) -> Result<Option<PersistentGrid>> {
         let tiles = a.nrows.div_ceil(THREADS as usize);
         let wanted = match self.persistent() {
             Persistent::Off => false,
-            Persistent::Measured => {
-                a.lanes == 1 && tiles <= MEASURED_MAX_TILES && a.longest_row <= MEASURED_MAX_ROW
-            }
+            Persistent::Measured => measured_persistent(a, dd),
             Persistent::Everywhere => true,
             Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
         };
@@ -246,5 +276,41 @@ impl CudaBackend {
             .alloc_zeros::<u64>(1)
             .map_err(driver_error("allocating a grid barrier"))?;
         Ok(Some(PersistentGrid { blocks, barrier }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::measured_reach;
+
+    /// The choices behind the constants: the solves measured on an H200
+    /// (`benches/results/gpu-resident.md`, "How far the persistent kernels reach").
+    #[test]
+    fn the_persistent_kernel_runs_where_it_was_measured_faster() {
+        // (rows, entries, lanes, longest row, dd): faster as the persistent kernel
+        let faster = [
+            (1_138, 4_054, 1, 18, false),    // 1138_bus
+            (2_500, 12_349, 1, 5, false),    // cryg2500
+            (3_312, 20_793, 1, 21, false),   // sherman5
+            (8_081, 13_036, 1, 5, false),    // Pd
+            (2_500, 12_349, 1, 5, true),     // cryg2500
+            (8_000, 53_600, 1, 7, true),     // poisson3d:20
+            (15_625, 105_625, 1, 7, true),   // poisson3d:25
+        ];
+        // slower, or not measured faster: the step kernels
+        let slower = [
+            (8_000, 53_600, 1, 7, false),    // poisson3d:20, f64
+            (15_625, 105_625, 1, 7, false),  // poisson3d:25, f64
+            (4_884, 290_378, 4, 81, false),  // bcsstk16: several lanes a row
+            (4_884, 290_378, 4, 81, true),
+            (1_813, 11_097, 1, 1_310, false), // adder_dcop_05: one long row
+            (27_000, 183_600, 1, 7, true),   // poisson3d:30: past the tiles measured
+        ];
+        for (rows, nnz, lanes, longest, dd) in faster {
+            assert!(measured_reach(rows, nnz, lanes, longest, dd), "{rows} rows, dd {dd}");
+        }
+        for (rows, nnz, lanes, longest, dd) in slower {
+            assert!(!measured_reach(rows, nnz, lanes, longest, dd), "{rows} rows, dd {dd}");
+        }
     }
 }
