@@ -12,7 +12,9 @@
 # bash .gpu/resident.sh bicgstab-persistent: only BiCGStab's persistent kernel against its step
 # kernels (PRECSOLVE_PERSISTENT=0, unset, all), one solve of 2,000 iterations each, f64 and dd;
 # bash .gpu/resident.sh bicgstab-ilu: ILU(0)-BiCGStab as one block against its step kernels;
-# bash .gpu/resident.sh host-ilu: ILU(0) applied on the host, this build against BASE.
+# bash .gpu/resident.sh host-ilu: ILU(0) applied on the host, this build against BASE;
+# bash .gpu/resident.sh floor: the default schedule, this build against BASE and the CPU;
+# bash .gpu/resident.sh phases: where a persistent kernel's iteration goes (PHASE_TIMES).
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -61,6 +63,64 @@ if [ "$1" = host-ilu ]; then
       printf "| %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) | tee -a $OUT/resident.txt
     done
   done
+  exit 0
+fi
+if [ "$1" = floor ]; then
+  # The default schedule of this build against BASE's and the CPU backend (all cores): us an
+  # iteration, median of 3 alternated solves of 1,000 iterations (2 on poisson3d:200).
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---|---:|---:|---:|\n" matrix rows method precision "base (us)" "this build (us)" "CPU (us)" | tee -a $OUT/resident.txt
+  for mm in "bcsstk01 cg bicgstab" "fs_183_4 bicgstab" "1138_bus cg bicgstab" "dw2048 bicgstab" \
+            "rdb2048l bicgstab" "cryg2500 bicgstab" "sherman5 bicgstab" "Pd bicgstab" "bcsstk16 cg" \
+            "poisson3d:16 cg" "poisson3d:20 cg bicgstab" "poisson3d:25 cg bicgstab" "poisson3d:200 cg bicgstab"; do
+    set -- $mm; m=$1; shift
+    f=matrices/$m.mtx; [ -e $f ] || f=$m
+    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
+    reps="1 2 3"; [ $m = poisson3d:200 ] && reps="1 2"
+    for meth in "$@"; do
+      for p in f64 dd; do
+        a=(); b=()
+        for r in $reps; do
+          a+=($(one solver-base $f $p $meth cuda)); b+=($(one solver $f $p $meth cuda))
+        done
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $meth $p $(med ${a[@]}) $(med ${b[@]}) \
+          $(one solver $f $p $meth cpu) | tee -a $OUT/resident.txt
+      done
+    done
+  done
+  exit 0
+fi
+if [ "$1" = phases ]; then
+  # Where a persistent kernel's iteration goes (PRECSOLVE_KERNEL_DEFINES=PHASE_TIMES: SM cycles
+  # between the marks in kernels/{cg,bicgstab}_persistent.cu, thread 0 of block 0), one solve of
+  # 1,000 iterations each, cycles an iteration by mark.
+  for mm in "bcsstk01 cg bicgstab" "1138_bus cg bicgstab" "dw2048 bicgstab"; do
+    set -- $mm; m=$1; shift
+    for meth in "$@"; do
+      for p in f64 dd; do
+        echo "== $m $meth $p" >> $OUT/phases-raw.txt
+        PRECSOLVE_KERNEL_DEFINES=PHASE_TIMES timeout 60 ./solver solve matrices/$m.mtx --backend cuda \
+          --precision $p --method $meth --tol 1e-300 --max-iter 1000 -q 2>>$OUT/err.txt |
+          grep PHASES >> $OUT/phases-raw.txt
+      done
+    done
+  done
+  python3 - "$OUT/phases-raw.txt" <<'P' | tee -a $OUT/resident.txt
+import sys
+acc = {}
+for line in open(sys.argv[1]):
+    if line.startswith('=='):
+        cur = line[3:].strip()
+        continue
+    w = line.split()  # PHASES name n= grid= iterations= cycles c0 c1 ...
+    it, c = int(w[4].split('=')[1]), [int(x) for x in w[6:]]
+    a = acc.setdefault(cur, [w[3], 0, [0] * len(c)])
+    a[1] += it
+    a[2] = [x + y for x, y in zip(a[2], c)]
+print("| solve | grid | cycles an iteration | by mark 0, 1, ... |\n|---|---|---:|---|")
+for k, (grid, it, c) in acc.items():
+    if it:
+        print(f"| {k} | {grid} | {sum(c) / it:.0f} | " + " ".join(f"{x / it:.0f}" for x in c if x) + " |")
+P
   exit 0
 fi
 if [ "$1" = bicgstab-persistent ]; then
