@@ -17,7 +17,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig};
 pub enum Persistent {
     /// Never: the step kernels (with CUDA graphs where they are on).
     Off,
-    /// Where it was measured faster than the step kernels (`measured_persistent`).
+    /// Where it was measured faster than the step kernels (`measured_reach`).
     Measured,
     /// Wherever it can run (one wave, CSR): for the tests, and for measuring.
     Everywhere,
@@ -46,20 +46,16 @@ impl Persistent {
 /// every matrix measured, up to 62 tiles; in f64 up to `MEASURED_MAX_TILES` tiles, or up to
 /// `MEASURED_MAX_TILES_SPARSE` tiles where the matrix has at most `MEASURED_MAX_NNZ` entries:
 /// with more entries the step kernels' grids, wider than one block a tile, did the f64
-/// iteration faster (`benches/results/gpu-resident.md`, "How far the persistent kernels reach").
+/// iteration faster (`benches/results/gpu-resident.md`, "Where a persistent iteration goes",
+/// item 4).
 const MEASURED_MAX_TILES: usize = 8;
 const MEASURED_MAX_TILES_SPARSE: usize = 32;
 const MEASURED_MAX_NNZ: usize = 32_768;
 const MEASURED_MAX_TILES_DD: usize = 64;
 
-/// Whether [`Persistent::Measured`] runs the persistent kernel on `a` (`dd`: in double-double,
-/// else in f64).
-fn measured_persistent(a: &CudaMatrix, dd: bool) -> bool {
-    measured_reach(a.nrows, a.nnz, a.lanes, a.longest_row, dd)
-}
-
-/// [`measured_persistent`] on a matrix of `rows` rows, `nnz` entries, `lanes` CSR lanes a row
-/// and `longest_row` entries in its longest row.
+/// Whether [`Persistent::Measured`] runs the persistent kernel on a matrix of `rows` rows,
+/// `nnz` entries, `lanes` CSR lanes a row and `longest_row` entries in its longest row (`dd`:
+/// in double-double, else in f64).
 fn measured_reach(rows: usize, nnz: usize, lanes: usize, longest_row: usize, dd: bool) -> bool {
     let tiles = rows.div_ceil(THREADS as usize);
     let reach = match dd {
@@ -250,7 +246,9 @@ impl CudaBackend {
         let tiles = a.nrows.div_ceil(THREADS as usize);
         let wanted = match self.persistent() {
             Persistent::Off => false,
-            Persistent::Measured => measured_persistent(a, dd),
+            Persistent::Measured => {
+                measured_reach(a.nrows, a.nnz, a.lanes, a.longest_row, dd)
+            }
             Persistent::Everywhere => true,
             Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
         };
@@ -284,7 +282,7 @@ mod tests {
     use super::measured_reach;
 
     /// The choices behind the constants: the solves measured on an H200
-    /// (`benches/results/gpu-resident.md`, "How far the persistent kernels reach").
+    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4).
     #[test]
     fn the_persistent_kernel_runs_where_it_was_measured_faster() {
         // (rows, entries, lanes, longest row, dd): faster as the persistent kernel
