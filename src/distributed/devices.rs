@@ -4,7 +4,7 @@
 //! solution at the end, ILU(0)'s residuals).
 
 use super::{BlockBackend, ThreadGroup};
-use crate::backend::cuda::{CudaBackend, NcclComms, NcclLink};
+use crate::backend::cuda::{CudaBackend, GpuLink, NcclComms};
 use crate::error::{Error, Result};
 use crate::sparse::CsrMatrix;
 use std::cell::RefCell;
@@ -61,7 +61,7 @@ impl DeviceGroup {
         let backend = |comm: Arc<dyn super::Communicator>| -> Result<BlockBackend<CudaBackend>> {
             let rank = comm.rank();
             let gpu = self.gpus[rank].sibling()?;
-            let link = NcclLink::new(self.comms.clone(), rank);
+            let link = GpuLink::nccl(self.comms.clone(), rank);
             Ok(BlockBackend::new(gpu, link, comm, a))
         };
         // mp values take their precision from the thread's scope: the GPUs' threads too.

@@ -1,9 +1,8 @@
-//! The GPU's side of [`BlockBackend`](crate::distributed::BlockBackend) (`--devices`): the
-//! partials stay on the device, NCCL broadcasts each GPU's run of them into every GPU's copy
-//! of the whole list, and the backend's own final stage sums it (the single GPU's bits); the
-//! halo travels by NCCL sends and receives straight between the vectors, on the solve's stream.
-//! Runs of elements are moved as bytes of each array of the layout (one for f64/dd/qd, the
-//! `hi` doubles and `lo` ints of td, the limb arrays of mp).
+//! The GPU's side of [`BlockBackend`](crate::distributed::BlockBackend) (`--devices`, or a GPU
+//! a rank under MPI): the partials stay on the device, each rank's run of them is gathered
+//! into every rank's copy of the whole list (`link.rs`: NCCL broadcasts, or through the host),
+//! and the backend's own final stage sums it (the single GPU's bits); the halo travels between
+//! the vectors the same way.
 
 use super::device::driver_error;
 use super::launch::FinalStage;
@@ -16,85 +15,14 @@ use crate::solver::cg::{CgRecord, Collected, Threshold};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use crate::sparse::CsrMatrix;
-use cudarc::driver::{CudaEvent, CudaStream, DevicePtr};
-use cudarc::nccl::{result as nccl, sys as nccl_sys};
+use super::link::GpuLink;
+use cudarc::driver::DevicePtr;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// NCCL communicators of the GPUs of one process, one a GPU (`ncclCommInitAll`).
-pub struct NcclComms {
-    comms: Vec<RawComm>,
-}
-
-/// One GPU's communicator.
-struct RawComm(nccl_sys::ncclComm_t);
-// SAFETY: a communicator is used by one thread at a time (its GPU's rank); NCCL allows that
-// thread to be any.
-unsafe impl Send for RawComm {}
-unsafe impl Sync for RawComm {}
-
-impl Drop for NcclComms {
-    fn drop(&mut self) {
-        for c in &self.comms {
-            // SAFETY: created by ncclCommInitAll, destroyed once.
-            let _ = unsafe { nccl::comm_destroy(c.0) };
-        }
-    }
-}
-
-fn nccl_error(context: &str) -> impl FnOnce(nccl::NcclError) -> Error + '_ {
-    move |e| Error::Backend {
-        backend: "cuda",
-        message: format!("{context}: NCCL error {e:?}"),
-    }
-}
-
-impl NcclComms {
-    /// Communicators for `gpus`, in rank order; an error (not a panic) where NCCL is missing.
-    pub fn new(gpus: &[CudaBackend]) -> Result<Arc<NcclComms>> {
-        // SAFETY: only tries to dlopen libnccl.
-        if !unsafe { nccl_sys::is_culib_present() } {
-            return Err(Error::Backend {
-                backend: "cuda",
-                message: "several GPUs need NCCL, and libnccl could not be loaded".into(),
-            });
-        }
-        let ordinals: Vec<i32> = gpus.iter().map(|g| g.ctx.ordinal() as i32).collect();
-        let mut raw = vec![std::ptr::null_mut(); gpus.len()];
-        // SAFETY: `raw` has room for one communicator a device.
-        unsafe { nccl::comm_init_all(raw.as_mut_ptr(), raw.len() as i32, ordinals.as_ptr()) }
-            .map_err(nccl_error("creating the GPUs' communicators"))?;
-        Ok(Arc::new(NcclComms {
-            comms: raw.into_iter().map(RawComm).collect(),
-        }))
-    }
-}
-
-/// A GPU's place among the GPUs of a block solve.
-pub struct NcclLink {
-    comms: Arc<NcclComms>,
-    rank: usize,
-    /// Events around each transfer, and their total once resolved.
-    timing: Mutex<(Vec<(CudaEvent, CudaEvent)>, f64)>,
-}
-
-impl NcclLink {
-    pub fn new(comms: Arc<NcclComms>, rank: usize) -> Self {
-        NcclLink {
-            comms,
-            rank,
-            timing: Mutex::new((Vec::new(), 0.0)),
-        }
-    }
-
-    fn comm(&self) -> nccl_sys::ncclComm_t {
-        self.comms.comms[self.rank].0
-    }
-}
-
 /// The layout of a reduction's partials: td's are double-doubles.
-fn partial_layout<P: Precision>() -> Layout {
+pub(super) fn partial_layout<P: Precision>() -> Layout {
     match CudaBackend::layout::<P>() {
         Layout::TdSoa => Layout::Words(2),
         other => other,
@@ -103,7 +31,7 @@ fn partial_layout<P: Precision>() -> Layout {
 
 /// Elements `range` of an array of `len` in `layout`, as (byte offset, bytes) of each of its
 /// arrays.
-fn segments(layout: Layout, len: usize, range: Range<usize>) -> Vec<(u64, usize)> {
+pub(super) fn segments(layout: Layout, len: usize, range: Range<usize>) -> Vec<(u64, usize)> {
     let (lo, n) = (range.start, range.len());
     match layout {
         Layout::Words(w) => vec![((8 * w * lo) as u64, 8 * w * n)],
@@ -121,178 +49,9 @@ pub struct CudaPartials<P> {
 }
 
 impl CudaBackend {
-    fn base<P>(&self, v: &CudaVector<P>) -> u64 {
+    pub(super) fn base<P>(&self, v: &CudaVector<P>) -> u64 {
         let (ptr, _sync) = v.words.device_ptr(&self.stream);
         ptr
-    }
-
-    /// Run `transfers` between NCCL's group calls, timed by events on `stream`.
-    fn nccl_group(
-        &self,
-        link: &NcclLink,
-        stream: &CudaStream,
-        transfers: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
-        let timed = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let start = self.ctx.new_event(timed).map_err(driver_error("an event"))?;
-        let end = self.ctx.new_event(timed).map_err(driver_error("an event"))?;
-        start
-            .record(stream)
-            .map_err(driver_error("recording an event"))?;
-        nccl::group_start().map_err(nccl_error("starting a group"))?;
-        let sent = transfers();
-        nccl::group_end().map_err(nccl_error("ending a group"))?;
-        sent?;
-        end.record(stream)
-            .map_err(driver_error("recording an event"))?;
-        link.timing.lock().unwrap().0.push((start, end));
-        Ok(())
-    }
-
-    /// Add the transfers' times to the link's total, once the stream has run them.
-    fn resolve_timing(&self, link: &NcclLink) {
-        let mut timing = link.timing.lock().unwrap();
-        let (pending, total) = &mut *timing;
-        for (start, end) in pending.drain(..) {
-            *total += start.elapsed_ms(&end).map_or(0.0, f64::from) / 1e3;
-        }
-    }
-
-    /// Every GPU's run of partials (this one's `mine[runs.first..]`, of `count`) broadcast
-    /// into `whole` in rank order, on the stream.
-    pub(super) fn gather_runs<P: Precision>(
-        &self,
-        link: &NcclLink,
-        mine: &CudaVector<P>,
-        count: usize,
-        runs: &Runs,
-        whole: &CudaVector<P>,
-    ) -> Result<()> {
-        let total = runs.total();
-        assert!(whole.len >= total, "gather_runs: the whole list's length");
-        let layout = partial_layout::<P>();
-        let (src, dst) = (self.base(mine), self.base(whole));
-        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
-        self.nccl_group(link, &self.stream, || {
-            for (root, run) in runs.runs.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
-                let to = segments(layout, whole.len, run.clone());
-                let from = (root == link.rank)
-                    .then(|| segments(layout, count, runs.first..runs.first + run.len()));
-                for (k, &(offset, bytes)) in to.iter().enumerate() {
-                    let send = from.as_ref().map_or(std::ptr::null(), |f| (src + f[k].0) as *const _);
-                    // SAFETY: both runs lie inside their buffers (`segments` of their lengths),
-                    // alive until the stream has run the broadcast (whoever reads `whole`
-                    // next waits for it on the stream).
-                    unsafe {
-                        nccl::broadcast(
-                            send,
-                            (dst + offset) as *mut _,
-                            bytes,
-                            nccl_sys::ncclDataType_t::ncclUint8,
-                            root as i32,
-                            link.comm(),
-                            self.stream_ptr(),
-                        )
-                    }
-                    .map_err(nccl_error("broadcasting partials"))?;
-                }
-            }
-            Ok(())
-        })
-    }
-
-    fn stream_ptr(&self) -> nccl_sys::cudaStream_t {
-        self.stream.cu_stream() as _
-    }
-
-    /// [`BlockKernels::exchange`] on `stream` (the solve's, or a side stream the SpMV of the
-    /// interior rows does not wait for).
-    pub(super) fn exchange_on<P: Precision>(
-        &self,
-        link: &NcclLink,
-        x: &mut CudaVector<P>,
-        sends: &[(usize, Range<usize>)],
-        receives: &[(usize, Range<usize>)],
-        stream: &CudaStream,
-    ) -> Result<()> {
-        let layout = Self::layout::<P>();
-        let base = self.base(x);
-        let on = stream.cu_stream() as nccl_sys::cudaStream_t;
-        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
-        self.nccl_group(link, stream, || {
-            for (to, range) in sends {
-                for (offset, bytes) in segments(layout, x.len, range.clone()) {
-                    // SAFETY: a run of `x`'s own rows, alive until the stream has sent it.
-                    unsafe {
-                        nccl::send(
-                            (base + offset) as *const _,
-                            bytes,
-                            nccl_sys::ncclDataType_t::ncclUint8,
-                            *to as i32,
-                            link.comm(),
-                            on,
-                        )
-                    }
-                    .map_err(nccl_error("sending a halo"))?;
-                }
-            }
-            for (from, range) in receives {
-                for (offset, bytes) in segments(layout, x.len, range.clone()) {
-                    // SAFETY: a run of `x`'s halo rows, which no kernel reads before the
-                    // stream has received them.
-                    unsafe {
-                        nccl::recv(
-                            (base + offset) as *mut _,
-                            bytes,
-                            nccl_sys::ncclDataType_t::ncclUint8,
-                            *from as i32,
-                            link.comm(),
-                            on,
-                        )
-                    }
-                    .map_err(nccl_error("receiving a halo"))?;
-                }
-            }
-            Ok(())
-        })
-    }
-
-    /// What the fixed order is measured against (`examples/nccl_allreduce_cost.rs`): `<x, y>`
-    /// of this GPU's rows summed here, then `ncclAllReduce`'s sum of one double a GPU, as
-    /// codes without the same-bits guarantee reduce (the result's bits depend on the GPU
-    /// count). Same partials, final stage and transfer timing as [`BlockKernels::reduce`].
-    pub fn plain_all_reduce_dot(
-        &self,
-        link: &NcclLink,
-        x: &CudaVector<f64>,
-        y: &CudaVector<f64>,
-    ) -> Result<f64> {
-        let (partials, count) = self.partials::<f64>(x.len)?;
-        self.launch_dot_partial_op("dot", x, y, &partials, count)?;
-        let mut sum = self.alloc_vector::<f64>(1)?;
-        self.launch_final(FinalStage::Dot, &partials, count, &mut sum, 0)?;
-        let at = self.base(&sum);
-        self.ctx.bind_to_thread().map_err(driver_error("binding"))?;
-        self.nccl_group(link, &self.stream, || {
-            // SAFETY: one double in `sum`, alive until the stream has run the reduction
-            // (`decode` below waits for it).
-            unsafe {
-                nccl::all_reduce(
-                    at as *const _,
-                    at as *mut _,
-                    1,
-                    nccl_sys::ncclDataType_t::ncclFloat64,
-                    nccl_sys::ncclRedOp_t::ncclSum,
-                    link.comm(),
-                    self.stream_ptr(),
-                )
-            }
-            .map_err(nccl_error("an all-reduce"))?;
-            Ok(())
-        })?;
-        let value = self.decode(&sum)?.remove(0);
-        self.resolve_timing(link);
-        Ok(value)
     }
 
     /// The GPU on `ordinal` (0 is [`CudaBackend::new`]'s).
@@ -318,7 +77,7 @@ impl CudaBackend {
 }
 
 impl BlockKernels for CudaBackend {
-    type Link = NcclLink;
+    type Link = GpuLink;
     type Partials<P: Precision> = CudaPartials<P>;
 
     fn matrix_with_lanes(&self, a: &Arc<CsrMatrix>, lanes: usize) -> Result<CudaMatrix> {
@@ -388,7 +147,7 @@ impl BlockKernels for CudaBackend {
 
     fn reduce<P: Precision>(
         &self,
-        link: &NcclLink,
+        link: &GpuLink,
         kind: Reduction,
         mine: &CudaPartials<P>,
         runs: &Runs,
@@ -408,7 +167,7 @@ impl BlockKernels for CudaBackend {
 
     fn exchange<P: Precision>(
         &self,
-        link: &NcclLink,
+        link: &GpuLink,
         x: &mut CudaVector<P>,
         sends: &[(usize, Range<usize>)],
         receives: &[(usize, Range<usize>)],
@@ -449,11 +208,11 @@ impl BlockKernels for CudaBackend {
         self.decode(&part)
     }
 
-    fn link_time(&self, link: &NcclLink) -> Duration {
+    fn link_time(&self, link: &GpuLink) -> Duration {
         if self.stream.synchronize().is_ok() {
             self.resolve_timing(link);
         }
-        Duration::from_secs_f64(link.timing.lock().unwrap().1)
+        Duration::from_secs_f64(link.total_seconds())
     }
 
     /// f64 and dd keep CG's scalars on each GPU (`cg.rs`'s steps): every GPU runs the same
@@ -473,7 +232,7 @@ impl BlockKernels for CudaBackend {
     }
     fn block_cg_run<P: Precision>(
         &self,
-        link: &NcclLink,
+        link: &GpuLink,
         route: &BlockRoute,
         a: &CudaMatrix,
         v: BlockCgVectors<'_, Self, P>,
@@ -494,7 +253,7 @@ impl BlockKernels for CudaBackend {
     }
     fn block_cg_collect<P: Precision>(
         &self,
-        link: &NcclLink,
+        link: &GpuLink,
         state: &mut DeviceCg<P>,
         out: &mut Vec<CgRecord<P>>,
     ) -> Result<Collected> {

@@ -18,7 +18,7 @@ use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state
 use super::spmv_dot::TilePartials;
 use super::*;
 use crate::precond::Preconditioner;
-use super::blocks::NcclLink;
+use super::link::GpuLink;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaStream};
 use crate::distributed::{BlockKernels, BlockRoute, Reduction};
 use crate::solver::cg::{CgRecord, CgSteps, CgVectors, Collected, HostCg, Threshold, rho_stops};
@@ -96,7 +96,7 @@ fn halo_overlap() -> bool {
 /// A block solve's place for the steps: its link to the other GPUs and its route.
 #[derive(Clone, Copy)]
 pub(super) struct Block<'a> {
-    pub link: &'a NcclLink,
+    pub link: &'a GpuLink,
     pub route: &'a BlockRoute,
 }
 

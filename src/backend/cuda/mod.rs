@@ -16,6 +16,7 @@ mod ptx_cache;
 mod ilu;
 mod ilu_host;
 mod launch;
+mod link;
 mod mp_arithmetic;
 mod persistent;
 mod readback;
@@ -24,7 +25,8 @@ mod sell;
 mod spmv_dot;
 mod vectors;
 
-pub use blocks::{CudaPartials, NcclComms, NcclLink};
+pub use blocks::CudaPartials;
+pub use link::{GpuLink, NcclComms};
 pub use device::{claim_stream_queues, compile_kernel_sources, probe};
 pub use ilu::{CudaIlu, DEFAULT_BLOCK as ILU_DEFAULT_BLOCK, IluConfig, IluPlacement, IluSchedule};
 pub use persistent::Persistent;
