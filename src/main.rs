@@ -584,20 +584,17 @@ impl Ranks {
     }
 }
 
-/// Over MPI ranks every rank solves its rows on the CPU backend, with its share of the cores,
-/// and only rank 0 reports.
+/// Over MPI ranks every rank solves its rows, with its share of the host's cores, and only
+/// rank 0 reports: on the CPU backend, or with `--backend cuda` on a GPU a rank (the ranks of
+/// a host take its GPUs in turn). `auto` is the CPU there: the cost model knows one process.
 pub(crate) fn enter_ranks(config: &mut Config, devices: Option<Devices>) -> anyhow::Result<Ranks> {
     let world = mpi_world()?;
     let root = world.as_ref().is_none_or(|w| w.rank() == 0);
     if let Some(world) = &world {
-        if config.backend == BackendChoice::Cuda {
-            anyhow::bail!(
-                "a solve over {} MPI ranks runs on the CPU backend (--backend cpu): GPUs are \
-                 not spread over ranks yet",
-                world.size()
-            );
+        match config.backend {
+            BackendChoice::Cuda => rank_gpu(world.as_ref())?,
+            _ => config.backend = BackendChoice::Cpu,
         }
-        config.backend = BackendChoice::Cpu;
         if config.threads == 0 {
             // All cores, shared among the ranks (one host's; give --threads on several).
             let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
@@ -615,6 +612,39 @@ pub(crate) fn enter_ranks(config: &mut Config, devices: Option<Devices>) -> anyh
         world,
         root,
     })
+}
+
+/// This rank's GPU: the host's GPUs taken in turn by its ranks.
+#[cfg(feature = "cuda")]
+fn rank_gpu(world: &dyn precsolve::distributed::Communicator) -> anyhow::Result<()> {
+    let on_host = precsolve::distributed::host_rank(world);
+    let count = precsolve::backend::cuda::CudaBackend::device_count();
+    if count == 0 {
+        // the solve's own error says why no GPU can be used
+        return Ok(());
+    }
+    let ordinal = on_host % count;
+    anyhow::ensure!(
+        precsolve::solver::dispatch::use_gpu(ordinal),
+        "rank {}: a GPU was opened before the ranks were entered",
+        world.rank()
+    );
+    log::info!(
+        "rank {} of {}: GPU {ordinal} of this host's {count}{}",
+        world.rank(),
+        world.size(),
+        if on_host >= count {
+            " (shared with another rank)"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn rank_gpu(_: &dyn precsolve::distributed::Communicator) -> anyhow::Result<()> {
+    Ok(())
 }
 
 /// The GPUs of `--devices`, entered for this thread's solves (`auto` with several GPUs asked

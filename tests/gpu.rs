@@ -10,6 +10,10 @@
 mod mp_arithmetic;
 
 #[cfg(feature = "cuda")]
+#[path = "gpu/ranks.rs"]
+mod ranks;
+
+#[cfg(feature = "cuda")]
 mod gpu_checks {
     use precsolve::backend::cpu::{CpuBackend, CpuVector};
     use precsolve::backend::cuda::{CudaBackend, Persistent};
@@ -72,6 +76,10 @@ mod gpu_checks {
             mp_arithmetic::mp_arithmetic,
         ),
         ("mp_solves_match_cpu", mp_arithmetic::mp_solves),
+        (
+            "ranks_sharing_one_gpu_match_cpu",
+            super::ranks::ranks_share_one_gpu,
+        ),
     ];
 
     /// xorshift64*: reproducible inputs without a dependency.

@@ -1,6 +1,7 @@
-//! A rank's block of rows on any backend (the GPUs of `--devices`): blocks start at multiples
-//! of `dot`'s chunk, and every vector of the matrix's order is held *extended*, as
-//! `[padding | halo below | own rows | halo above]`, with the own rows starting at a chunk.
+//! A rank's block of rows on any backend (the GPUs of `--devices`, or of MPI ranks with
+//! `--backend cuda`): blocks start at multiples of `dot`'s chunk, and every vector of the
+//! matrix's order is held *extended*, as `[padding | halo below | own rows | halo above]`,
+//! with the own rows starting at a chunk.
 //!
 //! Held that way, the backend's own kernels do all the work unchanged: the SpMV runs on a
 //! square local matrix (empty rows where the halo and padding lie) reading the halo in place;
@@ -9,7 +10,7 @@
 //! line up), so gathering every rank's run in rank order and summing it with the backend's
 //! final stage gives the single process's bits. What a backend adds is [`BlockKernels`]: the
 //! partials before their final stage, and moving runs of words between ranks (NCCL between
-//! GPUs, the [`Communicator`] on the CPU).
+//! one process's GPUs, the host and a [`Communicator`] between ranks' GPUs or on the CPU).
 //!
 //! [`DistributedBackend`](super::DistributedBackend) is the CPU's finer variant: blocks at
 //! tiles, chunks split between ranks summed lane by lane, the interior rows computed while the

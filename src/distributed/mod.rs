@@ -132,19 +132,36 @@ pub fn any_rank(comm: &dyn Communicator, mine: u64) -> u64 {
 /// Rank 0's `bytes` on every rank (what the others pass is ignored): how one rank's decision,
 /// such as which runs of a study are pending, reaches the others.
 pub fn from_root(comm: &dyn Communicator, bytes: &[u8]) -> Vec<u8> {
-    let mut words = Vec::new();
-    if comm.rank() == 0 {
-        words.push(bytes.len() as u64);
-        words.extend(bytes.chunks(8).map(|chunk| {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            u64::from_le_bytes(word)
-        }));
-    }
+    let words = match comm.rank() {
+        0 => encode_bytes(bytes),
+        _ => Vec::new(),
+    };
     let all = comm.all_gather(&words);
     let root = &all[0];
     let len = root[0] as usize;
     root[1..].iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
+}
+
+/// How many ranks of `comm` on this host come before this one (by host name): which of the
+/// host's GPUs a rank takes.
+pub fn host_rank(comm: &dyn Communicator) -> usize {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default();
+    let mine = encode_bytes(name.trim().as_bytes());
+    let all = comm.all_gather(&mine);
+    all[..comm.rank()].iter().filter(|other| **other == mine).count()
+}
+
+/// `bytes` as words, their count first.
+fn encode_bytes(bytes: &[u8]) -> Vec<u64> {
+    let mut words = vec![bytes.len() as u64];
+    words.extend(bytes.chunks(8).map(|chunk| {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        u64::from_le_bytes(word)
+    }));
+    words
 }
 
 /// Whether this thread's distributed CPU solves run on [`BlockBackend`].

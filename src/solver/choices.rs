@@ -314,14 +314,30 @@ pub enum ResolvedBackend {
     Cuda,
 }
 
+/// The GPU [`cuda_backend`] opens: 0 unless [`use_gpu`] chose another first.
+#[cfg(feature = "cuda")]
+static PROCESS_GPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Open GPU `ordinal` for this process's CUDA solves (MPI ranks of one host take one each);
+/// only before the first of them, which opens the GPU for good: `false` if too late.
+#[cfg(feature = "cuda")]
+pub fn use_gpu(ordinal: usize) -> bool {
+    PROCESS_GPU.store(ordinal, std::sync::atomic::Ordering::SeqCst);
+    CUDA.get().is_none()
+}
+
+/// The GPU opened for this process, or why it could not be.
+#[cfg(feature = "cuda")]
+static CUDA: std::sync::OnceLock<std::result::Result<crate::backend::cuda::CudaBackend, String>> =
+    std::sync::OnceLock::new();
+
 /// The process-wide CUDA backend: one context, kernels compiled once.
 #[cfg(feature = "cuda")]
 pub fn cuda_backend() -> Result<&'static crate::backend::cuda::CudaBackend> {
     use crate::backend::cuda::CudaBackend;
-    use std::sync::OnceLock;
-    static CUDA: OnceLock<std::result::Result<CudaBackend, String>> = OnceLock::new();
     CUDA.get_or_init(|| {
-        CudaBackend::new().map_err(|e| match e {
+        let ordinal = PROCESS_GPU.load(std::sync::atomic::Ordering::SeqCst);
+        CudaBackend::on_device(ordinal).map_err(|e| match e {
             Error::Backend { message, .. } => message,
             other => other.to_string(),
         })

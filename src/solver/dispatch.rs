@@ -227,6 +227,18 @@ pub(crate) fn solve_typed<P: Precision>(
             info.devices = group.len();
             Ok((info, x))
         }
+        // MPI ranks (or threads standing in for them), a GPU each, reached through the host.
+        #[cfg(feature = "cuda")]
+        ResolvedBackend::Cuda if let Some(comm) = crate::distributed::current() => {
+            let gpu = lane.cuda()?.sibling()?;
+            let link = crate::backend::cuda::GpuLink::host(comm.clone());
+            let backend = BlockBackend::new(gpu, link, comm, a);
+            let (mut info, x) = backend.fail_together(run_blocks::<_, P>(
+                &backend, a, &b, x0, recipe, params, monitor,
+            ))?;
+            info.ranks = backend.ranks();
+            Ok((info, x))
+        }
         ResolvedBackend::Cpu if let Some(comm) = crate::distributed::current() => {
             let backend = DistributedBackend::new(comm, a);
             let matrix = |on: &DistributedBackend| on.matrix(a);
