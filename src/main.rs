@@ -617,7 +617,7 @@ pub(crate) fn enter_ranks(config: &mut Config, devices: Option<Devices>) -> anyh
 /// This rank's GPU: the host's GPUs taken in turn by its ranks.
 #[cfg(feature = "cuda")]
 fn rank_gpu(world: &dyn precsolve::distributed::Communicator) -> anyhow::Result<()> {
-    let on_host = precsolve::distributed::host_rank(world);
+    let (on_host, host_ranks) = precsolve::distributed::host_ranks(world);
     let count = precsolve::backend::cuda::CudaBackend::device_count();
     if count == 0 {
         // the solve's own error says why no GPU can be used
@@ -633,10 +633,9 @@ fn rank_gpu(world: &dyn precsolve::distributed::Communicator) -> anyhow::Result<
         "rank {} of {}: GPU {ordinal} of this host's {count}{}",
         world.rank(),
         world.size(),
-        if on_host >= count {
-            " (shared with another rank)"
-        } else {
-            ""
+        match (0..host_ranks).filter(|r| r % count == ordinal).count() {
+            1 => String::new(),
+            sharing => format!(" (shared by {sharing} ranks)"),
         }
     );
     Ok(())

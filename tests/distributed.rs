@@ -183,6 +183,14 @@ fn shared_matrices_over_ranks_give_the_single_process_bits() {
     }
 }
 
+/// Ranks of one host (threads here) count themselves in rank order: which of the host's GPUs
+/// each takes under `mpirun --backend cuda`.
+#[test]
+fn ranks_of_one_host_count_themselves_in_rank_order() {
+    let places = ThreadGroup::run(3, |comm| precsolve::distributed::host_ranks(&*comm));
+    assert_eq!(places, vec![(0, 3), (1, 3), (2, 3)]);
+}
+
 /// A rank that fails in its setup makes every rank's solve fail, at their next `synchronize`,
 /// and none waits for ever: not the failing rank, nor the one that learns of it there.
 #[test]

@@ -142,15 +142,17 @@ pub fn from_root(comm: &dyn Communicator, bytes: &[u8]) -> Vec<u8> {
     root[1..].iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
 }
 
-/// How many ranks of `comm` on this host come before this one (by host name): which of the
-/// host's GPUs a rank takes.
-pub fn host_rank(comm: &dyn Communicator) -> usize {
+/// This rank's place among the ranks of `comm` on its host (by host name): how many come
+/// before it, and how many the host runs. Which of the host's GPUs a rank takes, and whether
+/// it shares it.
+pub fn host_ranks(comm: &dyn Communicator) -> (usize, usize) {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_default();
     let mine = encode_bytes(name.trim().as_bytes());
     let all = comm.all_gather(&mine);
-    all[..comm.rank()].iter().filter(|other| **other == mine).count()
+    let before = all[..comm.rank()].iter().filter(|other| **other == mine).count();
+    (before, all.iter().filter(|other| **other == mine).count())
 }
 
 /// `bytes` as words, their count first.
