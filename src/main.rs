@@ -572,12 +572,15 @@ impl Ranks {
         if let (Err(err), Some(world)) = (&result, &self.world)
             && world.size() > 1
         {
-            eprintln!(
-                "error on rank {} of {}: {}",
+            // One write, so that the ranks' lines do not interleave on a shared stderr (the
+            // pieces of an `eprintln!` are separate writes).
+            let line = format!(
+                "error on rank {} of {}: {}\n",
                 world.rank(),
                 world.size(),
                 precsolve::escape::escape_keeping_lines(&error_chain(err))
             );
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             world.abort_all(i32::from(exit_code(err)));
         }
         result

@@ -409,3 +409,58 @@ exec "$0" solve "$m" --tol 1e-300 --max-iter 1000000 --threads 1 --quiet"#;
         "{stderr}"
     );
 }
+
+/// `--backend cuda` under `mpirun`: each rank takes a GPU of its host (sharing one where there
+/// are fewer) and the ranks give the bits of one process on the CPU. Without a usable GPU (CI)
+/// the ranks say so (the first to fail stops the others, which may not get to print) and the
+/// run fails, where a rank silently falling back to the CPU would hide a broken install.
+#[test]
+fn gpus_under_mpirun_give_the_bits_of_one_process_or_every_rank_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let common = [
+        "poisson2d:170",
+        "--method",
+        "cg",
+        "--tol",
+        "1e-14",
+        "--max-iter",
+        "400",
+    ];
+    let probe = on_ranks(1)
+        .args(["solve", "poisson2d:10", "--backend", "cuda", "--quiet"])
+        .output()
+        .unwrap();
+    if probe.status.success() {
+        for precision in ["f64", "dd"] {
+            let mut cpu = common.to_vec();
+            cpu.extend(["--precision", precision, "--backend", "cpu"]);
+            let (want, want_x) = run(1, &cpu, dir.path());
+            let mut gpu = common.to_vec();
+            gpu.extend(["--precision", precision, "--backend", "cuda"]);
+            for ranks in [1, 2] {
+                let (got, got_x) = run(ranks, &gpu, dir.path());
+                assert_eq!(got, want, "{ranks} ranks on the GPU, {precision}");
+                assert!(
+                    got_x == want_x,
+                    "{ranks} ranks on the GPU, {precision}: the solutions differ"
+                );
+            }
+        }
+        return;
+    }
+    let alone = String::from_utf8_lossy(&probe.stderr).into_owned();
+    assert!(alone.contains("no usable GPU"), "{alone}");
+    let out = on_ranks(2)
+        .args(["solve"])
+        .args(common)
+        .args(["--backend", "cuda", "--quiet"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.lines().any(|line| line.starts_with("error on rank ")
+            && line.contains(" of 2: --backend cuda: no usable GPU")),
+        "{stderr}"
+    );
+}
