@@ -138,8 +138,7 @@ pub fn from_root(comm: &dyn Communicator, bytes: &[u8]) -> Vec<u8> {
     };
     let all = comm.all_gather(&words);
     let root = &all[0];
-    let len = root[0] as usize;
-    root[1..].iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
+    bytes_of(&root[1..], root[0] as usize)
 }
 
 /// This rank's place among the ranks of `comm` on its host (by host name): how many come
@@ -157,13 +156,25 @@ pub fn host_ranks(comm: &dyn Communicator) -> (usize, usize) {
 
 /// `bytes` as words, their count first.
 fn encode_bytes(bytes: &[u8]) -> Vec<u64> {
-    let mut words = vec![bytes.len() as u64];
-    words.extend(bytes.chunks(8).map(|chunk| {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        u64::from_le_bytes(word)
-    }));
-    words
+    std::iter::once(bytes.len() as u64).chain(words_of(bytes)).collect()
+}
+
+/// `bytes` as words (the last one padded with zeros), as a [`Communicator`] moves them.
+pub fn words_of(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks(8)
+        .map(|chunk| {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            u64::from_le_bytes(word)
+        })
+        .collect()
+}
+
+/// The first `len` bytes of `words` (what [`words_of`] made of them).
+pub fn bytes_of(words: &[u64], len: usize) -> Vec<u8> {
+    assert!(8 * words.len() >= len, "a run of {len} bytes in {} words", words.len());
+    words.iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
 }
 
 /// Whether this thread's distributed CPU solves run on [`BlockBackend`].
@@ -245,5 +256,20 @@ impl CommClock {
 
     pub fn total(&self) -> Duration {
         Duration::from_nanos(self.nanos.load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_travel_as_words_and_back() {
+        for len in [0usize, 1, 7, 8, 9, 12, 24, 31] {
+            let bytes: Vec<u8> = (0..len as u8).map(|b| b.wrapping_mul(37).wrapping_add(5)).collect();
+            let words = words_of(&bytes);
+            assert_eq!(words.len(), len.div_ceil(8));
+            assert_eq!(bytes_of(&words, len), bytes);
+        }
     }
 }

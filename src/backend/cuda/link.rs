@@ -7,7 +7,7 @@ use super::blocks::{partial_layout, segments};
 use super::device::driver_error;
 use super::launch::FinalStage;
 use super::{CudaBackend, CudaVector};
-use crate::distributed::{Communicator, Runs};
+use crate::distributed::{Communicator, Runs, bytes_of, words_of};
 use crate::error::{Error, Result};
 use crate::precision::Precision;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -423,38 +423,5 @@ impl CudaBackend {
         let value = self.decode(&sum)?.remove(0);
         self.resolve_timing(link);
         Ok(value)
-    }
-}
-
-/// `bytes` as words (the last one padded with zeros), as a [`Communicator`] moves them.
-fn words_of(bytes: &[u8]) -> Vec<u64> {
-    bytes
-        .chunks(8)
-        .map(|chunk| {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            u64::from_le_bytes(word)
-        })
-        .collect()
-}
-
-/// The first `len` bytes of `words`.
-fn bytes_of(words: &[u64], len: usize) -> Vec<u8> {
-    assert!(8 * words.len() >= len, "a run of {len} bytes in {} words", words.len());
-    words.iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_travel_as_words_and_back() {
-        for len in [0usize, 1, 7, 8, 9, 12, 24, 31] {
-            let bytes: Vec<u8> = (0..len as u8).map(|b| b.wrapping_mul(37).wrapping_add(5)).collect();
-            let words = words_of(&bytes);
-            assert_eq!(words.len(), len.div_ceil(8));
-            assert_eq!(bytes_of(&words, len), bytes);
-        }
     }
 }
