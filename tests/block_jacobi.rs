@@ -104,7 +104,7 @@ fn bits_of_the_block_diagonal_ilu(a: &CsrMatrix, method: &str, precision: &str) 
         let spread = ThreadGroup::run(ranks, |comm| {
             let _scope = match blocks {
                 true => CommScope::enter_blocks(comm),
-                false => CommScope::enter(comm),
+                false => CommScope::enter_rows(comm),
             };
             solver(method)
                 .block_jacobi()

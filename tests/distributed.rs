@@ -59,7 +59,7 @@ fn same_bits_at_every_count(a: &CsrMatrix, method: &str, ilu: bool, precision: &
         let spread = ThreadGroup::run(ranks, |comm| {
             let _scope = match blocks {
                 true => CommScope::enter_blocks(comm),
-                false => CommScope::enter(comm),
+                false => CommScope::enter_rows(comm),
             };
             solve(a, method, ilu, precision, iters)
         });
@@ -231,7 +231,7 @@ fn a_stop_one_rank_decides_stops_every_rank_at_the_same_iteration() {
                     let rank = comm.rank();
                     let _scope = match blocks {
                         true => CommScope::enter_blocks(comm),
-                        false => CommScope::enter(comm),
+                        false => CommScope::enter_rows(comm),
                     };
                     let mut solver = solver("cg", false, 1000);
                     if timed && rank == 2 {

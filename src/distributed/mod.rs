@@ -37,6 +37,7 @@ pub use partition::Partition;
 pub use threads::ThreadGroup;
 
 use crate::precision::{HostSliceMut, Precision, SliceMutOf};
+use crate::sparse::CsrMatrix;
 use std::ops::Range;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -70,34 +71,77 @@ pub trait Communicator: Send + Sync {
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<dyn Communicator>>> = const { RefCell::new(None) };
-    static IN_BLOCKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static LAYOUT: std::cell::Cell<CpuLayout> = const { std::cell::Cell::new(CpuLayout::Auto) };
+}
+
+/// How a CPU solve spread over ranks holds its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuLayout {
+    /// [`DistributedBackend`]: blocks starting at tiles (256 rows), a chunk of `dot` split
+    /// between ranks summed lane by lane, the interior rows computed while the halo travels.
+    Rows,
+    /// [`BlockBackend`] over the CPU backend (the layout of the GPUs' solves): blocks of whole
+    /// chunks of `dot` (8,192 rows), every vector held extended, so no copy of `x` into an
+    /// extended one before each SpMV and CG's residual update summing its norm in the same
+    /// pass: two passes over a rank's vectors fewer an iteration.
+    Blocks,
+    /// [`CpuLayout::Blocks`] where its coarser balance costs less than those passes save,
+    /// [`CpuLayout::Rows`] otherwise ([`CpuLayout::resolve`]).
+    Auto,
+}
+
+/// How much more work the block layout may give its busiest rank than the row layout gives
+/// its own: the passes it saves were 10-20% of a CG iteration on poisson3d:30 to :100 at 2
+/// ranks (`benches/results/mpi-cpu.md`), where its blocks held up to 1.21x the nonzeros.
+const BLOCKS_IMBALANCE: f64 = 1.25;
+
+impl CpuLayout {
+    /// The layout a solve of `a` over `ranks` ranks runs in ([`Rows`](Self::Rows) or
+    /// [`Blocks`](Self::Blocks)): the same bits either way, but for block Jacobi, whose
+    /// blocks are the ranks' (and so are reproducible for a matrix and a rank count).
+    pub fn resolve(self, a: &CsrMatrix, ranks: usize) -> CpuLayout {
+        if self != CpuLayout::Auto {
+            return self;
+        }
+        let rows = Partition::balanced(a, ranks).largest_nnz(a);
+        let blocks = Partition::balanced_at(a, ranks, crate::backend::cpu::DOT_CHUNK).largest_nnz(a);
+        match blocks as f64 <= BLOCKS_IMBALANCE * rows as f64 {
+            true => CpuLayout::Blocks,
+            false => CpuLayout::Rows,
+        }
+    }
 }
 
 /// Solves started on this thread while the guard lives run distributed over `comm` (where it
 /// has more than one rank).
 pub struct CommScope {
     previous: Option<Arc<dyn Communicator>>,
-    previous_blocks: bool,
+    previous_layout: CpuLayout,
 }
 
 impl CommScope {
-    /// On the CPU's [`DistributedBackend`].
+    /// On the CPU in the layout [`CpuLayout::Auto`] picks for each matrix.
     pub fn enter(comm: Arc<dyn Communicator>) -> CommScope {
-        Self::enter_as(comm, false)
+        Self::enter_as(comm, CpuLayout::Auto)
     }
 
-    /// On [`BlockBackend`] over the CPU backend: the layout of the GPUs' `--devices` solves,
-    /// which the tests check with the CPU's kernels.
+    /// On the CPU's [`DistributedBackend`] whatever the matrix.
+    pub fn enter_rows(comm: Arc<dyn Communicator>) -> CommScope {
+        Self::enter_as(comm, CpuLayout::Rows)
+    }
+
+    /// On [`BlockBackend`] over the CPU backend whatever the matrix: the layout of the GPUs'
+    /// solves, which the tests check with the CPU's kernels.
     pub fn enter_blocks(comm: Arc<dyn Communicator>) -> CommScope {
-        Self::enter_as(comm, true)
+        Self::enter_as(comm, CpuLayout::Blocks)
     }
 
-    fn enter_as(comm: Arc<dyn Communicator>, blocks: bool) -> CommScope {
+    fn enter_as(comm: Arc<dyn Communicator>, layout: CpuLayout) -> CommScope {
         let previous = CURRENT.with(|c| c.borrow_mut().replace(comm));
-        let previous_blocks = IN_BLOCKS.with(|b| b.replace(blocks));
+        let previous_layout = LAYOUT.with(|l| l.replace(layout));
         CommScope {
             previous,
-            previous_blocks,
+            previous_layout,
         }
     }
 }
@@ -105,7 +149,7 @@ impl CommScope {
 impl Drop for CommScope {
     fn drop(&mut self) {
         CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
-        IN_BLOCKS.with(|b| b.set(self.previous_blocks));
+        LAYOUT.with(|l| l.set(self.previous_layout));
     }
 }
 
@@ -177,9 +221,9 @@ pub fn bytes_of(words: &[u64], len: usize) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).take(len).collect()
 }
 
-/// Whether this thread's distributed CPU solves run on [`BlockBackend`].
-pub fn in_blocks() -> bool {
-    IN_BLOCKS.with(|b| b.get())
+/// The layout this thread's distributed CPU solves ask for.
+pub fn cpu_layout() -> CpuLayout {
+    LAYOUT.with(|l| l.get())
 }
 
 /// `values` as words.
@@ -262,6 +306,17 @@ impl CommClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_takes_blocks_where_they_balance_and_rows_where_they_would_idle_a_rank() {
+        let small = crate::sparse::poisson2d(60); // 3,600 rows: one chunk of `dot`
+        assert_eq!(CpuLayout::Auto.resolve(&small, 2), CpuLayout::Rows);
+        let large = crate::sparse::poisson2d(400); // 160,000 rows: 20 chunks
+        assert_eq!(CpuLayout::Auto.resolve(&large, 2), CpuLayout::Blocks);
+        assert_eq!(CpuLayout::Auto.resolve(&large, 3), CpuLayout::Blocks);
+        assert_eq!(CpuLayout::Rows.resolve(&large, 2), CpuLayout::Rows);
+        assert_eq!(CpuLayout::Blocks.resolve(&small, 2), CpuLayout::Blocks);
+    }
 
     #[test]
     fn bytes_travel_as_words_and_back() {

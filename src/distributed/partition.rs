@@ -81,6 +81,16 @@ impl Partition {
     pub fn owner(&self, i: usize) -> usize {
         self.starts.partition_point(|&s| s <= i) - 1
     }
+
+    /// The most nonzeros of `a` one rank's rows hold: what the slowest rank's SpMV reads.
+    pub fn largest_nnz(&self, a: &CsrMatrix) -> usize {
+        let row_ptr = a.row_ptr();
+        self.starts
+            .windows(2)
+            .map(|w| row_ptr[w[1]] - row_ptr[w[0]])
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::{BicgstabSteps, CgSteps, Monitor, NoMonitor, Params, SolveInfo, bicgstab, cg};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
-use crate::distributed::{BlockBackend, DistributedBackend};
+use crate::distributed::{BlockBackend, CpuLayout, DistributedBackend};
 use crate::error::Result;
 use crate::precision::exact_values::ExactValues;
 use crate::precision::Precision;
@@ -208,7 +208,7 @@ pub(crate) fn solve_typed<P: Precision>(
     match resolved {
         ResolvedBackend::Cpu
             if let Some(comm) = crate::distributed::current()
-                && crate::distributed::in_blocks() =>
+                && crate::distributed::cpu_layout().resolve(a, comm.size()) == CpuLayout::Blocks =>
         {
             let link = crate::backend::cpu::CpuLink::new(comm.clone());
             let backend = BlockBackend::new(CpuBackend::new(), link, comm, a);
