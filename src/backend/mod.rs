@@ -295,7 +295,7 @@ pub trait Backend: Send + Sync {
         let factors = crate::precond::block_factors(a, shift)?;
         Ok((self.ilu(&factors)?, factors))
     }
-    /// `z <- U^{-1} L^{-1} r` in double, with the arithmetic src/precond/ilu0.rs specifies:
+    /// `z <- U^{-1} L^{-1} r` in double, with the arithmetic src/precond/ilu0/mod.rs specifies:
     /// `r` rounded to f64, the forward and backward solves, the result widened to `Z` (`P`, or
     /// f64 itself where the caller reads `z` widened: see [`dot_wide`](Backend::dot_wide)).
     fn ilu_apply<P: Precision, Z: Precision>(

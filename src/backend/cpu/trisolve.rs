@@ -1,5 +1,5 @@
 //! ILU(0) triangular solves on the CPU, the twin of `kernels/ilu0.cu`: the same per-row
-//! arithmetic (src/precond/ilu0.rs), so the same bits whatever the schedule or thread count.
+//! arithmetic (src/precond/ilu0/mod.rs), so the same bits whatever the schedule or thread count.
 //!
 //! Two schedules, chosen once per factorization:
 //! - `Sequential`: rows in natural order on one thread, on the factors as stored.
