@@ -82,7 +82,9 @@ pub struct BatchArgs {
     /// double; about 10% extra wall time at most, excluded from the reported times).
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: usize,
-    /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.
+    /// Where to run: auto (the backend a cost model of the matrix, precision and preconditioner
+    /// finds faster, with a log line saying why; the CPU under mpirun), cpu, cuda (under
+    /// mpirun: a GPU a rank).
     #[arg(long, value_parser = choice::<BackendChoice>())]
     backend: Option<BackendChoice>,
     /// CPU threads (0: all cores; at most 4 per core).

@@ -136,7 +136,9 @@ struct SolveArgs {
     /// Recompute the true residual every N iterations into the history (0: only at the end).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count_arg)]
     true_residual_every: Option<usize>,
-    /// Where to run: auto (the GPU when one is usable, else the CPU), cpu, cuda.
+    /// Where to run: auto (the backend a cost model of the matrix, precision and preconditioner
+    /// finds faster, with a log line saying why; the CPU under mpirun), cpu, cuda (under
+    /// mpirun: a GPU a rank).
     #[arg(long, value_parser = choice::<BackendChoice>())]
     backend: Option<BackendChoice>,
     /// CPU threads (0: all cores; at most 4 per core).
