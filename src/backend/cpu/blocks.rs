@@ -60,9 +60,9 @@ impl BlockKernels for CpuBackend {
         x: &CpuVector<P>,
         y: &mut CpuVector<P>,
     ) -> Result<Vec<P::Acc>> {
-        use crate::backend::Backend;
-        self.axpy(alpha, x, y)?;
-        Ok(CpuBackend::dot_partials(self, y, y))
+        // One pass: each chunk's norm partial while the chunk is in cache.
+        let partials = super::fused::axpyz_norm_partials(alpha, x, None, y, None);
+        Ok(partials.into_iter().map(|(yy, _)| yy).collect())
     }
 
     fn tile_partials<P: Precision>(

@@ -148,6 +148,25 @@ pub(super) fn axpyz_norm<P: Precision>(
     z: &mut CpuVector<P>,
     w: Option<&CpuVector<P>>,
 ) -> (P, P) {
+    let (zz, wz): (Vec<P::Acc>, Vec<P::Acc>) =
+        axpyz_norm_partials(alpha, x, y, z, w).into_iter().unzip();
+    let wz = match w {
+        Some(_) => P::from_acc(kernels::sum_partials(&wz)),
+        None => P::zero(),
+    };
+    (P::from_acc(kernels::sum_partials(&zz)), wz)
+}
+
+/// [`axpyz_norm`] before the final sums: each chunk's partials of `<z, z>` and `<w, z>` (zero
+/// without `w`), in order, as [`dot_partials_of`](super::dot_partials_of) gives them (a
+/// rank's block of a distributed solve gathers them).
+pub(super) fn axpyz_norm_partials<P: Precision>(
+    alpha: &P,
+    x: &CpuVector<P>,
+    y: Option<&CpuVector<P>>,
+    z: &mut CpuVector<P>,
+    w: Option<&CpuVector<P>>,
+) -> Vec<(P::Acc, P::Acc)> {
     let n = z.len();
     assert!(
         x.len() == n && y.is_none_or(|y| y.len() == n) && w.is_none_or(|w| w.len() == n),
@@ -156,7 +175,7 @@ pub(super) fn axpyz_norm<P: Precision>(
     let (xs, ys, ws) = (x.slice(), y.map(CpuVector::slice), w.map(CpuVector::slice));
     let work = super::work::<P>(n);
     let chunks = z.slice_mut().chunks_mut(DOT_CHUNK);
-    let partials: Vec<(P::Acc, P::Acc)> = tasks::map(chunks, work, |chunk, mut zc| {
+    tasks::map(chunks, work, |chunk, mut zc| {
         let (first, len) = (chunk * DOT_CHUNK, zc.len());
         let xc = piece::<P>(xs, first, len);
         match ys {
@@ -172,13 +191,7 @@ pub(super) fn axpyz_norm<P: Precision>(
             None => P::Acc::zero(),
         };
         (kernels::dot_chunk::<P>(zc, zc), wz)
-    });
-    let (zz, wz): (Vec<P::Acc>, Vec<P::Acc>) = partials.into_iter().unzip();
-    let wz = match w {
-        Some(_) => P::from_acc(kernels::sum_partials(&wz)),
-        None => P::zero(),
-    };
-    (P::from_acc(kernels::sum_partials(&zz)), wz)
+    })
 }
 
 /// [`Backend::x_update`](crate::backend::Backend::x_update): per chunk, `x <- x + alpha p` then
