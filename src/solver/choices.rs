@@ -322,8 +322,11 @@ static PROCESS_GPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUs
 /// only before the first of them, which opens the GPU for good: `false` if too late.
 #[cfg(feature = "cuda")]
 pub fn use_gpu(ordinal: usize) -> bool {
+    if CUDA.get().is_some() {
+        return false;
+    }
     PROCESS_GPU.store(ordinal, std::sync::atomic::Ordering::SeqCst);
-    CUDA.get().is_none()
+    true
 }
 
 /// The GPU opened for this process, or why it could not be.

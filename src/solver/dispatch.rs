@@ -212,11 +212,7 @@ pub(crate) fn solve_typed<P: Precision>(
         {
             let link = crate::backend::cpu::CpuLink::new(comm.clone());
             let backend = BlockBackend::new(CpuBackend::new(), link, comm, a);
-            let (mut info, x) = backend.fail_together(run_blocks::<_, P>(
-                &backend, a, &b, x0, recipe, params, monitor,
-            ))?;
-            info.ranks = backend.ranks();
-            Ok((info, x))
+            run_ranks::<_, P>(&backend, a, &b, x0, recipe, params, monitor)
         }
         #[cfg(feature = "cuda")]
         ResolvedBackend::Cuda if let Some(group) = crate::distributed::devices::current() => {
@@ -233,11 +229,7 @@ pub(crate) fn solve_typed<P: Precision>(
             let gpu = lane.cuda()?.sibling()?;
             let link = crate::backend::cuda::GpuLink::host(comm.clone());
             let backend = BlockBackend::new(gpu, link, comm, a);
-            let (mut info, x) = backend.fail_together(run_blocks::<_, P>(
-                &backend, a, &b, x0, recipe, params, monitor,
-            ))?;
-            info.ranks = backend.ranks();
-            Ok((info, x))
+            run_ranks::<_, P>(&backend, a, &b, x0, recipe, params, monitor)
         }
         ResolvedBackend::Cpu if let Some(comm) = crate::distributed::current() => {
             let backend = DistributedBackend::new(comm, a);
@@ -324,6 +316,23 @@ fn run_blocks<B: crate::distributed::BlockKernels, P: Precision>(
     let matrix = |on: &BlockBackend<B>| on.matrix(a);
     let (mut info, x) = run::<_, P>(backend, Some(a), matrix, b, x0, recipe, params, monitor)?;
     info.times.communication = backend.communication().as_secs_f64();
+    Ok((info, x))
+}
+
+/// [`run_blocks`] on this process's rank of a group (MPI, or threads standing in for it): an
+/// error on one rank fails every rank, and the report counts them.
+fn run_ranks<B: crate::distributed::BlockKernels, P: Precision>(
+    backend: &BlockBackend<B>,
+    a: &std::sync::Arc<CsrMatrix>,
+    b: &[f64],
+    x0: Option<&ExactValues>,
+    recipe: Recipe<'_>,
+    params: &Params,
+    monitor: &mut dyn Monitor,
+) -> Result<(SolveInfo, Vec<P>)> {
+    let run = run_blocks::<_, P>(backend, a, b, x0, recipe, params, monitor);
+    let (mut info, x) = backend.fail_together(run)?;
+    info.ranks = backend.ranks();
     Ok((info, x))
 }
 
