@@ -2,7 +2,7 @@
 //! preconditioned solves.
 
 use super::common::*;
-use super::solves::{compare_solve, poisson_solves_in_both_layouts};
+use super::solves::{poisson_solves_in_both_layouts, shared_solves};
 use precsolve::backend::Backend;
 use precsolve::backend::cpu::{CpuBackend, CpuVector};
 use precsolve::backend::cuda::CudaBackend;
@@ -241,38 +241,5 @@ pub fn precond_solves_poisson(gpu: &CudaBackend) -> Result<(), String> {
 }
 
 pub fn precond_solves_shared(gpu: &CudaBackend) -> Result<(), String> {
-    let dir = matrix_dir();
-    let names = [
-        "bcsstk16", "1138_bus", "nos1", "fs_183_4", "olm500", "rdb200l", "sherman5", "cavity02",
-        "e05r0100", "Pd",
-    ];
-    let mut compared = 0;
-    for name in names {
-        let path = format!("{dir}/{name}.mtx");
-        if !std::path::Path::new(&path).exists() {
-            continue;
-        }
-        let a = Arc::new(precsolve::load_matrix(&path).map_err(err)?);
-        let f = match Ilu0Factors::new(&a, None) {
-            Ok(f) => Arc::new(f),
-            Err(e) => {
-                println!("    {name:>28}: no ILU(0) ({e}), skipped");
-                continue;
-            }
-        };
-        compared += 1;
-        let use_cg = a.symmetry() == Symmetry::Symmetric;
-        compare_solve::<f64>(gpu, &a, use_cg, name, Some(&f))?;
-        compare_solve::<Dd>(gpu, &a, use_cg, name, Some(&f))?;
-        compare_solve::<Td>(gpu, &a, use_cg, name, Some(&f))?;
-        if QD_SHARED.contains(&name) {
-            compare_solve::<Qd>(gpu, &a, use_cg, name, Some(&f))?;
-        }
-    }
-    if compared == 0 {
-        return Err(format!(
-            "no factorable matrices found in {dir} (set PRECSOLVE_MATRICES)"
-        ));
-    }
-    Ok(())
+    shared_solves(gpu, true)
 }

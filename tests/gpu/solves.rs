@@ -450,31 +450,48 @@ pub fn poisson_solves_in_both_layouts(
 }
 
 pub fn solves_shared(gpu: &CudaBackend) -> Result<(), String> {
+    shared_solves(gpu, false)
+}
+
+/// CG (matrices stored as symmetric) or BiCGStab on ten shared matrices, in f64, dd and td (and
+/// qd on `QD_SHARED`), with ILU(0) where `ilu0` (matrices without one are skipped, saying so).
+pub fn shared_solves(gpu: &CudaBackend, ilu0: bool) -> Result<(), String> {
     let dir = matrix_dir();
     let names = [
         "bcsstk16", "1138_bus", "nos1", "fs_183_4", "olm500", "rdb200l", "sherman5", "cavity02",
         "e05r0100", "Pd",
     ];
-    let mut found = 0;
+    let mut compared = 0;
     for name in names {
         let path = format!("{dir}/{name}.mtx");
         if !std::path::Path::new(&path).exists() {
             continue;
         }
-        found += 1;
         let a = Arc::new(precsolve::load_matrix(&path).map_err(err)?);
+        let f = match ilu0.then(|| Ilu0Factors::new(&a, None)) {
+            None => None,
+            Some(Ok(f)) => Some(Arc::new(f)),
+            Some(Err(e)) => {
+                println!("    {name:>28}: no ILU(0) ({e}), skipped");
+                continue;
+            }
+        };
+        compared += 1;
         let use_cg = a.symmetry() == Symmetry::Symmetric;
-        compare_solve::<f64>(gpu, &a, use_cg, name, None)?;
-        compare_solve::<Dd>(gpu, &a, use_cg, name, None)?;
-        compare_solve::<Td>(gpu, &a, use_cg, name, None)?;
+        compare_solve::<f64>(gpu, &a, use_cg, name, f.as_ref())?;
+        compare_solve::<Dd>(gpu, &a, use_cg, name, f.as_ref())?;
+        compare_solve::<Td>(gpu, &a, use_cg, name, f.as_ref())?;
         if QD_SHARED.contains(&name) {
-            compare_solve::<Qd>(gpu, &a, use_cg, name, None)?;
+            compare_solve::<Qd>(gpu, &a, use_cg, name, f.as_ref())?;
         }
     }
-    if found == 0 {
-        return Err(format!(
-            "no matrices found in {dir} (set PRECSOLVE_MATRICES)"
-        ));
+    if compared == 0 {
+        let what = if ilu0 {
+            "factorable matrices"
+        } else {
+            "matrices"
+        };
+        return Err(format!("no {what} found in {dir} (set PRECSOLVE_MATRICES)"));
     }
     Ok(())
 }
