@@ -4,6 +4,8 @@
 //! big-integer crates (`num-bigint`, `rug::Integer`) do not offer; the algorithms are the
 //! schoolbook ones of Knuth, TAOCP vol. 2, 4.3.1 (division: Algorithm D).
 
+use super::addmul::{addmul_row, fast_rows};
+
 /// `x <<= s` within its limbs (bits shifted out of the top are lost), `s < 64 * len`.
 pub(super) fn shl(x: &mut [u64], s: u32) {
     let (limbs, bits) = ((s / 64) as usize, s % 64);
@@ -118,17 +120,12 @@ pub(super) fn clear_below(x: &mut [u64], count: u32) {
 /// `out = x * y`, `out.len() == x.len() + y.len()`.
 pub(super) fn mul(x: &[u64], y: &[u64], out: &mut [u64]) {
     out.fill(0);
+    let fast = fast_rows(y.len());
     for (i, &a) in x.iter().enumerate() {
         if a == 0 {
             continue;
         }
-        let mut carry = 0u64;
-        for (j, &b) in y.iter().enumerate() {
-            let t = u128::from(a) * u128::from(b) + u128::from(out[i + j]) + u128::from(carry);
-            out[i + j] = t as u64;
-            carry = (t >> 64) as u64;
-        }
-        out[i + y.len()] = carry;
+        out[i + y.len()] = addmul_row(&mut out[i..i + y.len()], y, a, fast);
     }
 }
 
@@ -141,18 +138,13 @@ pub(super) fn mul_high(x: &[u64], y: &[u64], out: &mut [u64]) {
     let n = y.len();
     debug_assert!(x.len() == n && out.len() == 2 * n && n >= 2);
     out.fill(0);
+    let fast = fast_rows(n);
     for (i, &a) in x.iter().enumerate() {
         if a == 0 {
             continue;
         }
         let first = (n - 2).saturating_sub(i);
-        let mut carry = 0u64;
-        for (j, &b) in y.iter().enumerate().skip(first) {
-            let t = u128::from(a) * u128::from(b) + u128::from(out[i + j]) + u128::from(carry);
-            out[i + j] = t as u64;
-            carry = (t >> 64) as u64;
-        }
-        out[i + n] = carry;
+        out[i + n] = addmul_row(&mut out[i + first..i + n], &y[first..], a, fast);
     }
 }
 

@@ -34,6 +34,7 @@
 //! smallest that holds `bits`. Every value still rounds at its own `bits`, so `mp:300` rounds
 //! at 300 bits in 8 limbs' room.
 
+mod addmul;
 mod arith;
 mod convert;
 mod limb_counts;
