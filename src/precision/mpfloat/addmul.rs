@@ -133,13 +133,7 @@ mod tests {
 
     #[test]
     fn both_rows_give_the_same_limbs_at_every_length() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = super::super::limbs::tests::xorshift(0x9e37_79b9_7f4a_7c15);
         for n in 0..=35 {
             for case in 0..400 {
                 // all ones (the longest carries), random, and random with zero limbs

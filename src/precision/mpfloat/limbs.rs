@@ -274,7 +274,7 @@ pub(super) fn isqrt(x: &[u64], root: &mut [u64]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn to_u128(x: &[u64]) -> u128 {
@@ -282,7 +282,7 @@ mod tests {
     }
 
     /// A xorshift generator: reproducible operands without a dependency.
-    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    pub(in super::super) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
         move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
