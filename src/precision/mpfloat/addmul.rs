@@ -129,19 +129,15 @@ unsafe fn addmul_row_adx(out: *mut u64, y: *const u64, n: usize, a: u64) -> u64 
 
 #[cfg(test)]
 mod tests {
+    use super::super::limbs::tests::{hard_limb, xorshift};
     use super::*;
 
     #[test]
     fn both_rows_give_the_same_limbs_at_every_length() {
-        let mut next = super::super::limbs::tests::xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for n in 0..=35 {
             for case in 0..400 {
-                // all ones (the longest carries), random, and random with zero limbs
-                let limb = |k: u64| match case % 3 {
-                    0 => u64::MAX,
-                    1 => k,
-                    _ => k & 0u64.wrapping_sub(k >> 63),
-                };
+                let limb = |k: u64| hard_limb(case, k);
                 let y: Vec<u64> = (0..n).map(|_| limb(next())).collect();
                 let start: Vec<u64> = (0..n).map(|_| limb(next())).collect();
                 let a = limb(next());

@@ -316,17 +316,22 @@ pub(super) mod tests {
         }
     }
 
+    /// Case `case`'s limb from the random `k`: all ones (the longest carries, the largest
+    /// omitted part of a short product), random, and random with half of them zero.
+    pub(in super::super) fn hard_limb(case: usize, k: u64) -> u64 {
+        match case % 3 {
+            0 => u64::MAX,
+            1 => k,
+            _ => k & 0u64.wrapping_sub(k >> 63),
+        }
+    }
+
     #[test]
     fn high_columns_fall_short_of_the_product_by_less_than_n_units_of_limb_n_minus_1() {
         let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for n in [2usize, 3, 8, 32] {
             for case in 0..2000 {
-                // all ones (the largest omitted part), random, and random with zero limbs
-                let limb = |k: u64| match case % 3 {
-                    0 => u64::MAX,
-                    1 => k,
-                    _ => k & 0u64.wrapping_sub(k >> 63),
-                };
+                let limb = |k: u64| hard_limb(case, k);
                 let x: Vec<u64> = (0..n).map(|_| limb(next())).collect();
                 let y: Vec<u64> = (0..n).map(|_| limb(next())).collect();
                 let (mut full, mut high) = (vec![0u64; 2 * n], vec![0u64; 2 * n]);
