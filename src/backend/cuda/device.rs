@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
-use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -257,10 +257,10 @@ impl KernelStore {
             return Ok(m.clone());
         }
         let start = std::time::Instant::now();
-        let ptx = compile_source(source_name, self.arch)?;
+        let image = compile_source(source_name, self.arch)?;
         let module = self
             .ctx
-            .load_module(ptx)
+            .load_module(image)
             .map_err(driver_error(&format!("loading kernels/{source_name}.cu")))?;
         log::info!(
             "compiled kernels/{source_name}.cu for {} in {:.0} ms",
@@ -323,8 +323,8 @@ fn mp_source_name(limbs: usize) -> &'static str {
         .unwrap_or("mp_l_unknown")
 }
 
-/// NVRTC's PTX for the kernel source `source_name` (a name in `SOURCES`, or `mp_l{L}`) for
-/// `arch` (`sm_90`).
+/// NVRTC's machine code for the kernel source `source_name` (a name in `SOURCES`, or `mp_l{L}`)
+/// for `arch` (`sm_90`), from the kernel cache where an earlier process kept it.
 fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
     let mp_bits = source_name.strip_prefix("mp").and_then(|b| b.parse::<u32>().ok());
     let text = match source_name.strip_prefix("mp_l").map(str::parse::<usize>) {
@@ -356,31 +356,39 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
         }
     };
     let text = with_measurement_defines(text);
-    let options = CompileOptions {
-        arch: Some(arch),
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
         // DD needs IEEE rounding at every step: no contraction, no flush to zero, IEEE div/sqrt.
-        fmad: Some(false),
-        ftz: Some(false),
-        prec_div: Some(true),
-        prec_sqrt: Some(true),
-        use_fast_math: Some(false),
-        ..Default::default()
-    };
-    let cached = super::ptx_cache::Entry::new(source_name, &text, &options);
-    if let Some(ptx) = cached.load() {
-        return Ok(ptx);
+        "--fmad=false".to_string(),
+        "--ftz=false".to_string(),
+        "--prec-div=true".to_string(),
+        "--prec-sqrt=true".to_string(),
+    ];
+    options.extend(measurement_options());
+    let cached = super::kernel_cache::Entry::new(source_name, &text, &options);
+    if let Some(code) = cached.load() {
+        return Ok(code.into_image());
     }
-    let ptx = compile_ptx_with_opts(&text, options)
+    if let Some(bits) = mp_bits {
+        // Tens of seconds to minutes (`benches/results/mp-gpu.md`) with nothing on the screen:
+        // say why, once a precision (a process compiles each module once).
+        log::warn!(
+            "compiling the GPU kernels of mp:{bits}, their first use: this takes from tens of \
+             seconds to a few minutes ({})",
+            cached.kept_where()
+        );
+    }
+    let code = super::nvrtc::compile(&text, &options)
         .map_err(|e| cuda_error(&format!("compiling kernels/{source_name}.cu"), e))?;
-    cached.store(&ptx);
-    Ok(ptx)
+    cached.store(&code);
+    Ok(code.into_image())
 }
 
 /// `text` after the `#define`s that `PRECSOLVE_KERNEL_DEFINES` names (space-separated `NAME` or
 /// `NAME=VALUE`), for measuring kernel variants in one build: `PHASE_TIMES` makes the
 /// persistent solver kernels print where an iteration's time goes (`kernels/common/persistent.cuh`).
-/// Unset (the product's way), the text is unchanged; the PTX cache keys on the text, so a
-/// variant never reuses another's PTX.
+/// Unset (the product's way), the text is unchanged; the kernel cache keys on the text, so a
+/// variant never reuses another's code.
 fn with_measurement_defines(text: String) -> String {
     let Ok(defines) = std::env::var("PRECSOLVE_KERNEL_DEFINES") else {
         return text;
@@ -391,6 +399,14 @@ fn with_measurement_defines(text: String) -> String {
         .collect();
     head.push_str(&text);
     head
+}
+
+/// NVRTC options that `PRECSOLVE_NVRTC_OPTIONS` names (space-separated), for measuring how
+/// long the compiles take with them; unset, none. Part of the kernel cache's key.
+fn measurement_options() -> Vec<String> {
+    std::env::var("PRECSOLVE_NVRTC_OPTIONS")
+        .map(|o| o.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
 }
 
 /// Compile every kernel source for `arch` with NVRTC alone: no GPU or driver is needed, so the
