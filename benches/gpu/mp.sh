@@ -9,6 +9,8 @@
 # across 106 to 1,696 bits, after `bash .gpu/mp.sh warm 106 128 212 ...` has compiled them.
 # `bash .gpu/mp.sh mpfr [N [BITS...]]`: GPU mp against MPFR and the own type on all the host's
 # cores (the solver built with `--features mpfr`; the table "Against MPFR on the same host").
+# `bash .gpu/mp.sh firstuse [N [BITS...]]`: the first solve's wait (compiling) and the
+# iteration of three ways to build the wide kernels (the table "First use").
 # `bash .gpu/mp.sh compare [N [BITS...]]`: ./solver against a build of the commit before it,
 # .gpu/solver-base, alternated (the table "The product's rounding and the near sum").
 set -uo pipefail
@@ -47,6 +49,50 @@ if [ "${1:-}" = warm ]; then
       echo "mp:$p compiled and ran (rc $?, 3: not converged, as asked) at $(( $(date +%s) - t0 )) s" ) &
   done
   wait
+  exit
+fi
+if [ "${1:-}" = firstuse ]; then
+  # What a user's first solve in a wide precision waits for, per variant of the wide kernels:
+  # "product" (the sum and the products inlined, the rounding and the rest one function a
+  # module), MP_WIDE_NOINLINE (every operation one function) and MP_WIDE_INLINE (all left to
+  # the compiler to inline). Each variant's first mp:<bits> solve (poisson3d:12, 2 iterations)
+  # with an empty kernel cache and an empty driver cache, all variants at once, each in its own
+  # process (cut at LIMIT s, default 400); then, compiled, CG's time per iteration on
+  # poisson3d:N (default 100, 5 iterations) of each, one after the other. VARIANTS: others
+  # ("split": MP_WIDE_NOINLINE with NVRTC's --split-compile=0, optimising on all cores).
+  # `bash .gpu/mp.sh firstuse [N [BITS...]]`.
+  n=${2:-100}
+  shift 2 || shift $#
+  variants=${VARIANTS:-product MP_WIDE_NOINLINE MP_WIDE_INLINE}
+  use() { # variant bits: the environment of that variant's caches
+    export PRECSOLVE_KERNEL_CACHE=/tmp/precsolve-firstuse-$1-$2 CUDA_CACHE_PATH=/tmp/cuda-firstuse-$1-$2
+    unset PRECSOLVE_KERNEL_DEFINES PRECSOLVE_NVRTC_OPTIONS
+    case $1 in
+      product) ;;
+      split) export PRECSOLVE_KERNEL_DEFINES=MP_WIDE_NOINLINE PRECSOLVE_NVRTC_OPTIONS=--split-compile=0 ;;
+      *) export PRECSOLVE_KERNEL_DEFINES=$1 ;;
+    esac
+  }
+  t0=$(date +%s.%N)
+  for variant in $variants; do
+    for bits in "${@:-1024 2048}"; do
+      ( use "$variant" "$bits"; rm -rf "$PRECSOLVE_KERNEL_CACHE" "$CUDA_CACHE_PATH"
+        log=$(timeout "${LIMIT:-400}" ./solver solve poisson3d:12 --backend cuda --precision "mp:$bits" \
+          --tol 1e-300 --max-iter 2 -v 2>&1)
+        rc=$?
+        [ $rc = 124 ] && touch "$PRECSOLVE_KERNEL_CACHE.cut"
+        echo "$variant mp:$bits: first solve done at $(python3 -c "import time; print('%.1f' % (time.time() - $t0))") s (rc $rc; 124: cut at ${LIMIT:-400} s); $(grep -o "compiled kernels/mp[^ ]* .*" <<< "$log" | tr '\n' ' ')" ) &
+    done
+  done
+  wait
+  echo "dd: poisson3d:$n CG $(solve_poisson "$n" cuda dd 50) (s/it, iterations, true residual)"
+  for variant in $variants; do
+    for bits in "${@:-1024 2048}"; do
+      use "$variant" "$bits"
+      [ -e "$PRECSOLVE_KERNEL_CACHE.cut" ] && continue
+      echo "$variant mp:$bits: poisson3d:$n CG $(solve_poisson "$n" cuda "mp:$bits" 5) (s/it, iterations, true residual)"
+    done
+  done
   exit
 fi
 if [ "${1:-}" = range ]; then

@@ -27,7 +27,12 @@ typedef unsigned long long mp_u64;
 // the same code is one function a module (inlined, it makes tens of MB of PTX for the driver to
 // compile). From 1,024 bits the unrolled code spills more than the general loops cost (mp:1024
 // CG on poisson3d:200, H200: 80 ms an iteration against 54), so those keep the general loops
-// (MP_WIDE_LOOPS). Either way every result is the correctly rounded one.
+// (MP_WIDE_LOOPS). There the sum and the products (MP_OP) are left to the compiler, which
+// inlines them, and the rounding they share, the division, the square root and the conversion
+// (MP_FN) are one function a module: all inlined, a module took NVRTC 97 s on a lent H100's host
+// and all out of line 22 s, but an iteration 32% longer; this way 53 s and within 1% of all
+// inlined (`benches/results/mp-gpu.md`, "First use"; MP_WIDE_INLINE and MP_WIDE_NOINLINE, defines
+// for measuring, build the other two). Either way every result is the correctly rounded one.
 #if MP_LIMBS <= 4
 #define MP_OP __device__ __forceinline__
 #define MP_UNROLL _Pragma("unroll")
@@ -35,9 +40,20 @@ typedef unsigned long long mp_u64;
 #define MP_OP __device__ __noinline__
 #define MP_UNROLL _Pragma("unroll")
 #else
-#define MP_OP __device__
 #define MP_UNROLL
 #define MP_WIDE_LOOPS
+#endif
+#if defined(MP_WIDE_LOOPS) && !defined(MP_WIDE_INLINE)
+#define MP_FN __device__ __noinline__
+#else
+#define MP_FN __device__
+#endif
+#ifndef MP_OP
+#ifdef MP_WIDE_NOINLINE
+#define MP_OP MP_FN
+#else
+#define MP_OP __device__
+#endif
 #endif
 
 struct mp_t {
@@ -176,7 +192,7 @@ __device__ __forceinline__ mp_u64 mp_div128(mp_u64 hi, mp_u64 lo, mp_u64 d, mp_u
     return (q1 << 32) | q0;
 }
 
-__device__ void mp_div_rem(mp_u64* u, int nu, const mp_u64* v, int nv, mp_u64* q) {
+MP_FN void mp_div_rem(mp_u64* u, int nu, const mp_u64* v, int nv, mp_u64* q) {
     const int m = nu - nv;
     for (int i = 0; i <= m; i++) q[i] = 0;
     const int s = __clzll(v[nv - 1]);
@@ -249,7 +265,7 @@ __device__ void mp_div_rem(mp_u64* u, int nu, const mp_u64* v, int nv, mp_u64* q
 }
 
 // root = floor(sqrt(x)), Newton's iteration from a power of two above the root
-__device__ void mp_isqrt(const mp_u64* x, int nx, mp_u64* root, int nr) {
+MP_FN void mp_isqrt(const mp_u64* x, int nx, mp_u64* root, int nr) {
     const int bits = 64 * nx - mp_leading_zeros(x, nx);
     for (int i = 0; i < nr; i++) root[i] = 0;
     if (bits == 0) return;
@@ -415,7 +431,7 @@ __device__ __forceinline__ void mp_clear_below(mp_u64* x, int count) {
 
 // (-1)^neg (int + f) 2^scale rounded at `bits` bits; int in x[0..n] (destroyed), f nonzero
 // exactly when sticky (then int has at least bits + 1 significant bits).
-__device__ mp_t mp_round(mp_u64* x, int n, bool sticky, long long scale, int neg, int bits) {
+MP_FN mp_t mp_round(mp_u64* x, int n, bool sticky, long long scale, int neg, int bits) {
     const int zeros = mp_leading_zeros(x, n);
     if (zeros == 64 * n) return mp_special(MP_ZERO, neg, bits);
     if (zeros > 0) mp_shl(x, n, zeros);
@@ -583,7 +599,7 @@ __device__ __forceinline__ bool mp_mul_special(const mp_t& a, const mp_t& b, int
 
 #ifdef MP_WIDE_LOOPS
 // a + (-1)^bneg |b|
-__device__ mp_t mp_sum(mp_t a, mp_t b, int bneg) {
+MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
     b.neg = bneg;
     mp_t special;
@@ -772,7 +788,7 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
 #endif
 }
 
-__device__ mp_t mp_div(mp_t a, mp_t b) {
+MP_FN mp_t mp_div(mp_t a, mp_t b) {
     const int bits = mp_max_bits(a, b);
     const int neg = a.neg != b.neg;
     if (a.kind == MP_NAN || b.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
@@ -790,7 +806,7 @@ __device__ mp_t mp_div(mp_t a, mp_t b) {
     return mp_round_n(q, sticky, scale, neg, bits);
 }
 
-__device__ mp_t mp_sqrt(mp_t a) {
+MP_FN mp_t mp_sqrt(mp_t a) {
     const int bits = a.bits;
     if (a.kind == MP_NAN) return mp_special(MP_NAN, 0, bits);
     if (a.kind == MP_ZERO) return a;
@@ -862,7 +878,7 @@ MP_UNROLL
 }
 
 // The nearest double (ties to even; subnormals on their grid; beyond the range an infinity).
-__device__ double mp_to_f64(const mp_t& a) {
+MP_FN double mp_to_f64(const mp_t& a) {
     if (a.kind == MP_NAN) return __longlong_as_double(0x7ff8000000000000LL);
     const double sign = a.neg ? -1.0 : 1.0;
     if (a.kind == MP_INF) return sign * __longlong_as_double(0x7ff0000000000000LL);
