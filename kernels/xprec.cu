@@ -611,7 +611,9 @@ __device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ r
         spmv_x<O, NT>(nrows, row_ptr, col_idx, val, Wide<O>{x}, y, b, has_b);                  \
     }
 
-#define X_KERNELS(P, O)                                                                        \
+// Every kernel of precision P, in three groups that an mp precision compiles as three modules
+// in parallel (`MP_PIECE`, kernels/xprec_mp.cu): the dots and CG's updates, BiCGStab's, the SpMVs.
+#define X_KERNELS_CORE(P, O)                                                                   \
     extern "C" __global__ void dot_##P##_partial(long long n, O::Vec x, O::Vec y,             \
                                                  O::AVec partial) {                            \
         dot_partial_x<O>(n, x, Own<O>{y}, partial);                                            \
@@ -643,22 +645,6 @@ __device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ r
                                              O::Vec y) {                                       \
         xpay_x<O>(n, Wide<O>{x}, beta, y);                                                     \
     }                                                                                          \
-    extern "C" __global__ void axpyz_##P(long long n, O::S alpha, O::Vec x, O::Vec y,         \
-                                         O::Vec z) {                                           \
-        axpyz_x<O>(n, alpha, x, y, z);                                                         \
-    }                                                                                          \
-    extern "C" __global__ void bicgstab_direction_##P(long long n, O::Vec r, O::S beta,       \
-                                                      O::S minus_omega, O::Vec v, O::Vec p) {  \
-        bicgstab_direction_x<O>(n, r, beta, minus_omega, v, p);                                \
-    }                                                                                          \
-    extern "C" __global__ void axpyz_norm_##P(long long n, O::S alpha, O::Vec x, O::Vec y,    \
-                                              O::Vec z, O::AVec partial) {                     \
-        axpyz_norm_x<O>(n, alpha, x, y, z, partial);                                           \
-    }                                                                                          \
-    extern "C" __global__ void x_update_##P(long long n, O::S alpha, O::Vec p, O::S omega,    \
-                                            O::Vec s, O::Vec x) {                              \
-        x_update_x<O>(n, alpha, p, omega, s, x);                                               \
-    }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                           \
         cg_alpha_##P(int m, O::AVec partial, O::S rho, O::Vec scalars) {                       \
         alpha_from_tiles_x<O, true>(m, partial, rho, scalars);                                 \
@@ -674,6 +660,24 @@ __device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ r
     extern "C" __global__ void cg_direction_wide_##P(long long n, O::S alpha, const double* z,\
                                                      O::S beta, O::Vec p, O::Vec x) {          \
         cg_direction_x<O>(n, alpha, Wide<O>{z}, beta, p, x);                                   \
+    }
+
+#define X_KERNELS_BICG(P, O)                                                                   \
+    extern "C" __global__ void axpyz_##P(long long n, O::S alpha, O::Vec x, O::Vec y,         \
+                                         O::Vec z) {                                           \
+        axpyz_x<O>(n, alpha, x, y, z);                                                         \
+    }                                                                                          \
+    extern "C" __global__ void bicgstab_direction_##P(long long n, O::Vec r, O::S beta,       \
+                                                      O::S minus_omega, O::Vec v, O::Vec p) {  \
+        bicgstab_direction_x<O>(n, r, beta, minus_omega, v, p);                                \
+    }                                                                                          \
+    extern "C" __global__ void axpyz_norm_##P(long long n, O::S alpha, O::Vec x, O::Vec y,    \
+                                              O::Vec z, O::AVec partial) {                     \
+        axpyz_norm_x<O>(n, alpha, x, y, z, partial);                                           \
+    }                                                                                          \
+    extern "C" __global__ void x_update_##P(long long n, O::S alpha, O::Vec p, O::S omega,    \
+                                            O::Vec s, O::Vec x) {                              \
+        x_update_x<O>(n, alpha, p, omega, s, x);                                               \
     }                                                                                          \
     extern "C" __global__ void __launch_bounds__(TILE_FINAL_THREADS)                           \
         bicg_alpha_tiles_##P(int m, O::AVec partial, O::S rho, O::Vec block) {                 \
@@ -706,7 +710,9 @@ __device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ r
                                           O::Vec r_tilde, O::Vec r, O::AVec partial_rr,        \
                                           O::AVec partial_rho) {                               \
         bicg_r_x<O>(n, block, t, s_in, r_tilde, r, partial_rr, partial_rho);                   \
-    }                                                                                          \
+    }
+
+#define X_KERNELS_SPMV(P, O)                                                                   \
     X_SPMV(P, O, 1)                                                                            \
     X_SPMV(P, O, 2)                                                                            \
     X_SPMV(P, O, 4)                                                                            \
@@ -715,3 +721,4 @@ __device__ __forceinline__ void spmv_dots_x(int nrows, const int* __restrict__ r
     X_SPMV(P, O, 32)                                                                           \
     X_SPMV_SELL(P, O)
 
+#define X_KERNELS(P, O) X_KERNELS_CORE(P, O) X_KERNELS_BICG(P, O) X_KERNELS_SPMV(P, O)

@@ -82,9 +82,18 @@ struct MpOps {
     }
 };
 
-// X_KERNELS pastes its first argument: expand MP_SUFFIX (mp256) first.
-#define X_KERNELS_OF(P, O) X_KERNELS(P, O)
-X_KERNELS_OF(MP_SUFFIX, MpOps)
+// The module holds one group of the precision's kernels (MP_PIECE: 0 the dots, CG's updates and
+// the conversions, 1 BiCGStab's, 2 the SpMVs), so that the three compile in parallel; the
+// macros paste their first argument: expand MP_SUFFIX (mp256) first.
+#define X_KERNELS_CORE_OF(P, O) X_KERNELS_CORE(P, O)
+#define X_KERNELS_BICG_OF(P, O) X_KERNELS_BICG(P, O)
+#define X_KERNELS_SPMV_OF(P, O) X_KERNELS_SPMV(P, O)
+#if MP_PIECE == 1
+X_KERNELS_BICG_OF(MP_SUFFIX, MpOps)
+#elif MP_PIECE == 2
+X_KERNELS_SPMV_OF(MP_SUFFIX, MpOps)
+#else
+X_KERNELS_CORE_OF(MP_SUFFIX, MpOps)
 
 #define MP_CONVERTS(P)                                                                         \
     extern "C" __global__ void convert_f64_to_##P(long long n, const double* x, mp_ptr y) {   \
@@ -106,3 +115,4 @@ X_KERNELS_OF(MP_SUFFIX, MpOps)
     }
 #define MP_CONVERTS_OF(P) MP_CONVERTS(P)
 MP_CONVERTS_OF(MP_SUFFIX)
+#endif

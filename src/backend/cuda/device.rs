@@ -161,7 +161,7 @@ impl KernelStore {
         let source = if let Some(limbs) = mp_limbs_of(name) {
             mp_source_name(limbs)
         } else if let Some(bits) = mp_bits_of(name) {
-            mp_vector_source_name(bits)
+            mp_piece_source_name(bits, mp_piece_of(name))
         } else if name.starts_with("cgs_") {
             "cg"
         } else if name.starts_with("cgp_") {
@@ -221,12 +221,26 @@ impl KernelStore {
     /// Once they are compiled (every solve after the first), it only looks them up: no thread
     /// is started for a source already in the cache.
     pub fn compile_for(&self, extended: bool) -> Result<()> {
+        let names = SOURCES
+            .iter()
+            .map(|&(name, _)| name)
+            .filter(|name| extended || *name != "xprec");
+        self.compile_in_parallel(names.collect())
+    }
+
+    /// Compile `mp:<bits>`'s vector kernels, its three groups (`MP_PIECES`) in parallel.
+    pub fn compile_mp(&self, bits: u32) -> Result<()> {
+        let names = (0..MP_PIECES.len()).map(|piece| mp_piece_source_name(bits, piece));
+        self.compile_in_parallel(names.collect())
+    }
+
+    /// The modules of `names` not compiled yet, each compiled in a thread of its own.
+    fn compile_in_parallel(&self, names: Vec<&'static str>) -> Result<()> {
         let missing: Vec<&'static str> = {
             let modules = self.modules.lock().expect("module cache lock");
-            SOURCES
-                .iter()
-                .map(|&(name, _)| name)
-                .filter(|name| (extended || *name != "xprec") && !modules.contains_key(name))
+            names
+                .into_iter()
+                .filter(|name| !modules.contains_key(name))
                 .collect()
         };
         if missing.is_empty() {
@@ -289,11 +303,36 @@ pub(crate) fn mp_bits_of(name: &str) -> Option<u32> {
     })
 }
 
-/// The source name of `mp:<bits>`'s vector kernels (`mp256`), one leaked string per precision
-/// a process uses.
-pub(crate) fn mp_vector_source_name(bits: u32) -> &'static str {
+/// `mp{bits}`: the suffix of `mp:<bits>`'s kernel names (`axpy_mp256`), and the source name of
+/// its first group of kernels.
+pub(crate) fn mp_suffix(bits: u32) -> &'static str {
+    mp_piece_source_name(bits, 0)
+}
+
+/// The three groups of an `mp:<bits>` precision's vector kernels, each its own module so that
+/// they compile in parallel (`MP_PIECE` in `kernels/xprec_mp.cu`: a third of the wait each).
+pub(crate) const MP_PIECES: [&str; 3] = ["", "_bicg", "_spmv"];
+
+/// Which group of `MP_PIECES` holds the `mp` vector kernel `name`: the SpMVs, BiCGStab's
+/// steps (`X_KERNELS_BICG` in `kernels/xprec.cu`), or the rest (dots, CG's steps, conversions).
+fn mp_piece_of(name: &str) -> usize {
+    if name.starts_with("spmv") {
+        2
+    } else if ["axpyz_", "bicg", "x_update_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+    {
+        1
+    } else {
+        0
+    }
+}
+
+/// The source name of one group of `mp:<bits>`'s vector kernels (`mp256`, `mp256_bicg`,
+/// `mp256_spmv`), one leaked string per name a process uses.
+pub(crate) fn mp_piece_source_name(bits: u32, piece: usize) -> &'static str {
     static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let name = format!("mp{bits}");
+    let name = format!("mp{bits}{}", MP_PIECES[piece]);
     let mut names = NAMES.lock().expect("mp source names");
     match names.iter().find(|n| **n == name) {
         Some(n) => n,
@@ -326,7 +365,14 @@ fn mp_source_name(limbs: usize) -> &'static str {
 /// NVRTC's machine code for the kernel source `source_name` (a name in `SOURCES`, or `mp_l{L}`)
 /// for `arch` (`sm_90`), from the kernel cache where an earlier process kept it.
 fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
-    let mp_bits = source_name.strip_prefix("mp").and_then(|b| b.parse::<u32>().ok());
+    // `mp{bits}{piece}`: an mp precision's group of vector kernels
+    let mp_piece = source_name.strip_prefix("mp").and_then(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let bits = rest[..digits].parse::<u32>().ok()?;
+        let piece = MP_PIECES.iter().position(|p| *p == &rest[digits..])?;
+        Some((bits, piece))
+    });
+    let mp_bits = mp_piece.map(|(bits, _)| bits);
     let text = match source_name.strip_prefix("mp_l").map(str::parse::<usize>) {
         Some(Ok(limbs)) => format!("#define MP_LIMBS {limbs}\n{MP_SOURCE}"),
         _ if mp_bits.is_some() => {
@@ -335,7 +381,9 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
                 .ok_or_else(|| cuda_error("kernel source", source_name))?;
             let mut text = COMMON.join("\n");
             text.push_str(&format!(
-                "\n#define MP_LIMBS {limbs}\n#define MP_BITS {bits}\n#define MP_SUFFIX mp{bits}\n"
+                "\n#define MP_LIMBS {limbs}\n#define MP_BITS {bits}\n#define MP_SUFFIX mp{bits}\n\
+                 #define MP_PIECE {}\n",
+                mp_piece.map_or(0, |(_, piece)| piece)
             ));
             text.push_str(MP_SOURCE);
             for body in MP_VECTOR_SOURCES {
@@ -369,7 +417,7 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
     if let Some(code) = cached.load() {
         return Ok(code.into_image());
     }
-    if let Some(bits) = mp_bits {
+    if let Some((bits, 0)) = mp_piece {
         // Tens of seconds to minutes (`benches/results/mp-gpu.md`) with nothing on the screen:
         // say why, once a precision (a process compiles each module once).
         log::warn!(
@@ -421,7 +469,7 @@ pub fn compile_kernel_sources(arch: &'static str) -> Result<Vec<&'static str>> {
         ));
     }
     let mp = crate::precision::mpfloat::LIMB_COUNTS.map(mp_source_name);
-    let mp_vectors = [mp_vector_source_name(256)];
+    let mp_vectors = [0, 1, 2].map(|piece| mp_piece_source_name(256, piece));
     SOURCES
         .iter()
         .map(|&(name, _)| name)
@@ -445,4 +493,60 @@ pub(crate) fn alloc_words(
                 (words * 8) as f64 / (1024.0 * 1024.0)
             ),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel names a macro of `kernels/xprec.cu` defines, for `mp256` (and lane count 1).
+    fn kernels_of_macro(macro_name: &str) -> Vec<String> {
+        let text = MP_VECTOR_SOURCES[0];
+        let start = text
+            .find(&format!("#define {macro_name}("))
+            .unwrap_or_else(|| panic!("{macro_name} is not in kernels/xprec.cu"));
+        let body = &text[start..];
+        let end = body[1..].find("\n#define ").map_or(body.len(), |e| e + 1);
+        body[..end]
+            .split("void ")
+            .skip(1)
+            .filter_map(|rest| {
+                // `void __launch_bounds__(N) name(`: the name after the bounds
+                let rest = match rest.strip_prefix("__launch_bounds__(") {
+                    Some(bounded) => bounded.split_once(')')?.1,
+                    None => rest,
+                };
+                let name: String = rest
+                    .trim_start_matches(|c: char| c.is_whitespace() || c == '\\')
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '#')
+                    .collect();
+                name.contains("##P")
+                    .then(|| name.replace("##P##", "mp256").replace("##P", "mp256").replace("##NT", "1"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_mp_kernel_is_looked_up_in_the_group_that_defines_it() {
+        let groups = [
+            ("X_KERNELS_CORE", 0, 12),
+            ("X_KERNELS_BICG", 1, 12),
+            ("X_SPMV", 2, 2),
+            ("X_SPMV_SELL", 2, 2),
+        ];
+        for (macro_name, piece, at_least) in groups {
+            let names = kernels_of_macro(macro_name);
+            assert!(names.len() >= at_least, "{macro_name}: {names:?}");
+            for name in names {
+                assert_eq!(mp_piece_of(&name), piece, "{name} of {macro_name}");
+                assert_eq!(mp_bits_of(&name), Some(256), "{name}");
+            }
+        }
+        // X_KERNELS_SPMV is made of the two SpMV macros; the conversions are in the first group
+        assert!(MP_VECTOR_SOURCES[0].contains("#define X_KERNELS_SPMV(P, O)"));
+        assert_eq!(mp_piece_of("convert_mp256_to_dd"), 0);
+        assert_eq!(mp_piece_source_name(256, 1), "mp256_bicg");
+        assert_eq!(mp_suffix(1024), "mp1024");
+    }
 }

@@ -449,9 +449,9 @@ impl Backend for CudaBackend {
         self.kernels
             .compile_for(matches!(P::KERNEL_SUFFIX, "td" | "qd"))?;
         if P::KERNEL_SUFFIX == "mp" {
-            // mp:<bits>'s own source, compiled for its precision at first use: here, before
+            // mp:<bits>'s own sources, compiled for its precision at first use: here, before
             // a solve's clock starts
-            self.kernel::<P>("axpy")?;
+            self.kernels.compile_mp(Self::mp_bits()?)?;
         }
         Ok(())
     }

@@ -17,13 +17,15 @@ impl CudaBackend {
 
     /// `mp{bits}`: the kernels of the solve's precision (its scope's), compiled for it.
     fn mp_suffix() -> Result<&'static str> {
-        let refuse = |why: String| Error::Backend {
+        Ok(device::mp_suffix(Self::mp_bits()?))
+    }
+
+    /// The precision of the mp solve in whose scope the caller runs.
+    pub(super) fn mp_bits() -> Result<u32> {
+        crate::precision::mp::current_bits().ok_or_else(|| Error::Backend {
             backend: "cuda",
-            message: why,
-        };
-        let bits = crate::precision::mp::current_bits()
-            .ok_or_else(|| refuse("an mp vector outside an mp solve's precision scope".into()))?;
-        Ok(device::mp_vector_source_name(bits))
+            message: "an mp vector outside an mp solve's precision scope".into(),
+        })
     }
 
     pub(super) fn layout<P: Precision>() -> Layout {
