@@ -372,18 +372,15 @@ fn compile_source(source_name: &str, arch: &'static str) -> Result<Ptx> {
         let piece = MP_PIECES.iter().position(|p| *p == &rest[digits..])?;
         Some((bits, piece))
     });
-    let mp_bits = mp_piece.map(|(bits, _)| bits);
-    let text = match source_name.strip_prefix("mp_l").map(str::parse::<usize>) {
-        Some(Ok(limbs)) => format!("#define MP_LIMBS {limbs}\n{MP_SOURCE}"),
-        _ if mp_bits.is_some() => {
-            let bits = mp_bits.expect("checked");
+    let text = match (source_name.strip_prefix("mp_l").map(str::parse::<usize>), mp_piece) {
+        (Some(Ok(limbs)), _) => format!("#define MP_LIMBS {limbs}\n{MP_SOURCE}"),
+        (_, Some((bits, piece))) => {
             let limbs = crate::precision::mpfloat::limbs_for(bits)
                 .ok_or_else(|| cuda_error("kernel source", source_name))?;
             let mut text = COMMON.join("\n");
             text.push_str(&format!(
                 "\n#define MP_LIMBS {limbs}\n#define MP_BITS {bits}\n#define MP_SUFFIX mp{bits}\n\
-                 #define MP_PIECE {}\n",
-                mp_piece.map_or(0, |(_, piece)| piece)
+                 #define MP_PIECE {piece}\n"
             ));
             text.push_str(MP_SOURCE);
             for body in MP_VECTOR_SOURCES {
