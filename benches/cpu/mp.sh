@@ -31,7 +31,7 @@ for matrix in matrices/graded_spd_400.mtx poisson3d:20; do
     f64+=("$(per_iteration "$matrix" f64 200)")
     dd+=("$(per_iteration "$matrix" dd 200)")
   done
-  for bits in 128 256 1024 2048; do
+  for bits in 106 128 256 1024 2048; do
     iters=$((bits >= 1024 ? 20 : 100))
     own=() mpfr=()
     for _ in 1 2 3; do

@@ -176,10 +176,14 @@ impl<const L: usize> MpFloat<L> {
         {
             return product;
         }
-        let mut wide = [[0u64; L]; 2];
-        // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
-        limbs::mul(&b.sig, &self.sig, wide.as_flattened_mut());
-        let [low, top] = wide;
+        let [low, top] = if L <= limbs::FIXED_PRODUCT_LIMBS {
+            limbs::mul_fixed(&self.sig, &b.sig)
+        } else {
+            let mut wide = [[0u64; L]; 2];
+            // The operand with fewer nonzero limbs outside: its zero limbs are skipped.
+            limbs::mul(&b.sig, &self.sig, wide.as_flattened_mut());
+            wide
+        };
         let (hi, guard, z) = Self::product_window(&low, top);
         let sticky = low[L - 2] << z != 0 || low[..L - 2].iter().any(|&l| l != 0);
         Self::round_normalised(negative, hi, guard, sticky, exp - i64::from(z), bits)

@@ -108,15 +108,6 @@ pub(super) fn bit(x: &[u64], i: u32) -> bool {
     x[(i / 64) as usize] >> (i % 64) & 1 == 1
 }
 
-/// Clear the lowest `count` bits of `x`.
-pub(super) fn clear_below(x: &mut [u64], count: u32) {
-    let (limbs, bits) = ((count / 64) as usize, count % 64);
-    x[..limbs].fill(0);
-    if bits > 0 {
-        x[limbs] &= !((1u64 << bits) - 1);
-    }
-}
-
 /// `out = x * y`, `out.len() == x.len() + y.len()`.
 pub(super) fn mul(x: &[u64], y: &[u64], out: &mut [u64]) {
     out.fill(0);
@@ -128,6 +119,23 @@ pub(super) fn mul(x: &[u64], y: &[u64], out: &mut [u64]) {
         out[i + y.len()] = addmul_row(&mut out[i..i + y.len()], y, a, fast);
     }
 }
+
+/// `x * y` of two `L`-limb numbers as `[low, top]`, on arrays of a fixed length: no `memset`
+/// call to clear the product and no slice bounds, so that for the short significands (up to
+/// [`FIXED_PRODUCT_LIMBS`]) the compiler unrolls it into the limb products alone.
+#[inline(always)]
+pub(super) fn mul_fixed<const L: usize>(x: &[u64; L], y: &[u64; L]) -> [[u64; L]; 2] {
+    let mut wide = [[0u64; L]; 2];
+    let out = wide.as_flattened_mut();
+    for (i, &a) in x.iter().enumerate() {
+        out[i + L] = super::addmul::addmul_row_portable(&mut out[i..i + L], y, a);
+    }
+    wide
+}
+
+/// Up to this many limbs `MpFloat::mul` forms its product with [`mul_fixed`], from there
+/// with [`mul`]'s rows (`mulx`/`adcx`/`adox` where the processor has them).
+pub(super) const FIXED_PRODUCT_LIMBS: usize = 4;
 
 /// The columns `n - 2` and up of `x * y` (`n` limbs each, `out.len() == 2 n`): the partial
 /// products `x_i y_j` with `i + j >= n - 2`, summed exactly; the lower columns are left zero.

@@ -128,18 +128,44 @@ impl<const L: usize> MpFloat<L> {
     }
 
     /// `sig` (normalised, with bits below the precision) rounded at `bits` bits; `sticky`:
-    /// something nonzero lies below `sig`'s limbs.
+    /// something nonzero lies below `sig`'s limbs. Every limb takes the same steps with its
+    /// own masks (the discarded bits, the rounding bit, the last kept bit), so the loops
+    /// have a fixed length the compiler unrolls: the general helpers' variable-length
+    /// `fill` was a `memset` call, and the whole rounding half of an mp:106 sum's time.
+    #[inline(always)]
     fn round_sig(negative: bool, mut sig: [u64; L], sticky: bool, mut exp: i64, bits: u32) -> Self {
         let shift = 64 * L as u32 - bits; // position of the last kept bit, > 0
-        let round_bit = limbs::bit(&sig, shift - 1);
-        let odd = limbs::bit(&sig, shift);
-        let round_up =
-            round_bit && (odd || sticky || limbs::any_below(&sig, shift - 1));
-        limbs::clear_below(&mut sig, shift);
-        if round_up && limbs::add_bit(&mut sig, shift) {
-            // 0.111..1 + ulp = 1.000..0: one bit up.
-            sig[L - 1] = 1 << 63;
-            exp += 1;
+        debug_assert!(shift > 0 && shift < 64 * L as u32);
+        // Bits of limb `i` below bit `k` of the whole (all of them from `k >= 64 (i + 1)`).
+        let below = |i: usize, k: u32| {
+            let n = k.saturating_sub(64 * i as u32).min(64);
+            if n == 64 { u64::MAX } else { (1u64 << n) - 1 }
+        };
+        let (mut round_bit, mut rest, mut odd) = (0u64, u64::from(sticky), 0u64);
+        let mut ulp = [0u64; L];
+        for i in 0..L {
+            let dropped = below(i, shift);
+            let under_round = below(i, shift - 1);
+            let half = dropped & !under_round;
+            round_bit |= sig[i] & half;
+            rest |= sig[i] & under_round;
+            ulp[i] = below(i, shift + 1) & !dropped;
+            odd |= sig[i] & ulp[i];
+            sig[i] &= !dropped;
+        }
+        if round_bit != 0 && (odd | rest) != 0 {
+            let mut carry = false;
+            for i in 0..L {
+                let (s, c1) = sig[i].overflowing_add(ulp[i]);
+                let (s, c2) = s.overflowing_add(u64::from(carry));
+                sig[i] = s;
+                carry = c1 | c2;
+            }
+            if carry {
+                // 0.111..1 + ulp = 1.000..0: one bit up.
+                sig[L - 1] = 1 << 63;
+                exp += 1;
+            }
         }
         MpFloat::in_range(negative, sig, exp, bits)
     }
