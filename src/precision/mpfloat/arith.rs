@@ -51,19 +51,23 @@ impl<const L: usize> MpFloat<L> {
             return Self::sum_special(*a, *b, b_negative);
         }
         let bits = a.bits_of(b);
-        let b = &b.with_sign(b_negative);
         let swap = match a.exp() == b.exp() {
             true => limbs::cmp(&a.sig, &b.sig) == Ordering::Less,
             false => a.exp() < b.exp(),
         };
-        let (x, y) = if swap { (b, a) } else { (a, b) };
+        // The signs travel beside the operands rather than in a copy of `b` with its sign
+        // changed: at 16 and 32 limbs that copy was a `memmove` call a sum.
+        let (x, y, x_negative, subtract) = match swap {
+            true => (b, a, b_negative, a.negative() != b_negative),
+            false => (a, b, a.negative(), a.negative() != b_negative),
+        };
         let d = (i64::from(x.exp()) - i64::from(y.exp())) as u64;
         if d < 64
-            && let Some(sum) = Self::sum_near(x, y, d as u32, bits)
+            && let Some(sum) = Self::sum_near(x, y, x_negative, subtract, d as u32, bits)
         {
             return sum;
         }
-        Self::sum_normal(x, y, bits)
+        Self::sum_normal(x, y, x_negative, subtract, bits)
     }
 
     /// [`sum`](Self::sum) where an operand is zero, infinite or NaN.
@@ -83,16 +87,23 @@ impl<const L: usize> MpFloat<L> {
         }
     }
 
-    /// `x + y` for normal values with `|x| >= |y|` whose exponents differ by `d < 64`: most of a
+    /// `x ± y` (`x`'s sign `x_negative`, `y`'s the same unless `subtract`) for normal values
+    /// with `|x| >= |y|` whose exponents differ by `d < 64`: most of a
     /// solve's sums (a row's products, a dot's terms), whose result each next sum waits for. So
     /// no branch on the data where a select does: `y`'s significand shifted right by `d` fits
     /// the window whole (nothing for a sticky bit), a difference is the sum of the two's
     /// complement, and the normalising shift is one bit right after a carry or less than a limb
     /// left after a cancellation. `None` where a whole limb cancelled: the general path then.
     #[inline(always)]
-    fn sum_near(x: &Self, y: &Self, d: u32, bits: u32) -> Option<Self> {
+    fn sum_near(
+        x: &Self,
+        y: &Self,
+        x_negative: bool,
+        subtract: bool,
+        d: u32,
+        bits: u32,
+    ) -> Option<Self> {
         debug_assert!(d < 64);
-        let subtract = x.negative() != y.negative();
         let flip = 0u64.wrapping_sub(u64::from(subtract));
         // `(a << 1) << (63 - s)` is `a << (64 - s)`, and zero for `s = 0`.
         let up = |a: u64, s: u32| (a << 1) << (63 - s);
@@ -127,18 +138,19 @@ impl<const L: usize> MpFloat<L> {
         h[0] = (h[0] << z) | down(g, z);
         g <<= z;
         let exp = i64::from(x.exp()) + i64::from(over) - i64::from(z);
-        Some(Self::round_normalised(x.negative(), h, g, sticky, exp, bits))
+        Some(Self::round_normalised(x_negative, h, g, sticky, exp, bits))
     }
 
-    /// `x + y` for normal values with `|x| >= |y|`: `x`'s significand over a zero guard limb,
+    /// `x ± y` (signs as for [`sum_near`](Self::sum_near)) for normal values with
+    /// `|x| >= |y|`: `x`'s significand over a zero guard limb,
     /// `y`'s shifted right by the exponent difference (what leaves the guard limb only matters
     /// as a sticky bit, and then at most one bit cancels).
-    fn sum_normal(x: &Self, y: &Self, bits: u32) -> Self {
+    fn sum_normal(x: &Self, y: &Self, x_negative: bool, subtract: bool, bits: u32) -> Self {
         let d = (i64::from(x.exp()) - i64::from(y.exp())) as u64;
         let (vh, vg, mut sticky) = window::shr(&y.sig, d);
         let (mut h, mut g) = (x.sig, 0u64);
         let mut exp = i64::from(x.exp());
-        if x.negative() == y.negative() {
+        if !subtract {
             if window::add(&mut h, &mut g, &vh, vg) {
                 sticky |= window::shr_carry(&mut h, &mut g);
                 exp += 1;
@@ -155,12 +167,12 @@ impl<const L: usize> MpFloat<L> {
             }
             if zeros >= 64 {
                 // A whole limb cancelled (no sticky part then): the general normalisation.
-                return Self::round_window(x.negative(), h, g, sticky, exp, bits);
+                return Self::round_window(x_negative, h, g, sticky, exp, bits);
             }
             window::shl_small(&mut h, &mut g, zeros);
             exp -= i64::from(zeros);
         }
-        Self::round_normalised(x.negative(), h, g, sticky, exp, bits)
+        Self::round_normalised(x_negative, h, g, sticky, exp, bits)
     }
 
     /// `self * b`, correctly rounded.
