@@ -136,20 +136,19 @@ impl<const L: usize> MpFloat<L> {
     fn round_sig(negative: bool, mut sig: [u64; L], sticky: bool, mut exp: i64, bits: u32) -> Self {
         let shift = 64 * L as u32 - bits; // position of the last kept bit, > 0
         debug_assert!(shift > 0 && shift < 64 * L as u32);
-        // Bits of limb `i` below bit `k` of the whole (all of them from `k >= 64 (i + 1)`).
-        let below = |i: usize, k: u32| {
-            let n = k.saturating_sub(64 * i as u32).min(64);
-            if n == 64 { u64::MAX } else { (1u64 << n) - 1 }
-        };
+        // Limb `i`'s share of one bit of the whole (zero outside the bit's limb).
+        let one_bit = |i: usize, k: u32| u64::from(k / 64 == i as u32) << (k % 64);
         let (mut round_bit, mut rest, mut odd) = (0u64, u64::from(sticky), 0u64);
         let mut ulp = [0u64; L];
         for i in 0..L {
-            let dropped = below(i, shift);
-            let under_round = below(i, shift - 1);
-            let half = dropped & !under_round;
+            let half = one_bit(i, shift - 1);
+            ulp[i] = one_bit(i, shift);
+            // The bits below the last kept one: whole limbs below its limb, and in its limb the
+            // ones under it (`ulp - 1`, or none of that limb when the bit lies in another).
+            let whole = 0u64.wrapping_sub(u64::from((i as u32) < shift / 64));
+            let dropped = whole | ulp[i].wrapping_sub(u64::from(ulp[i] != 0));
             round_bit |= sig[i] & half;
-            rest |= sig[i] & under_round;
-            ulp[i] = below(i, shift + 1) & !dropped;
+            rest |= sig[i] & dropped & !half;
             odd |= sig[i] & ulp[i];
             sig[i] &= !dropped;
         }
