@@ -3,7 +3,6 @@
 
 use super::round::Exact;
 use super::{EMIN, Kind, MpFloat, limbs, window};
-use std::cmp::Ordering;
 
 /// From this many limbs `mul` rounds from the product's high columns where that decides the
 /// rounding (`MpFloat::mul_short`). Measured on mp CG (`benches/results/mp-cpu.md`): 1.4x
@@ -52,7 +51,7 @@ impl<const L: usize> MpFloat<L> {
         }
         let bits = a.bits_of(b);
         let swap = match a.exp() == b.exp() {
-            true => limbs::cmp(&a.sig, &b.sig) == Ordering::Less,
+            true => limbs::less(&a.sig, &b.sig),
             false => a.exp() < b.exp(),
         };
         // The signs travel beside the operands rather than in a copy of `b` with its sign

@@ -156,6 +156,20 @@ pub(super) fn mul_high(x: &[u64], y: &[u64], out: &mut [u64]) {
     }
 }
 
+/// `x < y` for two numbers of the same length: the borrow out of `x - y`, one pass without
+/// branches (a sum asks it whenever its operands' exponents are equal, and the answer is a
+/// coin toss on a solve's data).
+#[inline(always)]
+pub(super) fn less<const L: usize>(x: &[u64; L], y: &[u64; L]) -> bool {
+    let mut borrow = false;
+    for (a, b) in x.iter().zip(y) {
+        let (d, b1) = a.overflowing_sub(*b);
+        let (_, b2) = d.overflowing_sub(u64::from(borrow));
+        borrow = b1 | b2;
+    }
+    borrow
+}
+
 /// Compare two numbers of the same length.
 pub(super) fn cmp(x: &[u64], y: &[u64]) -> std::cmp::Ordering {
     x.iter().rev().cmp(y.iter().rev())
