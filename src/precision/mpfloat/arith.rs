@@ -110,14 +110,11 @@ impl<const L: usize> MpFloat<L> {
         // The guard limb: x's is zero, y's holds the bits the shift moved out of its limbs.
         let (mut g, mut carry) = (up(y.sig[0], d) ^ flip).overflowing_add(u64::from(subtract));
         let mut h = x.sig;
-        for (i, limb) in h.iter_mut().enumerate() {
+        let v: [u64; L] = std::array::from_fn(|i| {
             let next = if i + 1 < L { y.sig[i + 1] } else { 0 };
-            let v = ((y.sig[i] >> d) | up(next, d)) ^ flip;
-            let (t, c1) = limb.overflowing_add(v);
-            let (t, c2) = t.overflowing_add(u64::from(carry));
-            *limb = t;
-            carry = c1 | c2;
-        }
+            ((y.sig[i] >> d) | up(next, d)) ^ flip
+        });
+        carry = limbs::add_assign_carry(&mut h, &v, carry);
         // A sum's carry out of the top moves the window one bit right; a difference's carry is
         // the two's complement's and means nothing (the difference is not negative).
         let over = u32::from(carry && !subtract);

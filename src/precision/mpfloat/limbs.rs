@@ -156,6 +156,32 @@ pub(super) fn mul_high(x: &[u64], y: &[u64], out: &mut [u64]) {
     }
 }
 
+/// `x += y + carry`; the carry out. In runs of four limbs: within a run the compiler keeps the
+/// carry in the flags (an `adc` chain), where a loop it does not unroll (16 and 32 limbs)
+/// stored and reloaded it at every limb.
+#[inline(always)]
+pub(super) fn add_assign_carry<const L: usize>(x: &mut [u64; L], y: &[u64; L], carry: bool) -> bool {
+    let mut carry = carry;
+    let mut step = |a: &mut u64, b: u64| {
+        let (t, c1) = a.overflowing_add(b);
+        let (t, c2) = t.overflowing_add(u64::from(carry));
+        *a = t;
+        carry = c1 | c2;
+    };
+    if L.is_multiple_of(4) {
+        for (xs, ys) in x.chunks_exact_mut(4).zip(y.chunks_exact(4)) {
+            for j in 0..4 {
+                step(&mut xs[j], ys[j]);
+            }
+        }
+    } else {
+        for (a, &b) in x.iter_mut().zip(y) {
+            step(a, b);
+        }
+    }
+    carry
+}
+
 /// `x < y` for two numbers of the same length: the borrow out of `x - y`, one pass without
 /// branches (a sum asks it whenever its operands' exponents are equal, and the answer is a
 /// coin toss on a solve's data).

@@ -28,15 +28,9 @@ pub(super) fn shr<const L: usize>(sig: &[u64; L], d: u64) -> ([u64; L], u64, boo
 /// `(h, g) += (vh, vg)`; returns the carry out of the top.
 #[inline(always)]
 pub(super) fn add<const L: usize>(h: &mut [u64; L], g: &mut u64, vh: &[u64; L], vg: u64) -> bool {
-    let (s, mut carry) = g.overflowing_add(vg);
+    let (s, carry) = g.overflowing_add(vg);
     *g = s;
-    for (a, &b) in h.iter_mut().zip(vh) {
-        let (s, c1) = a.overflowing_add(b);
-        let (s, c2) = s.overflowing_add(u64::from(carry));
-        *a = s;
-        carry = c1 | c2;
-    }
-    carry
+    super::limbs::add_assign_carry(h, vh, carry)
 }
 
 /// `(h, g) -= (vh, vg)`, which must not be larger.
