@@ -50,9 +50,10 @@ struct MpOps {
     static __device__ __forceinline__ A a_add(A a, A b) { return mp_add(a, b); }
     static __device__ __forceinline__ A a_sub(A a, A b) { return mp_sub(a, b); }
     static __device__ __forceinline__ A a_mul(A a, A b) { return mp_mul(a, b); }
-    // s + a x rounded once, as MpFloat's Precision::add_mul_f64
+    // Two roundings, as the CPU's: the step rounded once (MPFR's fma) measured 1-11% slower
+    // an iteration (benches/results/mp-gpu.md, "Tried, not kept").
     static __device__ __forceinline__ A a_add_mul_f64(A s, double a, A x) {
-        return mp_add_mul_f64(s, a, x);
+        return mp_add(s, mp_mul_f64(x, a));
     }
     static __device__ __forceinline__ V round(A a) { return a; }
     static __device__ __forceinline__ A a_load(AVec v, long long i) { return load(v, i); }

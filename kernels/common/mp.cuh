@@ -634,22 +634,21 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
 }
 #else
-// x + y for |x| >= |y| whose exponents differ by d < 64, each a window of N limbs (the sum: x's
-// L limbs over a zero guard limb, and y's; mp_add_mul_f64: L + 2 limbs), as MpFloat::sum_near:
-// most of a solve's sums, without the barrel shifts. y's lowest limb is zero, so y shifted right
-// by d fits the window whole (no sticky bit), a difference is the sum of the two's complement,
-// and the normalising shift is one bit right after a carry or less than a limb left after a
-// cancellation. False (the general path then) where a whole limb cancelled.
-template <int N>
-__device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[N], const mp_u64 (&v)[N], int d,
-                                            bool subtract, int xexp, int xneg, int bits, mp_t* r) {
+// x + y for |x| >= |y| whose exponents differ by d < 64 (w: x's limbs over a zero guard limb,
+// v: y's), as MpFloat::sum_near: most of a solve's sums, without the barrel shifts. y's limbs
+// shifted right by d fit the window whole (no sticky bit), a difference is the sum of the two's
+// complement, and the normalising shift is one bit right after a carry or less than a limb left
+// after a cancellation. False (the general path then) where a whole limb cancelled.
+__device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
+                                            const mp_u64 (&v)[MP_LIMBS + 1], int d, bool subtract,
+                                            int xexp, int xneg, int bits, mp_t* r) {
     const mp_u64 flip = subtract ? ~0ULL : 0ULL;
-    mp_u64 h[N];
+    mp_u64 h[MP_LIMBS + 1];
     mp_u64 carry = subtract ? 1 : 0;
 #pragma unroll
-    for (int i = 0; i < N; i++) {
-        // limb i of y >> d: v[i] >> d | v[i + 1] << (64 - d) (v[0] is zero)
-        const mp_u64 next = i + 1 < N ? v[i + 1] : 0;
+    for (int i = 0; i <= MP_LIMBS; i++) {
+        // limb i of y >> d: v[i] >> d | v[i + 1] << (64 - d) (v[0], the guard, is zero)
+        const mp_u64 next = i < MP_LIMBS ? v[i + 1] : 0;
         const mp_u64 shifted = d == 0 ? v[i] : (v[i] >> d) | (next << (64 - d));
         const mp_u64 y = shifted ^ flip;
         const mp_u64 s = w[i] + y;
@@ -663,14 +662,14 @@ __device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[N], const mp_u64 (
     if (over) {
         sticky = h[0] & 1;
 #pragma unroll
-        for (int i = 0; i < N - 1; i++) h[i] = (h[i] >> 1) | (h[i + 1] << 63);
-        h[N - 1] = (h[N - 1] >> 1) | (1ULL << 63);
+        for (int i = 0; i < MP_LIMBS; i++) h[i] = (h[i] >> 1) | (h[i + 1] << 63);
+        h[MP_LIMBS] = (h[MP_LIMBS] >> 1) | (1ULL << 63);
     }
-    if (h[N - 1] == 0) return false;
-    const int z = __clzll(h[N - 1]);
+    if (h[MP_LIMBS] == 0) return false;
+    const int z = __clzll(h[MP_LIMBS]);
     if (z > 0) {
 #pragma unroll
-        for (int i = N - 1; i > 0; i--) h[i] = (h[i] << z) | (h[i - 1] >> (64 - z));
+        for (int i = MP_LIMBS; i > 0; i--) h[i] = (h[i] << z) | (h[i - 1] >> (64 - z));
         h[0] <<= z;
     }
     const long long exp = (long long)xexp + (over ? 1 : 0) - z;
@@ -878,156 +877,6 @@ MP_UNROLL
     return mp_round_n(p, false, scale, a.neg != neg, a.bits);
 }
 
-// s + a x for a double a, rounded once at the larger precision of s and x (MPFR's fma), as
-// MpFloat::add_mul_f64 (src/precision/mpfloat/fused.rs): the SpMV's step. The product's L + 1
-// limbs are exact; the sum is exact in a window of L + 2 limbs when the exponents differ by
-// less than a limb, else it takes a window of L + 3 limbs with a sticky bit.
-// The rare paths (the special values, and the general window below) are out of line: inlined
-// into every SpMV step, they made the kernel's registers and code those of a product, a sum and
-// a general sum more.
-__device__ __noinline__ mp_t mp_add_mul_special(mp_t s, double a, mp_t x, int bits) {
-    if (x.kind == MP_NORMAL && isfinite(a) && a != 0.0) {
-        // a finite nonzero product: s is zero (the product rounded once), infinite or NaN
-        if (s.kind == MP_ZERO) return mp_mul_f64(mp_with_bits(x, bits), a);
-        return mp_with_bits(s, bits);
-    }
-    // the product is exact (zero, infinite or NaN): the sum is the one rounding
-    const mp_t p = mp_mul_f64(x, a);
-    return mp_sum(s, p, p.neg);
-}
-
-// The general path: w's larger operand at the top of N = L + 3 limbs, the smaller shifted to its
-// place (what leaves the bottom, only from two limbs below the larger's last, a sticky bit).
-__device__ __noinline__ mp_t mp_add_mul_wide(const mp_t& s, const mp_u64 (&q)[MP_LIMBS],
-                                                mp_u64 top, int pneg, long long pexp0, int bits) {
-    const int N = MP_LIMBS + 3;
-    mp_u64 pw[N], sw[N];
-    pw[0] = 0;
-    pw[1] = 0;
-    sw[0] = 0;
-    sw[1] = 0;
-    sw[2] = 0;
-MP_UNROLL
-    for (int i = 0; i < MP_LIMBS; i++) {
-        pw[i + 2] = q[i];
-        sw[i + 3] = s.s[i];
-    }
-    pw[N - 1] = top;
-#ifdef MP_WIDE_LOOPS
-    const int z = mp_leading_zeros(pw, N);
-    mp_shl(pw, N, z);
-#else
-    const int z = mp_clz_n(pw);
-    mp_shl_n(pw, z);
-#endif
-    const long long pexp = pexp0 - z;
-#ifdef MP_WIDE_LOOPS
-    const bool pbig = pexp > s.exp || (pexp == s.exp && mp_cmp(pw, sw, N) > 0);
-#else
-    const bool pbig = pexp > s.exp || (pexp == s.exp && mp_cmp_n(pw, sw) > 0);
-#endif
-    mp_u64 w[N], v[N];
-MP_UNROLL
-    for (int i = 0; i < N; i++) {
-        w[i] = pbig ? pw[i] : sw[i];
-        v[i] = pbig ? sw[i] : pw[i];
-    }
-    const long long xexp = pbig ? pexp : s.exp, yexp = pbig ? s.exp : pexp;
-    const int xneg = pbig ? pneg : s.neg;
-#ifdef MP_WIDE_LOOPS
-    bool sticky = mp_shr(v, N, xexp - yexp);
-#else
-    bool sticky = mp_shr_n(v, xexp - yexp);
-#endif
-    long long scale = xexp - 64LL * N;
-    if (s.neg == pneg) {
-        mp_u64 carry = 0;
-MP_UNROLL
-        for (int i = 0; i < N; i++) {
-            const mp_u64 t1 = w[i] + v[i];
-            const mp_u64 t = t1 + carry;
-            carry = (t1 < w[i]) | (t < t1);
-            w[i] = t;
-        }
-        if (carry) {
-            sticky = sticky || (w[0] & 1);
-MP_UNROLL
-            for (int i = 0; i < N - 1; i++) w[i] = (w[i] >> 1) | (w[i + 1] << 63);
-            w[N - 1] = (w[N - 1] >> 1) | (1ULL << 63);
-            scale += 1;
-        }
-    } else {
-        // w - v, less one unit of the lowest limb when bits of v were shifted out
-        mp_u64 borrow = sticky ? 1 : 0, any = 0;
-MP_UNROLL
-        for (int i = 0; i < N; i++) {
-            const mp_u64 t1 = w[i] - v[i];
-            const mp_u64 t = t1 - borrow;
-            borrow = (w[i] < v[i]) | (t1 < borrow);
-            w[i] = t;
-            any |= t;
-        }
-        if (!sticky && any == 0) return mp_special(MP_ZERO, 0, bits);
-    }
-    return mp_round_n(w, sticky, scale, xneg, bits);
-}
-
-MP_OP mp_t mp_add_mul_f64(mp_t s, double a, mp_t x) {
-    const int bits = mp_max_bits(s, x);
-    if (s.kind != MP_NORMAL || x.kind != MP_NORMAL || !isfinite(a) || a == 0.0)
-        return mp_add_mul_special(s, a, x, bits);
-    int aneg;
-    mp_u64 m;
-    long long e;
-    mp_decompose(a, &aneg, &m, &e);
-    mp_u64 q[MP_LIMBS];
-    mp_u64 top = 0;
-MP_UNROLL
-    for (int i = 0; i < MP_LIMBS; i++) {
-        const mp_u64 lo = x.s[i] * m, hi = __umul64hi(x.s[i], m);
-        const mp_u64 t = lo + top;
-        top = hi + (t < lo);
-        q[i] = t;
-    }
-    const int pneg = x.neg != aneg;
-    const long long pexp0 = (long long)x.exp + e + 64;  // 0.top q... 2^pexp0
-#ifndef MP_WIDE_LOOPS
-    if (top != 0) {
-        const int N = MP_LIMBS + 2;
-        const int z = __clzll(top);
-        // the product normalised over a zero limb, and s over two
-        mp_u64 pw[N], sw[N];
-        pw[0] = 0;
-        sw[0] = 0;
-        sw[1] = 0;
-#pragma unroll
-        for (int i = 0; i <= MP_LIMBS; i++) {
-            const mp_u64 cur = i < MP_LIMBS ? q[i] : top;
-            const mp_u64 below = i > 0 ? q[i - 1] : 0;
-            pw[i + 1] = z == 0 ? cur : (cur << z) | (below >> (64 - z));
-        }
-#pragma unroll
-        for (int i = 0; i < MP_LIMBS; i++) sw[i + 2] = s.s[i];
-        const long long pexp = pexp0 - z;
-        const bool pbig = pexp > s.exp || (pexp == s.exp && mp_cmp_n(pw, sw) > 0);
-        const long long d = pbig ? pexp - s.exp : s.exp - pexp;
-        if (d < 64) {
-            mp_u64 w[N], v[N];
-#pragma unroll
-            for (int i = 0; i < N; i++) {
-                w[i] = pbig ? pw[i] : sw[i];
-                v[i] = pbig ? sw[i] : pw[i];
-            }
-            mp_t near;
-            if (mp_sum_near(w, v, (int)d, s.neg != pneg, pbig ? (int)pexp : s.exp,
-                            pbig ? pneg : s.neg, bits, &near))
-                return near;
-        }
-    }
-#endif
-    return mp_add_mul_wide(s, q, top, pneg, pexp0, bits);
-}
-
 // The nearest double (ties to even; subnormals on their grid; beyond the range an infinity).
 MP_FN double mp_to_f64(const mp_t& a) {
     if (a.kind == MP_NAN) return __longlong_as_double(0x7ff8000000000000LL);
@@ -1085,8 +934,7 @@ __device__ __forceinline__ void mp_pack(const mp_t& a, mp_u64* limbs, long long 
 
 // A check of the arithmetic against the CPU's (tests/gpu.rs): for each i, the operations of
 // a[i] and b[i] (and the double d[i]) packed one after the other into out, element-major:
-// add, sub, mul, div, sqrt |a|, mul_f64, from_f64(d) at a's bits, b + d a (add_mul_f64); to_f64
-// into out_f64.
+// add, sub, mul, div, sqrt |a|, mul_f64, from_f64(d) at a's bits; to_f64 into out_f64.
 // Operands are element-major too: L limbs, then the header.
 #define MP_CAT2(a, b) a##_l##b
 #define MP_CAT(a, b) MP_CAT2(a, b)
@@ -1100,12 +948,10 @@ extern "C" __global__ void MP_KERNEL(mp_ops_check)(long long n, const mp_u64* a,
     const mp_t y = mp_unpack(b + i * W, 1, b[i * W + MP_LIMBS]);
     mp_t abs_x = x;
     abs_x.neg = 0;
-    const mp_t r[8] = {mp_add(x, y),       mp_sub(x, y),
-                       mp_mul(x, y),       mp_div(x, y),
-                       mp_sqrt(abs_x),     mp_mul_f64(x, d[i]),
-                       mp_from_f64(d[i], x.bits), mp_add_mul_f64(y, d[i], x)};
-    for (int k = 0; k < 8; k++) {
-        mp_u64* o = out + (i * 8 + k) * W;
+    const mp_t r[7] = {mp_add(x, y), mp_sub(x, y), mp_mul(x, y), mp_div(x, y),
+                       mp_sqrt(abs_x), mp_mul_f64(x, d[i]), mp_from_f64(d[i], x.bits)};
+    for (int k = 0; k < 7; k++) {
+        mp_u64* o = out + (i * 7 + k) * W;
         mp_pack(r[k], o, 1, o + MP_LIMBS);
     }
     out_f64[i] = mp_to_f64(x);

@@ -270,9 +270,7 @@ pub trait Precision: sealed::Sealed + Clone + Debug + Send + Sync + PartialEq + 
     }
     /// `self * b` for a double `b` (a matrix entry): cheaper than widening `b` first.
     fn mul_f64(&self, b: f64) -> Self;
-    /// `self + a * b` with `a` a double and `b` in this precision: the SpMV inner step. The
-    /// product rounded, then the sum, in every precision but `mp`, whose correctly rounded
-    /// types round once (MPFR's `fma`).
+    /// `self + a * b` with `a` a double and `b` in this precision: the SpMV inner step.
     fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
         self.add(&b.mul_f64(a))
     }

@@ -4,8 +4,8 @@
 //!
 //! Every operation is one MPFR call rounding to nearest, ties to even, to the precision of its
 //! result: `add`, `sub`, `mul`, `div`, `sqrt`, `mul_f64` (MPFR `mul_d`) are correctly rounded;
-//! `neg` and `abs` are exact. `add_mul_f64(a, b)` is `self + a b` rounded once (MPFR's `fma`
-//! with the double `a` widened exactly), as the own type's. A result has the larger precision of its
+//! `neg` and `abs` are exact. `add_mul_f64(a, b)` is `self + (a b)` with two roundings (the
+//! product, then the sum), as for the other precisions. A result has the larger precision of its
 //! operands; new values take the precision of the thread's `MpScope` (`precision::mp`).
 use super::mp::{bits_for_new_value, current_bits, mpfr_bytes_per_element};
 use crate::precision::{Dd, Precision};
@@ -185,13 +185,16 @@ impl Precision for Mpfr {
     fn mul_f64(&self, b: f64) -> Self {
         Mpfr(Float::with_val(self.0.prec(), &self.0 * b))
     }
-    /// `self + a b` rounded once at the larger precision of `self` and `b` (`mpfr_fma`; the
-    /// double is exact at its 53 bits).
+    /// `self + fl(a b)`: the product rounded to `b`'s precision, then the sum rounded (one
+    /// allocation instead of the default's two).
     #[inline]
     fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
-        let prec = self.0.prec().max(b.0.prec());
-        let a = Float::with_val(53, a);
-        Mpfr(Float::with_val(prec, b.0.mul_add_ref(&a, &self.0)))
+        let mut t = Float::with_val(b.0.prec(), &b.0 * a);
+        if self.0.prec() > t.prec() {
+            t.set_prec(self.0.prec()); // exact: the precision only grows
+        }
+        t += &self.0;
+        Mpfr(t)
     }
     #[inline]
     fn is_finite(&self) -> bool {

@@ -14,7 +14,7 @@ const SHORT_PRODUCT_LIMBS: usize = 32;
 #[allow(clippy::should_implement_trait)]
 impl<const L: usize> MpFloat<L> {
     /// The precision of a result: the larger of the operands'.
-    pub(super) fn bits_of(&self, b: &Self) -> u32 {
+    fn bits_of(&self, b: &Self) -> u32 {
         u32::from(self.prec().max(b.prec()))
     }
 

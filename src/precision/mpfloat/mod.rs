@@ -13,9 +13,8 @@
 //!
 //! # Rounding
 //!
-//! `add`, `sub`, `mul`, `div`, `sqrt`, `mul_f64`, `add_mul_f64` (`s + a x` for a double `a`,
-//! rounded once as MPFR's `fma`: the SpMV's step, `fused.rs`) and the conversions from `Dd`
-//! are correctly rounded: the exact result rounded to nearest, ties to even, at the larger precision of the
+//! `add`, `sub`, `mul`, `div`, `sqrt`, `mul_f64` and the conversions from `Dd` are correctly
+//! rounded: the exact result rounded to nearest, ties to even, at the larger precision of the
 //! operands (`round.rs`). So each result is unique, the same as MPFR's at that precision
 //! (`tests/mpfloat_oracle.rs` checks it against `rug` on random and edge cases), and a solve
 //! that runs the same operations in the same order gives MPFR's bits. `neg` and `abs` are exact;
@@ -38,7 +37,6 @@
 mod addmul;
 mod arith;
 mod convert;
-mod fused;
 mod limb_counts;
 mod limbs;
 mod round;
@@ -413,12 +411,6 @@ impl<const L: usize> super::Precision for MpFloat<L> {
     #[inline]
     fn mul_f64(&self, b: f64) -> Self {
         MpFloat::mul_f64(*self, b)
-    }
-    /// `self + a b` rounded once (`fused.rs`), where the other precisions round the product
-    /// and then the sum.
-    #[inline]
-    fn add_mul_f64(&self, a: f64, b: &Self) -> Self {
-        MpFloat::add_mul_f64(*self, a, *b)
     }
     #[inline]
     fn is_finite(&self) -> bool {
