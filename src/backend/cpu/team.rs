@@ -122,7 +122,7 @@ impl Team {
     fn run(&self, tasks: usize, run: &(dyn Fn(usize) + Sync)) {
         let Ok(_turn) = self.caller.try_lock() else {
             // Another solve (or a task of this call) holds the team: run here, in order.
-            return (0..tasks).for_each(run);
+            return run_in_order(tasks, run);
         };
         let threads = self.threads.min(tasks);
         let job = Job::new(threads, tasks, run);
@@ -210,9 +210,24 @@ fn team(threads: usize) -> &'static Team {
 /// other tasks are done.
 pub(super) fn run_tasks(threads: usize, tasks: usize, run: &(dyn Fn(usize) + Sync)) {
     if threads < 2 || tasks < 2 {
-        return (0..tasks).for_each(run);
+        return run_in_order(tasks, run);
     }
     team(threads).run(tasks, run);
+}
+
+/// The tasks on the calling thread, in order, with the team's contract: a panic is resumed
+/// once every other task has run. (A plain loop stopped at the panic, so whether the rest ran
+/// depended on whether another solve held the team.)
+fn run_in_order(tasks: usize, run: &(dyn Fn(usize) + Sync)) {
+    let mut first_panic = None;
+    for task in 0..tasks {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| run(task))) {
+            first_panic.get_or_insert(payload);
+        }
+    }
+    if let Some(payload) = first_panic {
+        resume_unwind(payload);
+    }
 }
 
 #[cfg(test)]
@@ -252,6 +267,34 @@ mod tests {
             }
         });
         assert_eq!(workers.lock().unwrap().len(), 2, "a worker took a task");
+    }
+
+    /// A call made while the team is busy (here: from a task of the team's own call) runs its
+    /// tasks on the calling thread, and a panic still waits for the other tasks.
+    #[test]
+    fn a_task_panic_in_a_call_the_busy_team_runs_in_order_comes_after_the_other_tasks() {
+        let team = Team::start(2);
+        let ran = AtomicUsize::new(0);
+        team.run(2, &|outer| {
+            if outer == 0 {
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    team.run(8, &|i| {
+                        ran.fetch_add(1, SeqCst);
+                        assert!(i != 3, "task 3 fails");
+                    })
+                }));
+                assert!(outcome.is_err());
+            }
+        });
+        assert_eq!(ran.load(SeqCst), 8);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            run_tasks(1, 8, &|i| {
+                ran.fetch_add(1, SeqCst);
+                assert!(i != 3, "task 3 fails");
+            })
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(ran.load(SeqCst), 16);
     }
 
     #[test]
