@@ -269,45 +269,37 @@ mod tests {
         assert_eq!(workers.lock().unwrap().len(), 2, "a worker took a task");
     }
 
+    /// Eight tasks through `call`, task 3 panicking: whether the call panicked, and how many
+    /// tasks ran.
+    fn eight_tasks_one_failing(call: impl Fn(&(dyn Fn(usize) + Sync))) -> (bool, usize) {
+        let ran = AtomicUsize::new(0);
+        let failing = |i: usize| {
+            ran.fetch_add(1, SeqCst);
+            assert!(i != 3, "task 3 fails");
+        };
+        let panicked = catch_unwind(AssertUnwindSafe(|| call(&failing))).is_err();
+        (panicked, ran.load(SeqCst))
+    }
+
     /// A call made while the team is busy (here: from a task of the team's own call) runs its
-    /// tasks on the calling thread, and a panic still waits for the other tasks.
+    /// tasks on the calling thread, as a one-thread call does, and a panic still waits for the
+    /// other tasks.
     #[test]
     fn a_task_panic_in_a_call_the_busy_team_runs_in_order_comes_after_the_other_tasks() {
         let team = Team::start(2);
-        let ran = AtomicUsize::new(0);
+        let nested = Mutex::new(None);
         team.run(2, &|outer| {
             if outer == 0 {
-                let outcome = catch_unwind(AssertUnwindSafe(|| {
-                    team.run(8, &|i| {
-                        ran.fetch_add(1, SeqCst);
-                        assert!(i != 3, "task 3 fails");
-                    })
-                }));
-                assert!(outcome.is_err());
+                *nested.lock().unwrap() = Some(eight_tasks_one_failing(|f| team.run(8, f)));
             }
         });
-        assert_eq!(ran.load(SeqCst), 8);
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            run_tasks(1, 8, &|i| {
-                ran.fetch_add(1, SeqCst);
-                assert!(i != 3, "task 3 fails");
-            })
-        }));
-        assert!(outcome.is_err());
-        assert_eq!(ran.load(SeqCst), 16);
+        assert_eq!(nested.into_inner().unwrap(), Some((true, 8)));
+        assert_eq!(eight_tasks_one_failing(|f| run_tasks(1, 8, f)), (true, 8));
     }
 
     #[test]
     fn a_task_panic_is_the_callers_after_the_other_tasks() {
-        let ran = AtomicUsize::new(0);
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            run_tasks(2, 8, &|i| {
-                ran.fetch_add(1, SeqCst);
-                assert!(i != 3, "task 3 fails");
-            })
-        }));
-        assert!(outcome.is_err());
-        assert_eq!(ran.load(SeqCst), 8);
+        assert_eq!(eight_tasks_one_failing(|f| run_tasks(2, 8, f)), (true, 8));
         // The team still works.
         let sum = AtomicUsize::new(0);
         run_tasks(2, 8, &|i| {
