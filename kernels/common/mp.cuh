@@ -4,7 +4,9 @@
 // precision), so each result is unique and equals the CPU's bit for bit whatever the algorithm;
 // the algorithms are still the CPU's (guard limb and sticky bit for add, schoolbook product,
 // Knuth's division, Newton's integer square root), in the same file structure: limbs, rounding,
-// operations.
+// operations. Only the integer steps are the device's own: the product's limbs are formed on
+// 32-bit halves and the sums' carries ripple through the hardware's carry flag (mp_mul32,
+// mp_add_n), the same integers as the CPU's 64-bit limbs.
 //
 // Packed form (device memory and kernel arguments): MP_LIMBS limbs, then one header word:
 // exponent (int32) in bits 0-31, precision in bits 32-47, sign in bit 48, kind in bits 56-63
@@ -308,6 +310,14 @@ __device__ __forceinline__ int mp_clz_n(const mp_u64 (&x)[N]) {
     return z;
 }
 
+// x <<= b, 0 <= b < 64
+template <int N>
+__device__ __forceinline__ void mp_shl_bits_n(mp_u64 (&x)[N], int b) {
+#pragma unroll
+    for (int i = N - 1; i > 0; i--) x[i] = (x[i] << b) | ((x[i - 1] >> 1) >> (63 - b));
+    x[0] <<= b;
+}
+
 // x <<= s, 0 <= s < 64 N
 template <int N>
 __device__ __forceinline__ void mp_shl_n(mp_u64 (&x)[N], int s) {
@@ -321,9 +331,7 @@ __device__ __forceinline__ void mp_shl_n(mp_u64 (&x)[N], int s) {
             for (int i = N - 1; i >= 0; i--) x[i] = on ? (i >= step ? x[i - step] : 0) : x[i];
         }
     }
-#pragma unroll
-    for (int i = N - 1; i > 0; i--) x[i] = (x[i] << b) | ((x[i - 1] >> 1) >> (63 - b));
-    x[0] <<= b;
+    mp_shl_bits_n(x, b);
 }
 
 // x >>= s (s >= 0); returns whether a nonzero bit was shifted out
@@ -354,6 +362,105 @@ __device__ __forceinline__ bool mp_shr_n(mp_u64 (&x)[N], long long s) {
     x[N - 1] >>= b;
     return lost;
 }
+
+// out = a * b on 32-bit limbs, through the hardware's multiply-add with carry (a 64-bit product's
+// high half is several instructions on the SMs; a 32-bit `mad.hi` with carry in and out is one,
+// and ptxas pairs each lo/hi into one wide multiply-add): an mp:256 product in about 110
+// instructions against about 300. The partial products are split by the parity of the column
+// their low word lands on, into two accumulators, so that every (lo, hi) pair of a row's carry
+// chain sits on the same register pair in every row (split by the limb's parity instead, the
+// pairs alternate and ptxas moves registers between rows). A row's chain ends in a limb that is
+// still zero (the accumulator holds less than 2^(32 (NA + i)) before row i), so its carry out
+// stops there. `volatile` keeps the chains' statements in order: the carry flag is invisible
+// to the compiler.
+template <int NA, int NB>
+__device__ __forceinline__ void mp_mul32(const unsigned (&a)[NA], const unsigned (&b)[NB],
+                                         unsigned (&out)[NA + NB]) {
+    constexpr int N = NA + NB;
+    unsigned e[N + 2], o[N + 2];
+#pragma unroll
+    for (int k = 0; k < N + 2; k++) {
+        e[k] = 0;
+        o[k] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < NB; i++) {
+#pragma unroll
+        for (int parity = 0; parity < 2; parity++) {
+            unsigned(&acc)[N + 2] = parity == 0 ? e : o;
+            const int first = (i + parity) & 1;  // i + first has this parity
+            if (first >= NA) continue;
+            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + first]) : "r"(a[first]), "r"(b[i]));
+            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + first + 1]) : "r"(a[first]), "r"(b[i]));
+            int last = first;
+#pragma unroll
+            for (int j = first + 2; j < NA; j += 2) {
+                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + j]) : "r"(a[j]), "r"(b[i]));
+                asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + j + 1]) : "r"(a[j]), "r"(b[i]));
+                last = j;
+            }
+            asm volatile("addc.u32 %0, %0, 0;" : "+r"(acc[i + last + 2]));
+        }
+    }
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(out[0]) : "r"(e[0]), "r"(o[0]));
+#pragma unroll
+    for (int k = 1; k < N; k++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(out[k]) : "r"(e[k]), "r"(o[k]));
+}
+
+// p (2 MP_LIMBS limbs) = x * y, through mp_mul32 (the halves of a 64-bit limb are a register
+// pair: splitting and joining them costs nothing)
+__device__ __forceinline__ void mp_mul_n(const mp_u64 (&x)[MP_LIMBS], const mp_u64 (&y)[MP_LIMBS],
+                                         mp_u64 (&p)[2 * MP_LIMBS]) {
+    unsigned a[2 * MP_LIMBS], b[2 * MP_LIMBS], q[4 * MP_LIMBS];
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) {
+        a[2 * i] = (unsigned)x[i];
+        a[2 * i + 1] = (unsigned)(x[i] >> 32);
+        b[2 * i] = (unsigned)y[i];
+        b[2 * i + 1] = (unsigned)(y[i] >> 32);
+    }
+    mp_mul32(a, b, q);
+#pragma unroll
+    for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = ((mp_u64)q[2 * i + 1] << 32) | q[2 * i];
+}
+
+// out = x + y + carry_in (0 or 1) on N limbs, returning the carry out: one carry chain of 32-bit
+// adds (2 N instructions), where the 64-bit adds with compares for the carries are about 9 N.
+// A difference is x + ~y + 1.
+template <int N>
+__device__ __forceinline__ bool mp_add_n(mp_u64 (&out)[N], const mp_u64 (&x)[N],
+                                         const mp_u64 (&y)[N], unsigned carry_in) {
+    unsigned scratch, carry_out;
+    asm volatile("add.cc.u32 %0, %1, 0xffffffff;" : "=r"(scratch) : "r"(carry_in));  // CF = carry_in
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        unsigned lo, hi;
+        asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(lo) : "r"((unsigned)x[i]), "r"((unsigned)y[i]));
+        asm volatile("addc.cc.u32 %0, %1, %2;"
+                     : "=r"(hi)
+                     : "r"((unsigned)(x[i] >> 32)), "r"((unsigned)(y[i] >> 32)));
+        out[i] = ((mp_u64)hi << 32) | lo;
+    }
+    asm volatile("addc.u32 %0, 0, 0;" : "=r"(carry_out));
+    return carry_out != 0;
+}
+
+#ifdef MP_WIDE_LOOPS
+// The same product where the limb loops stay loops: unrolled, it is still far fewer instructions
+// than the loops' 64-bit products (about 1,100 at 1,024 bits), so it is one function a module
+// (MP_FN), compiled once rather than inlined at every product.
+MP_FN void mp_mul_wide(const mp_u64* x, const mp_u64* y, mp_u64* p) {
+    mp_u64 a[MP_LIMBS], b[MP_LIMBS], q[2 * MP_LIMBS];
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) {
+        a[i] = x[i];
+        b[i] = y[i];
+    }
+    mp_mul_n(a, b, q);
+#pragma unroll
+    for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = q[i];
+}
+#endif
 
 // -1, 0, 1 as x <, =, > y
 template <int N>
@@ -489,17 +596,14 @@ __device__ __forceinline__ bool mp_round_at(mp_u64 (&x)[N], int cut, bool sticky
         x[j] = keep >= 64 ? 0 : (keep > 0 ? limb & ~((1ULL << keep) - 1) : limb);
     }
     if (!(round_bit && (odd || rest))) return false;
-    // add one at bit `cut`: the bits below are clear, so a carry leaves zeros
-    mp_u64 carry = 0;
+    // add one at bit `cut` (the bits below are clear, so a carry leaves zeros)
+    mp_u64 unit[N];
 #pragma unroll
     for (int j = 0; j < N; j++) {
         const int keep = cut - 64 * j;
-        const mp_u64 add = (keep >= 0 && keep < 64) ? 1ULL << keep : carry;
-        const mp_u64 t = x[j] + add;
-        carry = t < x[j];
-        x[j] = t;
+        unit[j] = (keep >= 0 && keep < 64) ? 1ULL << keep : 0;
     }
-    return carry != 0;
+    return mp_add_n(x, x, unit, 0);
 }
 
 // (-1)^neg 0.x... 2^exp with x normalised (its top bit set) and exp >= MP_EMIN, rounded at
@@ -535,9 +639,15 @@ __device__ __forceinline__ mp_t mp_round_normalised(mp_u64 (&x)[N], bool sticky,
 template <int N>
 __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long long scale, int neg,
                                            int bits) {
-    const int zeros = mp_clz_n(x);
-    if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
-    mp_shl_n(x, zeros);
+    int zeros;
+    if (x[N - 1] != 0) {  // a product by a double, most of all: no whole limb to shift
+        zeros = __clzll(x[N - 1]);
+        mp_shl_bits_n(x, zeros);
+    } else {
+        zeros = mp_clz_n(x);
+        if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
+        mp_shl_n(x, zeros);
+    }
     long long exp = scale + 64LL * N - zeros;
     if (exp < MP_EMIN) return mp_underflow(x, N, sticky, exp, neg, bits);
     return mp_round_normalised(x, sticky, exp, neg, bits);
@@ -547,6 +657,17 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
 
 __device__ __forceinline__ int mp_max_bits(const mp_t& a, const mp_t& b) {
     return a.bits > b.bits ? a.bits : b.bits;
+}
+
+// |a| < |b| for two normal numbers, without branches: equal exponents compare the significands
+// by the borrow of a - b (a + ~b + 1 carries exactly when a >= b), one carry chain where a
+// limb-by-limb comparison branches on the data
+__device__ __forceinline__ bool mp_less_magnitude(const mp_t& a, const mp_t& b) {
+    mp_u64 nb[MP_LIMBS], scratch[MP_LIMBS];
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) nb[i] = ~b.s[i];
+    const bool less = !mp_add_n(scratch, a.s, nb, 1);
+    return a.exp != b.exp ? a.exp < b.exp : less;
 }
 
 __device__ __forceinline__ int mp_cmp_magnitude(const mp_t& a, const mp_t& b) {
@@ -643,19 +764,15 @@ __device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
                                             const mp_u64 (&v)[MP_LIMBS + 1], int d, bool subtract,
                                             int xexp, int xneg, int bits, mp_t* r) {
     const mp_u64 flip = subtract ? ~0ULL : 0ULL;
-    mp_u64 h[MP_LIMBS + 1];
-    mp_u64 carry = subtract ? 1 : 0;
+    mp_u64 h[MP_LIMBS + 1], y[MP_LIMBS + 1];
 #pragma unroll
     for (int i = 0; i <= MP_LIMBS; i++) {
         // limb i of y >> d: v[i] >> d | v[i + 1] << (64 - d) (v[0], the guard, is zero)
         const mp_u64 next = i < MP_LIMBS ? v[i + 1] : 0;
         const mp_u64 shifted = d == 0 ? v[i] : (v[i] >> d) | (next << (64 - d));
-        const mp_u64 y = shifted ^ flip;
-        const mp_u64 s = w[i] + y;
-        const mp_u64 t = s + carry;
-        carry = (s < w[i]) | (t < s);
-        h[i] = t;
+        y[i] = shifted ^ flip;
     }
+    const bool carry = mp_add_n(h, w, y, subtract ? 1 : 0);
     // a sum's carry out moves the window one bit right; a difference's carry means nothing
     const bool over = carry && !subtract;
     bool sticky = false;
@@ -685,7 +802,7 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     mp_t special;
     if (mp_sum_special(a, b, bits, &special)) return special;
     // x the larger magnitude, y the other, each with a guard limb below
-    const bool swap = mp_cmp_magnitude(a, b) < 0;
+    const bool swap = mp_less_magnitude(a, b);
     mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
     w[0] = 0;
     v[0] = 0;
@@ -704,15 +821,7 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     bool sticky = mp_shr_n(v, d);
     long long scale = (long long)xexp - 64LL * (MP_LIMBS + 1);
     if (xneg == yneg) {
-        mp_u64 carry = 0;
-#pragma unroll
-        for (int i = 0; i <= MP_LIMBS; i++) {
-            const mp_u64 s = w[i] + v[i];
-            const mp_u64 t = s + carry;
-            carry = (s < w[i]) | (t < s);
-            w[i] = t;
-        }
-        if (carry) {
+        if (mp_add_n(w, w, v, 0)) {
             // one bit more: shift it in from the top
             sticky = sticky || (w[0] & 1);
 #pragma unroll
@@ -723,15 +832,12 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     } else {
         // w - v, less one unit of the guard limb when bits of y were shifted out (w - v - f
         // with 0 < f < 1 keeps its integer part's rounding and its sticky bit)
-        mp_u64 borrow = sticky ? 1 : 0, any = 0;
+        mp_u64 any = 0;
 #pragma unroll
-        for (int i = 0; i <= MP_LIMBS; i++) {
-            const mp_u64 d = w[i] - v[i];
-            const mp_u64 t = d - borrow;
-            borrow = (w[i] < v[i]) | (d < borrow);
-            w[i] = t;
-            any |= t;
-        }
+        for (int i = 0; i <= MP_LIMBS; i++) v[i] = ~v[i];
+        mp_add_n(w, w, v, sticky ? 0 : 1);
+#pragma unroll
+        for (int i = 0; i <= MP_LIMBS; i++) any |= w[i];
         if (!sticky && any == 0) return mp_special(MP_ZERO, 0, bits);
     }
     return mp_round_n(w, sticky, scale, xneg, bits);
@@ -748,27 +854,10 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
     if (mp_mul_special(a, b, bits, &special)) return special;
     mp_u64 p[2 * MP_LIMBS];
 #ifdef MP_WIDE_LOOPS
-    mp_mul_limbs(b.s, MP_LIMBS, a.s, MP_LIMBS, p);
+    mp_mul_wide(a.s, b.s, p);
     return mp_round_n(p, false, (long long)a.exp + b.exp - 128LL * MP_LIMBS, neg, bits);
 #else
-    // schoolbook, a row of b's limbs for each limb of a (zero limbs, as from doubles, skipped)
-#pragma unroll
-    for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = 0;
-#pragma unroll
-    for (int i = 0; i < MP_LIMBS; i++) {
-        const mp_u64 x = a.s[i];
-        if (x == 0) continue;
-        mp_u64 carry = 0;
-#pragma unroll
-        for (int j = 0; j < MP_LIMBS; j++) {
-            const mp_u64 lo = x * b.s[j], hi = __umul64hi(x, b.s[j]);
-            const mp_u64 t = p[i + j] + lo;
-            const mp_u64 t2 = t + carry;
-            carry = hi + (t < lo) + (t2 < t);
-            p[i + j] = t2;
-        }
-        p[i + MP_LIMBS] = carry;
-    }
+    mp_mul_n(a.s, b.s, p);
     // Two significands in [1/2, 1): the product's top bit is one of its top two. Round from the
     // top L limbs and a guard limb, normalised by that one bit, and a sticky bit for the rest,
     // as MpFloat::mul does, instead of normalising and masking all 2L limbs.
