@@ -313,22 +313,9 @@ __device__ __forceinline__ int mp_clz_n(const mp_u64 (&x)[N]) {
 // x <<= b, 0 <= b < 64
 template <int N>
 __device__ __forceinline__ void mp_shl_bits_n(mp_u64 (&x)[N], int b) {
-    // on 32-bit words: a word shift by b / 32 (selects), then funnel shifts by b % 32
-    unsigned w[2 * N], s[2 * N];
 #pragma unroll
-    for (int i = 0; i < N; i++) {
-        w[2 * i] = (unsigned)x[i];
-        w[2 * i + 1] = (unsigned)(x[i] >> 32);
-    }
-    const bool word = b >= 32;
-#pragma unroll
-    for (int j = 0; j < 2 * N; j++) s[j] = word ? (j > 0 ? w[j - 1] : 0) : w[j];
-    const unsigned r = b & 31;
-#pragma unroll
-    for (int j = 2 * N - 1; j > 0; j--) w[j] = __funnelshift_l(s[j - 1], s[j], r);
-    w[0] = s[0] << r;
-#pragma unroll
-    for (int i = 0; i < N; i++) x[i] = ((mp_u64)w[2 * i + 1] << 32) | w[2 * i];
+    for (int i = N - 1; i > 0; i--) x[i] = (x[i] << b) | ((x[i - 1] >> 1) >> (63 - b));
+    x[0] <<= b;
 }
 
 // x <<= s, 0 <= s < 64 N
@@ -778,24 +765,12 @@ __device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
                                             int xexp, int xneg, int bits, mp_t* r) {
     const mp_u64 flip = subtract ? ~0ULL : 0ULL;
     mp_u64 h[MP_LIMBS + 1], y[MP_LIMBS + 1];
-    {
-        // y >> d on 32-bit words: a word shift by d / 32 (selects), then funnel shifts by d % 32
-        constexpr int W = 2 * (MP_LIMBS + 1);
-        unsigned w[W + 1], s[W + 1];
 #pragma unroll
-        for (int i = 0; i <= MP_LIMBS; i++) {
-            w[2 * i] = (unsigned)v[i];
-            w[2 * i + 1] = (unsigned)(v[i] >> 32);
-        }
-        w[W] = 0;
-        const bool word = d >= 32;
-#pragma unroll
-        for (int j = 0; j <= W; j++) s[j] = word ? (j < W ? w[j + 1] : 0) : w[j];
-        const unsigned r = d & 31;
-#pragma unroll
-        for (int j = 0; j < W; j++) w[j] = __funnelshift_r(s[j], s[j + 1], r);
-#pragma unroll
-        for (int i = 0; i <= MP_LIMBS; i++) y[i] = (((mp_u64)w[2 * i + 1] << 32) | w[2 * i]) ^ flip;
+    for (int i = 0; i <= MP_LIMBS; i++) {
+        // limb i of y >> d: v[i] >> d | v[i + 1] << (64 - d) (v[0], the guard, is zero)
+        const mp_u64 next = i < MP_LIMBS ? v[i + 1] : 0;
+        const mp_u64 shifted = d == 0 ? v[i] : (v[i] >> d) | (next << (64 - d));
+        y[i] = shifted ^ flip;
     }
     const bool carry = mp_add_n(h, w, y, subtract ? 1 : 0);
     // a sum's carry out moves the window one bit right; a difference's carry means nothing
