@@ -12,7 +12,8 @@
 # `bash .gpu/mp.sh firstuse [N [BITS...]]`: the first solve's wait (compiling) and the
 # iteration of three ways to build the wide kernels (the table "First use").
 # `bash .gpu/mp.sh compare [N [BITS...]]`: ./solver against a build of the commit before it,
-# .gpu/solver-base, alternated (the table "The product's rounding and the near sum").
+# .gpu/solver-base, alternated (the tables "The product's rounding and the near sum" and
+# "Products and sums on the carry flag"); BUILDS="solver-base solver-a solver" compares more.
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
@@ -117,21 +118,25 @@ print(f'| $1 | {g:.3e} | {g/b:.1f} | {(\"%.3e (%s)\" % (float(e), \"$2\")) if e 
   exit
 fi
 if [ "${1:-}" = compare ]; then
-  # A change to the arithmetic against the build before it (.gpu/solver-base): CG and BiCGStab
-  # at each BITS (default 256 128) on poisson3d:N (default 200), 10 iterations, alternated
-  # twice, with a dd CG for the ratio. Each binary compiles its modules in an untimed solve.
+  # A change to the arithmetic against the build before it (.gpu/solver-base; BUILDS: any
+  # list of builds in .gpu): CG and BiCGStab at each BITS (default 256 128) on poisson3d:N
+  # (default 200), 10 iterations, the builds alternated twice, with a dd CG for the ratio. Each
+  # build compiles its modules in an untimed solve.
   n=${2:-200}
   shift 2 || shift $#
+  builds=${BUILDS:-solver-base solver}
   for bits in "${@:-256 128}"; do
     for method in cg bicgstab; do
-      for bin in solver-base solver; do
+      for bin in $builds; do
         ./$bin solve "poisson3d:$n" --backend cuda --method $method --precision "mp:$bits" \
           --tol 1e-300 --max-iter 2 -q > /dev/null 2>&1
       done
       for k in 1 2; do
-        base=$(SOLVER=solver-base solve_poisson "$n" cuda "mp:$bits" 10 $method)
-        new=$(solve_poisson "$n" cuda "mp:$bits" 10 $method)
-        echo "mp:$bits $method base: $base | new: $new"
+        line="mp:$bits $method"
+        for bin in $builds; do
+          line="$line | $bin: $(SOLVER=$bin solve_poisson "$n" cuda "mp:$bits" 10 $method)"
+        done
+        echo "$line"
       done
     done
   done
