@@ -66,10 +66,12 @@ ops)
   ;;
 module)
   bits=$2 piece=$3
-  limbs=$(python3 -c "print(next(l for l in (2, 4, 8, 16, 32) if 64 * l >= $bits))")
-  # the source as src/backend/cuda/device.rs assembles it (COMMON, then MP_SOURCE, then the
-  # vector sources)
-  { for f in dd reduce launch td qd ilu ops states persistent; do cat "kernels/common/$f.cuh"; echo; done
+  # the limb counts and the source's parts read from the code that defines them
+  # (precision/mpfloat's LIMB_COUNTS; device.rs's COMMON, then MP_SOURCE, then the vector sources)
+  counts=$(sed -n 's/^pub const LIMB_COUNTS: \[usize; [0-9]*\] = \[\(.*\)\];/\1/p' src/precision/mpfloat/mod.rs)
+  limbs=$(python3 -c "print(next(l for l in ($counts,) if 64 * l >= $bits))")
+  common=$(sed -n '/^const COMMON/,/^];/p' src/backend/cuda/device.rs | grep -o 'kernels/common/[a-z_]*\.cuh')
+  { for f in $common; do cat "$f"; echo; done
     printf '#define MP_LIMBS %s\n#define MP_BITS %s\n#define MP_SUFFIX mp%s\n#define MP_PIECE %s\n' \
       "$limbs" "$bits" "$bits" "$piece"
     cat kernels/common/mp.cuh; echo; cat kernels/xprec.cu; echo; cat kernels/xprec_mp.cu; } > "$work/module.cu"
