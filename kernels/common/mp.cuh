@@ -29,7 +29,9 @@ typedef unsigned long long mp_u64;
 // the same code is one function a module (inlined, it makes tens of MB of PTX for the driver to
 // compile). From 1,024 bits the unrolled code spills more than the general loops cost (mp:1024
 // CG on poisson3d:200, H200: 80 ms an iteration against 54), so those keep the general loops
-// (MP_WIDE_LOOPS). There the sum and the products (MP_OP) are left to the compiler, which
+// (MP_WIDE_LOOPS), all but the near sum (exponents less than a limb apart: most of a solve's
+// sums), whose few arrays stay in registers without spilling: more than a quarter off an mp:1024
+// iteration. There the sum and the products (MP_OP) are left to the compiler, which
 // inlines them, and the rounding they share, the division, the square root and the conversion
 // (MP_FN) are one function a module: all inlined, a module took NVRTC 97 s on a lent H100's host
 // and all out of line 22 s, but an iteration 32% longer; this way 53 s and within 1% of all
@@ -498,6 +500,62 @@ __device__ __forceinline__ mp_t mp_underflow(const mp_u64* x, int n, bool sticky
     return r;
 }
 
+// x rounded in place to nearest (ties to even) at bit `cut` (its last kept bit), the bits below
+// cleared; `sticky`: something nonzero lies below x. Returns whether rounding up carried out of
+// the top (x is then zero: it was all ones).
+template <int N>
+__device__ __forceinline__ bool mp_round_at(mp_u64 (&x)[N], int cut, bool sticky) {
+    bool round_bit = false, rest = sticky, odd = false;
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const int keep = cut - 64 * j;  // the last kept bit's place in this limb (if 0..63)
+        const int half = keep - 1;      // the rounding bit's place in this limb (if 0..63)
+        const mp_u64 limb = x[j];
+        const mp_u64 below_half = half >= 64 ? limb : (half > 0 ? limb & ((1ULL << half) - 1) : 0);
+        rest = rest || below_half != 0;
+        round_bit = round_bit || (half >= 0 && half < 64 && ((limb >> half) & 1));
+        odd = odd || (keep >= 0 && keep < 64 && ((limb >> keep) & 1));
+        x[j] = keep >= 64 ? 0 : (keep > 0 ? limb & ~((1ULL << keep) - 1) : limb);
+    }
+    if (!(round_bit && (odd || rest))) return false;
+    // add one at bit `cut` (the bits below are clear, so a carry leaves zeros)
+    mp_u64 unit[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const int keep = cut - 64 * j;
+        unit[j] = (keep >= 0 && keep < 64) ? 1ULL << keep : 0;
+    }
+    return mp_add_n(x, x, unit, 0);
+}
+
+// (-1)^neg 0.x... 2^exp with x normalised (its top bit set) and exp >= MP_EMIN, rounded at
+// `bits` bits; `sticky`: something nonzero lies below x. x is destroyed. The vector kernels'
+// numbers all have the module's precision, whose cut is a constant that folds every mask.
+template <int N>
+__device__ __forceinline__ mp_t mp_round_normalised(mp_u64 (&x)[N], bool sticky, long long exp,
+                                                    int neg, int bits) {
+    bool carried;
+#ifdef MP_BITS
+    if (bits == MP_BITS)
+        carried = mp_round_at(x, 64 * N - MP_BITS, sticky);
+    else
+#endif
+        carried = mp_round_at(x, 64 * N - bits, sticky);
+    if (carried) {
+        x[N - 1] = 1ULL << 63;
+        exp += 1;
+    }
+    if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
+    mp_t r;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = x[N - MP_LIMBS + i];
+    r.exp = (int)exp;
+    r.bits = bits;
+    r.neg = neg;
+    r.kind = MP_NORMAL;
+    return r;
+}
+
 #ifdef MP_WIDE_LOOPS
 __device__ __forceinline__ bool mp_add_bit(mp_u64* x, int n, int bit) {
     int i = bit / 64;
@@ -578,62 +636,6 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
     return mp_round(x, N, sticky, scale, neg, bits);
 }
 #else
-// x rounded in place to nearest (ties to even) at bit `cut` (its last kept bit), the bits below
-// cleared; `sticky`: something nonzero lies below x. Returns whether rounding up carried out of
-// the top (x is then zero: it was all ones).
-template <int N>
-__device__ __forceinline__ bool mp_round_at(mp_u64 (&x)[N], int cut, bool sticky) {
-    bool round_bit = false, rest = sticky, odd = false;
-#pragma unroll
-    for (int j = 0; j < N; j++) {
-        const int keep = cut - 64 * j;  // the last kept bit's place in this limb (if 0..63)
-        const int half = keep - 1;      // the rounding bit's place in this limb (if 0..63)
-        const mp_u64 limb = x[j];
-        const mp_u64 below_half = half >= 64 ? limb : (half > 0 ? limb & ((1ULL << half) - 1) : 0);
-        rest = rest || below_half != 0;
-        round_bit = round_bit || (half >= 0 && half < 64 && ((limb >> half) & 1));
-        odd = odd || (keep >= 0 && keep < 64 && ((limb >> keep) & 1));
-        x[j] = keep >= 64 ? 0 : (keep > 0 ? limb & ~((1ULL << keep) - 1) : limb);
-    }
-    if (!(round_bit && (odd || rest))) return false;
-    // add one at bit `cut` (the bits below are clear, so a carry leaves zeros)
-    mp_u64 unit[N];
-#pragma unroll
-    for (int j = 0; j < N; j++) {
-        const int keep = cut - 64 * j;
-        unit[j] = (keep >= 0 && keep < 64) ? 1ULL << keep : 0;
-    }
-    return mp_add_n(x, x, unit, 0);
-}
-
-// (-1)^neg 0.x... 2^exp with x normalised (its top bit set) and exp >= MP_EMIN, rounded at
-// `bits` bits; `sticky`: something nonzero lies below x. x is destroyed. The vector kernels'
-// numbers all have the module's precision, whose cut is a constant that folds every mask.
-template <int N>
-__device__ __forceinline__ mp_t mp_round_normalised(mp_u64 (&x)[N], bool sticky, long long exp,
-                                                    int neg, int bits) {
-    bool carried;
-#ifdef MP_BITS
-    if (bits == MP_BITS)
-        carried = mp_round_at(x, 64 * N - MP_BITS, sticky);
-    else
-#endif
-        carried = mp_round_at(x, 64 * N - bits, sticky);
-    if (carried) {
-        x[N - 1] = 1ULL << 63;
-        exp += 1;
-    }
-    if (exp > MP_EMAX) return mp_special(MP_INF, neg, bits);
-    mp_t r;
-#pragma unroll
-    for (int i = 0; i < MP_LIMBS; i++) r.s[i] = x[N - MP_LIMBS + i];
-    r.exp = (int)exp;
-    r.bits = bits;
-    r.neg = neg;
-    r.kind = MP_NORMAL;
-    return r;
-}
-
 // (-1)^neg (int + f) 2^scale rounded at `bits` bits (<= 64 MP_LIMBS); int in x (destroyed), N >=
 // MP_LIMBS, f nonzero exactly when sticky (then int has at least bits + 1 significant bits).
 template <int N>
@@ -718,43 +720,6 @@ __device__ __forceinline__ bool mp_mul_special(const mp_t& a, const mp_t& b, int
     return true;
 }
 
-#ifdef MP_WIDE_LOOPS
-// a + (-1)^bneg |b|
-MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
-    const int bits = mp_max_bits(a, b);
-    b.neg = bneg;
-    mp_t special;
-    if (mp_sum_special(a, b, bits, &special)) return special;
-    const mp_t x = mp_cmp_magnitude(a, b) < 0 ? b : a;
-    const mp_t y = mp_cmp_magnitude(a, b) < 0 ? a : b;
-    mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
-    w[0] = 0;
-    v[0] = 0;
-    for (int i = 0; i < MP_LIMBS; i++) {
-        w[i + 1] = x.s[i];
-        v[i + 1] = y.s[i];
-    }
-    bool sticky = mp_shr(v, MP_LIMBS + 1, (long long)x.exp - y.exp);
-    long long scale = (long long)x.exp - 64LL * (MP_LIMBS + 1);
-    if (x.neg == y.neg) {
-        if (mp_add_assign(w, v, MP_LIMBS + 1)) {
-            sticky = mp_shr(w, MP_LIMBS + 1, 1) || sticky;
-            w[MP_LIMBS] |= 1ULL << 63;
-            scale += 1;
-        }
-    } else {
-        mp_sub_assign(w, v, MP_LIMBS + 1);
-        if (sticky) {
-            mp_decrement(w, MP_LIMBS + 1);
-        } else {
-            bool zero = true;
-            for (int i = 0; i <= MP_LIMBS; i++) zero = zero && w[i] == 0;
-            if (zero) return mp_special(MP_ZERO, 0, bits);
-        }
-    }
-    return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
-}
-#else
 // x + y for |x| >= |y| whose exponents differ by d < 64 (w: x's limbs over a zero guard limb,
 // v: y's), as MpFloat::sum_near: most of a solve's sums, without the barrel shifts. y's limbs
 // shifted right by d fit the window whole (no sticky bit), a difference is the sum of the two's
@@ -795,6 +760,49 @@ __device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
     return true;
 }
 
+#ifdef MP_WIDE_LOOPS
+// a + (-1)^bneg |b|
+MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
+    const int bits = mp_max_bits(a, b);
+    b.neg = bneg;
+    mp_t special;
+    if (mp_sum_special(a, b, bits, &special)) return special;
+    const mp_t x = mp_cmp_magnitude(a, b) < 0 ? b : a;
+    const mp_t y = mp_cmp_magnitude(a, b) < 0 ? a : b;
+    mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
+    w[0] = 0;
+    v[0] = 0;
+#pragma unroll
+    for (int i = 0; i < MP_LIMBS; i++) {
+        w[i + 1] = x.s[i];
+        v[i + 1] = y.s[i];
+    }
+    // most sums: exponents less than a limb apart, in registers as at up to 512 bits
+    if ((long long)x.exp - y.exp < 64) {
+        mp_t near;
+        if (mp_sum_near(w, v, x.exp - y.exp, x.neg != y.neg, x.exp, x.neg, bits, &near)) return near;
+    }
+    bool sticky = mp_shr(v, MP_LIMBS + 1, (long long)x.exp - y.exp);
+    long long scale = (long long)x.exp - 64LL * (MP_LIMBS + 1);
+    if (x.neg == y.neg) {
+        if (mp_add_assign(w, v, MP_LIMBS + 1)) {
+            sticky = mp_shr(w, MP_LIMBS + 1, 1) || sticky;
+            w[MP_LIMBS] |= 1ULL << 63;
+            scale += 1;
+        }
+    } else {
+        mp_sub_assign(w, v, MP_LIMBS + 1);
+        if (sticky) {
+            mp_decrement(w, MP_LIMBS + 1);
+        } else {
+            bool zero = true;
+            for (int i = 0; i <= MP_LIMBS; i++) zero = zero && w[i] == 0;
+            if (zero) return mp_special(MP_ZERO, 0, bits);
+        }
+    }
+    return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
+}
+#else
 // a + (-1)^bneg |b|
 MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
