@@ -630,12 +630,8 @@ MP_FN mp_t mp_round(mp_u64* x, int n, bool sticky, long long scale, int neg, int
     return r;
 }
 
-template <int N>
-__device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long long scale, int neg,
-                                           int bits) {
-    return mp_round(x, N, sticky, scale, neg, bits);
-}
-#else
+#endif
+
 // (-1)^neg (int + f) 2^scale rounded at `bits` bits (<= 64 MP_LIMBS); int in x (destroyed), N >=
 // MP_LIMBS, f nonzero exactly when sticky (then int has at least bits + 1 significant bits).
 template <int N>
@@ -646,15 +642,19 @@ __device__ __forceinline__ mp_t mp_round_n(mp_u64 (&x)[N], bool sticky, long lon
         zeros = __clzll(x[N - 1]);
         mp_shl_bits_n(x, zeros);
     } else {
+#ifdef MP_WIDE_LOOPS
+        // a whole limb to shift (a cancellation, a quotient): the general loops
+        return mp_round(x, N, sticky, scale, neg, bits);
+#else
         zeros = mp_clz_n(x);
         if (zeros == 64 * N) return mp_special(MP_ZERO, neg, bits);
         mp_shl_n(x, zeros);
+#endif
     }
     long long exp = scale + 64LL * N - zeros;
     if (exp < MP_EMIN) return mp_underflow(x, N, sticky, exp, neg, bits);
     return mp_round_normalised(x, sticky, exp, neg, bits);
 }
-#endif
 // ---- operations, as src/precision/mpfloat/{arith,convert}.rs ---------------------------------
 
 __device__ __forceinline__ int mp_max_bits(const mp_t& a, const mp_t& b) {
@@ -863,9 +863,9 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
     mp_u64 p[2 * MP_LIMBS];
 #ifdef MP_WIDE_LOOPS
     mp_mul_wide(a.s, b.s, p);
-    return mp_round_n(p, false, (long long)a.exp + b.exp - 128LL * MP_LIMBS, neg, bits);
 #else
     mp_mul_n(a.s, b.s, p);
+#endif
     // Two significands in [1/2, 1): the product's top bit is one of its top two. Round from the
     // top L limbs and a guard limb, normalised by that one bit, and a sticky bit for the rest,
     // as MpFloat::mul does, instead of normalising and masking all 2L limbs.
@@ -880,9 +880,15 @@ MP_OP mp_t mp_mul(mp_t a, mp_t b) {
 #pragma unroll
     for (int i = 0; i < MP_LIMBS - 2; i++) sticky = sticky || p[i] != 0;
     const long long exp = (long long)a.exp + b.exp - z;
-    if (exp < MP_EMIN) return mp_round_n(p, false, exp + z - 128LL * MP_LIMBS, neg, bits);
-    return mp_round_normalised(w, sticky, exp, neg, bits);
+    if (exp < MP_EMIN) {
+        const long long scale = exp + z - 128LL * MP_LIMBS;
+#ifdef MP_WIDE_LOOPS
+        return mp_round(p, 2 * MP_LIMBS, false, scale, neg, bits);
+#else
+        return mp_round_n(p, false, scale, neg, bits);
 #endif
+    }
+    return mp_round_normalised(w, sticky, exp, neg, bits);
 }
 
 MP_FN mp_t mp_div(mp_t a, mp_t b) {
@@ -960,16 +966,18 @@ MP_OP mp_t mp_mul_f64(mp_t a, double d) {
     mp_u64 m;
     long long e;
     mp_decompose(d, &neg, &m, &e);
-    mp_u64 p[MP_LIMBS + 1];
-    mp_u64 carry = 0;
-MP_UNROLL
+    // a's limbs times the double's 53-bit significand, as mp_mul's product: on 32-bit words
+    unsigned aw[2 * MP_LIMBS], q[2 * MP_LIMBS + 2];
+    const unsigned mw[2] = {(unsigned)m, (unsigned)(m >> 32)};
+#pragma unroll
     for (int i = 0; i < MP_LIMBS; i++) {
-        const mp_u64 lo = a.s[i] * m, hi = __umul64hi(a.s[i], m);
-        const mp_u64 t = lo + carry;
-        carry = hi + (t < lo);
-        p[i] = t;
+        aw[2 * i] = (unsigned)a.s[i];
+        aw[2 * i + 1] = (unsigned)(a.s[i] >> 32);
     }
-    p[MP_LIMBS] = carry;
+    mp_mul32(aw, mw, q);
+    mp_u64 p[MP_LIMBS + 1];
+#pragma unroll
+    for (int i = 0; i <= MP_LIMBS; i++) p[i] = ((mp_u64)q[2 * i + 1] << 32) | q[2 * i];
     const long long scale = (long long)a.exp - 64LL * MP_LIMBS + e;
     return mp_round_n(p, false, scale, a.neg != neg, a.bits);
 }
