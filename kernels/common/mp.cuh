@@ -30,8 +30,8 @@ typedef unsigned long long mp_u64;
 // compile). From 1,024 bits the unrolled code spills more than the general loops cost (mp:1024
 // CG on poisson3d:200, H200: 80 ms an iteration against 54), so those keep the general loops
 // (MP_WIDE_LOOPS), all but the near sum (exponents less than a limb apart: most of a solve's
-// sums), whose few arrays stay in registers without spilling: more than a quarter off an mp:1024
-// iteration. There the sum and the products (MP_OP) are left to the compiler, which
+// sums) and the products' rounding, whose few arrays stay in registers: a third off an mp:1024
+// iteration, and faster at 2,048 bits although ptxas spills more there. There the sum and the products (MP_OP) are left to the compiler, which
 // inlines them, and the rounding they share, the division, the square root and the conversion
 // (MP_FN) are one function a module: all inlined, a module took NVRTC 97 s on a lent H100's host
 // and all out of line 22 s, but an iteration 32% longer; this way 53 s and within 1% of all
