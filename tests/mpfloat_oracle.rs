@@ -154,6 +154,16 @@ fn partner<const L: usize>(rng: &mut ChaCha8Rng, a: &MpFloat<L>, bits: u32) -> M
     }
 }
 
+/// (-1)^negative 2^k as a double, k from -1074 (the least subnormal) to 1023.
+fn power_of_two(k: i32, negative: bool) -> f64 {
+    let magnitude = if k < -1022 {
+        f64::from_bits(1 << (k + 1074))
+    } else {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    };
+    if negative { -magnitude } else { magnitude }
+}
+
 fn check_class<const L: usize>(bits: u32, seed: u64) {
     assert_eq!(rug::float::exp_min(), EMIN, "MPFR's default exponent range");
     assert_eq!(rug::float::exp_max(), EMAX);
@@ -182,9 +192,12 @@ fn check_class<const L: usize>(bits: u32, seed: u64) {
             }
         }
         // with doubles: a matrix entry, a double-double, the conversions out
-        let d = match rng.random_range(0..4) {
+        let d = match rng.random_range(0..5) {
             0 => f64::from_bits(rng.random_range(1..1u64 << 52)), // subnormal
             1 => rng.random_range(-1e300..1e300),
+            // +-2^k, subnormal ones included: the exact shortcut and, at the ends of the
+            // exponent range, its way out to the rounding
+            2 => power_of_two(rng.random_range(-1074..=1023), rng.random()),
             _ => rng.random_range(-10.0..10.0),
         };
         let got = a.mul_f64(d);

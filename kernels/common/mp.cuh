@@ -966,6 +966,15 @@ MP_OP mp_t mp_mul_f64(mp_t a, double d) {
     mp_u64 m;
     long long e;
     mp_decompose(d, &neg, &m, &e);
+    if ((m & (m - 1)) == 0) {
+        // d = +-2^k, as MpFloat::mul_f64: a's significand at another exponent, exact
+        const long long exp = (long long)a.exp + e + (__ffsll((long long)m) - 1);
+        if (exp >= MP_EMIN && exp <= MP_EMAX) {
+            a.exp = (int)exp;
+            a.neg = a.neg != neg;
+            return a;
+        }
+    }
     // a's limbs times the double's 53-bit significand, as mp_mul's product: on 32-bit words
     unsigned aw[2 * MP_LIMBS], q[2 * MP_LIMBS + 2];
     const unsigned mw[2] = {(unsigned)m, (unsigned)(m >> 32)};

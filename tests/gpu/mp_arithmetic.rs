@@ -89,9 +89,17 @@ fn check_class<const L: usize>(gpu: &CudaBackend, bits: u32) -> Result<(), Strin
         let x: MpFloat<L> = operand(&mut rng, bits);
         b.push(partner(&mut rng, &x, bits));
         a.push(x);
-        d.push(match rng.below(4) {
+        d.push(match rng.below(5) {
             0 => f64::from_bits(rng.range(1, 1 << 52) as u64),
             1 => f64::from_bits(rng.next() & !(0x7ff << 52) | (rng.range(1, 2046) as u64) << 52),
+            // +-2^k, subnormal ones included (mul_f64's exact shortcut and its way out)
+            2 => {
+                let sign = rng.below(2) << 63;
+                match rng.range(-1074, 1024) {
+                    k if k < -1022 => f64::from_bits(sign | 1 << (k + 1074)),
+                    k => f64::from_bits(sign | ((k + 1023) as u64) << 52),
+                }
+            }
             _ => rng.range(-10_000, 10_000) as f64 / 1024.0,
         });
     }

@@ -2,7 +2,7 @@
 //! and a sticky bit) in integers, then rounds once (`round.rs`).
 
 use super::round::Exact;
-use super::{EMIN, Kind, MpFloat, limbs, window};
+use super::{EMAX, EMIN, Kind, MpFloat, limbs, window};
 
 /// From this many limbs `mul` rounds from the product's high columns where that decides the
 /// rounding (`MpFloat::mul_short`). Measured on mp CG (`benches/results/mp-cpu.md`): 1.4x
@@ -268,6 +268,16 @@ impl<const L: usize> MpFloat<L> {
             return self.mul(Self::from_f64_bits(b, bits));
         }
         let (b_negative, m, e) = super::convert::decompose(b);
+        if m.is_power_of_two() {
+            // b = +-2^k (a stencil's or a graph's -1, a scaling by 2): the product is self's
+            // significand at another exponent, exact, so no product and no rounding while
+            // the exponent stays in range (beyond it, the rounding below decides).
+            let exp = i64::from(self.exp()) + e + i64::from(m.trailing_zeros());
+            if (i64::from(EMIN)..=i64::from(EMAX)).contains(&exp) {
+                let negative = self.negative() != b_negative;
+                return Self::normal(negative, self.sig, exp as i32, bits);
+            }
+        }
         let mut low = [0u64; L];
         let mut carry = 0u64;
         for (out, &a) in low.iter_mut().zip(&self.sig) {
