@@ -11,6 +11,8 @@
 # cores (the solver built with `--features mpfr`; the table "Against MPFR on the same host").
 # `bash .gpu/mp.sh firstuse [N [BITS...]]`: the first solve's wait (compiling) and the
 # iteration of three ways to build the wide kernels (the table "First use").
+# `bash .gpu/mp.sh general [N [BITS]]`: the same on poisson3d:N's pattern with entries that are
+# not powers of two (a matrix written to /tmp).
 # `bash .gpu/mp.sh compare [N [BITS...]]`: ./solver against a build of the commit before it,
 # .gpu/solver-base, alternated (the tables "The product's rounding and the near sum" and
 # "Products and sums on the carry flag"); BUILDS="solver-base solver-a solver" compares more.
@@ -141,6 +143,44 @@ if [ "${1:-}" = compare ]; then
     done
   done
   echo "dd cg: $(solve_poisson "$n" cuda dd 50)"
+  exit
+fi
+if [ "${1:-}" = general ]; then
+  # The compare above on poisson3d:N's pattern with entries that are not powers of two (6.1 on
+  # the diagonal, -0.97 off it), which mul_f64's exact shortcut for +-2^k never takes: what
+  # the shortcut costs where it does not apply. CG at BITS (default 256), 20 iterations, the
+  # builds alternated twice, and dd's CG for the ratio. `bash .gpu/mp.sh general [N [BITS]]`.
+  n=${2:-100}
+  bits=${3:-256}
+  file=/tmp/general$n.mtx
+  python3 - "$n" "$file" <<'PY'
+import sys
+n, path = int(sys.argv[1]), sys.argv[2]
+at = lambda i, j, k: (k * n + j) * n + i + 1
+entries = []
+for k in range(n):
+    for j in range(n):
+        for i in range(n):
+            r = at(i, j, k)
+            entries.append(f"{r} {r} 6.1")
+            entries += [f"{r} {c} -0.97" for c, inside in
+                        ((at(i - 1, j, k), i > 0), (at(i, j - 1, k), j > 0), (at(i, j, k - 1), k > 0)) if inside]
+with open(path, "w") as f:
+    f.write(f"%%MatrixMarket matrix coordinate real symmetric\n{n**3} {n**3} {len(entries)}\n")
+    f.write("\n".join(entries) + "\n")
+PY
+  builds=${BUILDS:-solver-base solver}
+  one() { # build precision iterations
+    "./$1" solve "$file" --backend cuda --precision "$2" --tol 1e-300 --max-iter "$3" --format json 2>/dev/null |
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
+  }
+  for bin in $builds; do one "$bin" "mp:$bits" 2 > /dev/null; done
+  for k in 1 2; do
+    line="general$n mp:$bits cg"
+    for bin in $builds; do line="$line | $bin: $(one "$bin" "mp:$bits" 20)"; done
+    echo "$line"
+  done
+  echo "dd cg: $(one solver dd 50)"
   exit
 fi
 if [ "${1:-}" = mpfr ]; then
