@@ -31,12 +31,13 @@ typedef unsigned long long mp_u64;
 // CG on poisson3d:200, H200: 80 ms an iteration against 54), so those keep the general loops
 // (MP_WIDE_LOOPS), all but the near sum (exponents less than a limb apart: most of a solve's
 // sums) and the products' rounding, whose few arrays stay in registers: a third off an mp:1024
-// iteration, and faster at 2,048 bits although ptxas spills more there. There the sum and the products (MP_OP) are left to the compiler, which
-// inlines them, and the rounding they share, the division, the square root and the conversion
-// (MP_FN) are one function a module: all inlined, a module took NVRTC 97 s on a lent H100's host
-// and all out of line 22 s, but an iteration 32% longer; this way 53 s and within 1% of all
-// inlined (`benches/results/mp-gpu.md`, "First use"; MP_WIDE_INLINE and MP_WIDE_NOINLINE, defines
-// for measuring, build the other two). Either way every result is the correctly rounded one.
+// iteration, and faster at 2,048 bits although ptxas spills more there. There the sum and the
+// products (MP_OP) are left to the compiler, which inlines them, and the general rounding, the
+// whole product, the division, the square root and the conversion (MP_FN) are one function a
+// module: all inlined, a module took NVRTC 97 s on a lent H100's host and all out of line 22 s,
+// but an iteration 32% longer (`benches/results/mp-gpu.md`, "First use"; MP_WIDE_INLINE and
+// MP_WIDE_NOINLINE, defines for measuring, build the other two). Either way every result is the
+// correctly rounded one.
 #if MP_LIMBS <= 4
 #define MP_OP __device__ __forceinline__
 #define MP_UNROLL _Pragma("unroll")
