@@ -20,11 +20,24 @@ set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 # One solve (CG unless a method is given) by ./solver (or ./$SOLVER):
-# N backend precision iterations [method] -> "s/it iterations true_residual"
-solve_poisson() {
-  "./${SOLVER:-solver}" solve "poisson3d:$1" --backend "$2" --precision "$3" --tol 1e-300 \
+# matrix backend precision iterations [method] -> "s/it iterations true_residual"
+solve_matrix() {
+  "./${SOLVER:-solver}" solve "$1" --backend "$2" --precision "$3" --tol 1e-300 \
     --max-iter "$4" --method "${5:-cg}" --format json 2>/dev/null |
     python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
+}
+# The same on poisson3d:N: N backend precision iterations [method]
+solve_poisson() { local n=$1; shift; solve_matrix "poisson3d:$n" "$@"; }
+# Builds (BUILDS, default solver-base solver) on the GPU, each compiled in an untimed solve,
+# then alternated twice: matrix bits method iterations -> two lines of every build's solve
+alternate_builds() {
+  local builds=${BUILDS:-solver-base solver} bin k line
+  for bin in $builds; do SOLVER=$bin solve_matrix "$1" cuda "mp:$2" 2 "$3" > /dev/null; done
+  for k in 1 2; do
+    line="$1 mp:$2 $3"
+    for bin in $builds; do line="$line | $bin: $(SOLVER=$bin solve_matrix "$1" cuda "mp:$2" "$4" "$3")"; done
+    echo "$line"
+  done
 }
 if [ "${1:-}" = profile ]; then
   for p in dd mp256; do
@@ -126,21 +139,8 @@ if [ "${1:-}" = compare ]; then
   # build compiles its modules in an untimed solve.
   n=${2:-200}
   shift 2 || shift $#
-  builds=${BUILDS:-solver-base solver}
   for bits in "${@:-256 128}"; do
-    for method in cg bicgstab; do
-      for bin in $builds; do
-        ./$bin solve "poisson3d:$n" --backend cuda --method $method --precision "mp:$bits" \
-          --tol 1e-300 --max-iter 2 -q > /dev/null 2>&1
-      done
-      for k in 1 2; do
-        line="mp:$bits $method"
-        for bin in $builds; do
-          line="$line | $bin: $(SOLVER=$bin solve_poisson "$n" cuda "mp:$bits" 10 $method)"
-        done
-        echo "$line"
-      done
-    done
+    for method in cg bicgstab; do alternate_builds "poisson3d:$n" "$bits" $method 10; done
   done
   echo "dd cg: $(solve_poisson "$n" cuda dd 50)"
   exit
@@ -169,18 +169,8 @@ with open(path, "w") as f:
     f.write(f"%%MatrixMarket matrix coordinate real symmetric\n{n**3} {n**3} {len(entries)}\n")
     f.write("\n".join(entries) + "\n")
 PY
-  builds=${BUILDS:-solver-base solver}
-  one() { # build precision iterations
-    "./$1" solve "$file" --backend cuda --precision "$2" --tol 1e-300 --max-iter "$3" --format json 2>/dev/null |
-      python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"][0]; print(r["time_per_iteration"], r["iterations"], repr(r["true_residual"]))'
-  }
-  for bin in $builds; do one "$bin" "mp:$bits" 2 > /dev/null; done
-  for k in 1 2; do
-    line="general$n mp:$bits cg"
-    for bin in $builds; do line="$line | $bin: $(one "$bin" "mp:$bits" 20)"; done
-    echo "$line"
-  done
-  echo "dd cg: $(one solver dd 50)"
+  alternate_builds "$file" "$bits" cg 20
+  echo "dd cg: $(solve_matrix "$file" cuda dd 50)"
   exit
 fi
 if [ "${1:-}" = mpfr ]; then
