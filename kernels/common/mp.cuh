@@ -465,15 +465,6 @@ MP_FN void mp_mul_wide(const mp_u64* x, const mp_u64* y, mp_u64* p) {
 }
 #endif
 
-// -1, 0, 1 as x <, =, > y
-template <int N>
-__device__ __forceinline__ int mp_cmp_n(const mp_u64 (&x)[N], const mp_u64 (&y)[N]) {
-    int r = 0;
-#pragma unroll
-    for (int i = N - 1; i >= 0; i--) r = r != 0 ? r : (x[i] < y[i] ? -1 : (x[i] > y[i] ? 1 : 0));
-    return r;
-}
-
 // ---- rounding, as src/precision/mpfloat/round.rs --------------------------------------------
 
 __device__ __forceinline__ mp_t mp_special(int kind, int neg, int bits) {
@@ -673,11 +664,6 @@ __device__ __forceinline__ bool mp_less_magnitude(const mp_t& a, const mp_t& b) 
     return a.exp != b.exp ? a.exp < b.exp : less;
 }
 
-__device__ __forceinline__ int mp_cmp_magnitude(const mp_t& a, const mp_t& b) {
-    if (a.exp != b.exp) return a.exp < b.exp ? -1 : 1;
-    return mp_cmp_n(a.s, b.s);
-}
-
 __device__ __forceinline__ mp_t mp_with_bits(mp_t a, int bits) {
     if (a.kind != MP_NORMAL) return mp_special(a.kind, a.neg, bits);
     if (a.bits <= bits) {
@@ -761,49 +747,6 @@ __device__ __forceinline__ bool mp_sum_near(const mp_u64 (&w)[MP_LIMBS + 1],
     return true;
 }
 
-#ifdef MP_WIDE_LOOPS
-// a + (-1)^bneg |b|
-MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
-    const int bits = mp_max_bits(a, b);
-    b.neg = bneg;
-    mp_t special;
-    if (mp_sum_special(a, b, bits, &special)) return special;
-    const mp_t x = mp_cmp_magnitude(a, b) < 0 ? b : a;
-    const mp_t y = mp_cmp_magnitude(a, b) < 0 ? a : b;
-    mp_u64 w[MP_LIMBS + 1], v[MP_LIMBS + 1];
-    w[0] = 0;
-    v[0] = 0;
-#pragma unroll
-    for (int i = 0; i < MP_LIMBS; i++) {
-        w[i + 1] = x.s[i];
-        v[i + 1] = y.s[i];
-    }
-    // most sums: exponents less than a limb apart, in registers as at up to 512 bits
-    if ((long long)x.exp - y.exp < 64) {
-        mp_t near;
-        if (mp_sum_near(w, v, x.exp - y.exp, x.neg != y.neg, x.exp, x.neg, bits, &near)) return near;
-    }
-    bool sticky = mp_shr(v, MP_LIMBS + 1, (long long)x.exp - y.exp);
-    long long scale = (long long)x.exp - 64LL * (MP_LIMBS + 1);
-    if (x.neg == y.neg) {
-        if (mp_add_assign(w, v, MP_LIMBS + 1)) {
-            sticky = mp_shr(w, MP_LIMBS + 1, 1) || sticky;
-            w[MP_LIMBS] |= 1ULL << 63;
-            scale += 1;
-        }
-    } else {
-        mp_sub_assign(w, v, MP_LIMBS + 1);
-        if (sticky) {
-            mp_decrement(w, MP_LIMBS + 1);
-        } else {
-            bool zero = true;
-            for (int i = 0; i <= MP_LIMBS; i++) zero = zero && w[i] == 0;
-            if (zero) return mp_special(MP_ZERO, 0, bits);
-        }
-    }
-    return mp_round(w, MP_LIMBS + 1, sticky, scale, x.neg, bits);
-}
-#else
 // a + (-1)^bneg |b|
 MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
     const int bits = mp_max_bits(a, b);
@@ -827,6 +770,28 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
         mp_t near;
         if (mp_sum_near(w, v, (int)d, xneg != yneg, xexp, xneg, bits, &near)) return near;
     }
+#ifdef MP_WIDE_LOOPS
+    // a limb or more apart, or a whole limb cancelled: the general loops
+    bool sticky = mp_shr(v, MP_LIMBS + 1, d);
+    long long scale = (long long)xexp - 64LL * (MP_LIMBS + 1);
+    if (xneg == yneg) {
+        if (mp_add_assign(w, v, MP_LIMBS + 1)) {
+            sticky = mp_shr(w, MP_LIMBS + 1, 1) || sticky;
+            w[MP_LIMBS] |= 1ULL << 63;
+            scale += 1;
+        }
+    } else {
+        mp_sub_assign(w, v, MP_LIMBS + 1);
+        if (sticky) {
+            mp_decrement(w, MP_LIMBS + 1);
+        } else {
+            bool zero = true;
+            for (int i = 0; i <= MP_LIMBS; i++) zero = zero && w[i] == 0;
+            if (zero) return mp_special(MP_ZERO, 0, bits);
+        }
+    }
+    return mp_round(w, MP_LIMBS + 1, sticky, scale, xneg, bits);
+#else
     bool sticky = mp_shr_n(v, d);
     long long scale = (long long)xexp - 64LL * (MP_LIMBS + 1);
     if (xneg == yneg) {
@@ -850,8 +815,8 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
         if (!sticky && any == 0) return mp_special(MP_ZERO, 0, bits);
     }
     return mp_round_n(w, sticky, scale, xneg, bits);
-}
 #endif
+}
 
 __device__ __forceinline__ mp_t mp_add(mp_t a, mp_t b) { return mp_sum(a, b, b.neg); }
 __device__ __forceinline__ mp_t mp_sub(mp_t a, mp_t b) { return mp_sum(a, b, !b.neg); }
