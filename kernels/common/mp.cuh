@@ -376,7 +376,10 @@ __device__ __forceinline__ bool mp_shr_n(mp_u64 (&x)[N], long long s) {
 // still zero (the accumulator holds less than 2^(32 (NA + i)) before row i), so its carry out
 // stops there. `volatile` keeps the chains' statements in order: the carry flag is invisible
 // to the compiler.
-template <int NA, int NB>
+// FROM > 0: only the partial products whose low word lands on column FROM or above (the high
+// columns of a short product, as MPFR's mpfr_mulhigh_n); out[k] for k < FROM is zero and the
+// columns from FROM lack the carries of the products left out.
+template <int NA, int NB, int FROM = 0>
 __device__ __forceinline__ void mp_mul32(const unsigned (&a)[NA], const unsigned (&b)[NB],
                                          unsigned (&out)[NA + NB]) {
     constexpr int N = NA + NB;
@@ -391,27 +394,32 @@ __device__ __forceinline__ void mp_mul32(const unsigned (&a)[NA], const unsigned
 #pragma unroll
         for (int parity = 0; parity < 2; parity++) {
             unsigned(&acc)[N + 2] = parity == 0 ? e : o;
-            const int first = (i + parity) & 1;  // i + first has this parity
-            if (first >= NA) continue;
-            asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + first]) : "r"(a[first]), "r"(b[i]));
-            asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + first + 1]) : "r"(a[first]), "r"(b[i]));
-            int last = first;
+            // every bound a constant, so that the loops unroll whole and acc's indices fold
+            int last = -1;
 #pragma unroll
-            for (int j = first + 2; j < NA; j += 2) {
-                asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + j]) : "r"(a[j]), "r"(b[i]));
+            for (int j = 0; j < NA; j++) {
+                if (((i + j) & 1) != parity || i + j < FROM) continue;
+                if (last < 0) {
+                    asm volatile("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + j]) : "r"(a[j]), "r"(b[i]));
+                } else {
+                    asm volatile("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + j]) : "r"(a[j]), "r"(b[i]));
+                }
                 asm volatile("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(acc[i + j + 1]) : "r"(a[j]), "r"(b[i]));
                 last = j;
             }
-            asm volatile("addc.u32 %0, %0, 0;" : "+r"(acc[i + last + 2]));
+            if (last >= 0) asm volatile("addc.u32 %0, %0, 0;" : "+r"(acc[i + last + 2]));
         }
     }
-    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(out[0]) : "r"(e[0]), "r"(o[0]));
 #pragma unroll
-    for (int k = 1; k < N; k++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(out[k]) : "r"(e[k]), "r"(o[k]));
+    for (int k = 0; k < FROM; k++) out[k] = 0;
+    asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(out[FROM]) : "r"(e[FROM]), "r"(o[FROM]));
+#pragma unroll
+    for (int k = FROM + 1; k < N; k++) asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(out[k]) : "r"(e[k]), "r"(o[k]));
 }
 
 // p (2 MP_LIMBS limbs) = x * y, through mp_mul32 (the halves of a 64-bit limb are a register
-// pair: splitting and joining them costs nothing)
+// pair: splitting and joining them costs nothing); FROM: mp_mul32's, in 32-bit columns
+template <int FROM = 0>
 __device__ __forceinline__ void mp_mul_n(const mp_u64 (&x)[MP_LIMBS], const mp_u64 (&y)[MP_LIMBS],
                                          mp_u64 (&p)[2 * MP_LIMBS]) {
     unsigned a[2 * MP_LIMBS], b[2 * MP_LIMBS], q[4 * MP_LIMBS];
@@ -422,7 +430,7 @@ __device__ __forceinline__ void mp_mul_n(const mp_u64 (&x)[MP_LIMBS], const mp_u
         b[2 * i] = (unsigned)y[i];
         b[2 * i + 1] = (unsigned)(y[i] >> 32);
     }
-    mp_mul32(a, b, q);
+    mp_mul32<2 * MP_LIMBS, 2 * MP_LIMBS, FROM>(a, b, q);
 #pragma unroll
     for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = ((mp_u64)q[2 * i + 1] << 32) | q[2 * i];
 }
@@ -452,16 +460,27 @@ __device__ __forceinline__ bool mp_add_n(mp_u64 (&out)[N], const mp_u64 (&x)[N],
 // The same product where the limb loops stay loops: unrolled, it is still far fewer instructions
 // than the loops' 64-bit products (about 1,100 at 1,024 bits), so it is one function a module
 // (MP_FN), compiled once rather than inlined at every product.
-MP_FN void mp_mul_wide(const mp_u64* x, const mp_u64* y, mp_u64* p) {
+template <int FROM>
+__device__ __forceinline__ void mp_mul_wide_from(const mp_u64* x, const mp_u64* y, mp_u64* p) {
     mp_u64 a[MP_LIMBS], b[MP_LIMBS], q[2 * MP_LIMBS];
 #pragma unroll
     for (int i = 0; i < MP_LIMBS; i++) {
         a[i] = x[i];
         b[i] = y[i];
     }
-    mp_mul_n(a, b, q);
+    mp_mul_n<FROM>(a, b, q);
 #pragma unroll
     for (int i = 0; i < 2 * MP_LIMBS; i++) p[i] = q[i];
+}
+MP_FN void mp_mul_wide(const mp_u64* x, const mp_u64* y, mp_u64* p) { mp_mul_wide_from<0>(x, y, p); }
+
+// The short product: the partial products from the guard limb's upper word up (32-bit column
+// 2 L - 2: 559 of 1,024 at 16 limbs). Those left out sum to less than (2 L - 2) 2^32 units of
+// the guard limb (each is below 2^64 units of its column, 2 L - 2 of them on the highest).
+constexpr int MP_SHORT_FROM = 2 * MP_LIMBS - 2;
+constexpr mp_u64 MP_SHORT_SPAN = (mp_u64)(2 * MP_LIMBS - 1) << 32;
+MP_FN void mp_mul_wide_short(const mp_u64* x, const mp_u64* y, mp_u64* p) {
+    mp_mul_wide_from<MP_SHORT_FROM>(x, y, p);
 }
 #endif
 
@@ -821,31 +840,57 @@ MP_OP mp_t mp_sum(mp_t a, mp_t b, int bneg) {
 __device__ __forceinline__ mp_t mp_add(mp_t a, mp_t b) { return mp_sum(a, b, b.neg); }
 __device__ __forceinline__ mp_t mp_sub(mp_t a, mp_t b) { return mp_sum(a, b, !b.neg); }
 
-MP_OP mp_t mp_mul(mp_t a, mp_t b) {
-    const int bits = mp_max_bits(a, b);
-    const int neg = a.neg != b.neg;
-    mp_t special;
-    if (mp_mul_special(a, b, bits, &special)) return special;
-    mp_u64 p[2 * MP_LIMBS];
-#ifdef MP_WIDE_LOOPS
-    mp_mul_wide(a.s, b.s, p);
-#else
-    mp_mul_n(a.s, b.s, p);
-#endif
-    // Two significands in [1/2, 1): the product's top bit is one of its top two. Round from the
-    // top L limbs and a guard limb, normalised by that one bit, and a sticky bit for the rest,
-    // as MpFloat::mul does, instead of normalising and masking all 2L limbs.
+// Two significands in [1/2, 1): the product p's top bit is one of its top two. w: the top L
+// limbs and a guard limb, normalised by that one bit (returned); p's lower limbs make the
+// sticky bit, as MpFloat::mul does, instead of normalising and masking all 2L limbs.
+__device__ __forceinline__ int mp_product_window(const mp_u64 (&p)[2 * MP_LIMBS],
+                                                 mp_u64 (&w)[MP_LIMBS + 1]) {
     const int z = (p[2 * MP_LIMBS - 1] >> 63) ? 0 : 1;
-    mp_u64 w[MP_LIMBS + 1];
 #pragma unroll
     for (int i = 0; i <= MP_LIMBS; i++) {
         const mp_u64 in = p[MP_LIMBS - 2 + i] >> 63;  // the bit a shift by one brings in
         w[i] = z ? (p[MP_LIMBS - 1 + i] << 1) | in : p[MP_LIMBS - 1 + i];
     }
+    return z;
+}
+
+// The sticky bit of a whole product below its window (mp_product_window's z).
+__device__ __forceinline__ bool mp_product_sticky(const mp_u64 (&p)[2 * MP_LIMBS], int z) {
     bool sticky = z ? (p[MP_LIMBS - 2] << 1) != 0 : p[MP_LIMBS - 2] != 0;
 #pragma unroll
     for (int i = 0; i < MP_LIMBS - 2; i++) sticky = sticky || p[i] != 0;
+    return sticky;
+}
+
+MP_OP mp_t mp_mul(mp_t a, mp_t b) {
+    const int bits = mp_max_bits(a, b);
+    const int neg = a.neg != b.neg;
+    mp_t special;
+    if (mp_mul_special(a, b, bits, &special)) return special;
+    mp_u64 p[2 * MP_LIMBS], w[MP_LIMBS + 1];
+#ifdef MP_WIDE_LOOPS
+    // The short product decides the rounding unless the guard limb, plus what was left out,
+    // could reach a half or carry into the significand (as MpFloat::mul_short); below the
+    // exponent range only the whole product says whether it is exactly half the least.
+    mp_mul_wide_short(a.s, b.s, p);
+    int z = mp_product_window(p, w);
+    long long exp = (long long)a.exp + b.exp - z;
+    bool sticky = true;
+    const mp_u64 g = w[0], span = (MP_SHORT_SPAN << z) + 1, half = 1ULL << 63;
+    const bool decided =
+        g <= ~span && (bits == 64 * MP_LIMBS ? (g + span < half || g > half) : g >= 1);
+    if (!decided || exp < MP_EMIN) {
+        mp_mul_wide(a.s, b.s, p);
+        z = mp_product_window(p, w);
+        exp = (long long)a.exp + b.exp - z;
+        sticky = mp_product_sticky(p, z);
+    }
+#else
+    mp_mul_n(a.s, b.s, p);
+    const int z = mp_product_window(p, w);
     const long long exp = (long long)a.exp + b.exp - z;
+    const bool sticky = mp_product_sticky(p, z);
+#endif
     if (exp < MP_EMIN) {
         const long long scale = exp + z - 128LL * MP_LIMBS;
 #ifdef MP_WIDE_LOOPS
