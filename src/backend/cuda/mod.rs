@@ -171,12 +171,6 @@ pub struct CudaBackend {
     readback: readback::Readback,
 }
 
-/// CG's direction inside its persistent SpMV where `PRECSOLVE_CG_FUSED=1`
-/// ([`CudaBackend::set_cg_fused_direction`]).
-pub fn cg_fused_from_env() -> bool {
-    std::env::var("PRECSOLVE_CG_FUSED").is_ok_and(|v| v == "1")
-}
-
 /// A device vector of `len` elements of `P`.
 pub struct CudaVector<P> {
     pub(crate) words: CudaSlice<f64>,
@@ -308,6 +302,15 @@ impl CudaBackend {
     pub fn cg_fused_direction(&self) -> bool {
         self.cg_fused.load(std::sync::atomic::Ordering::Relaxed)
     }
+}
+
+/// CG's direction inside its persistent SpMV where `PRECSOLVE_CG_FUSED=1`
+/// ([`CudaBackend::set_cg_fused_direction`]).
+pub fn cg_fused_from_env() -> bool {
+    std::env::var("PRECSOLVE_CG_FUSED").is_ok_and(|v| v == "1")
+}
+
+impl CudaBackend {
 
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
