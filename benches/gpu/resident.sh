@@ -14,8 +14,7 @@
 # bash .gpu/resident.sh bicgstab-ilu: ILU(0)-BiCGStab as one block against its step kernels;
 # bash .gpu/resident.sh host-ilu: ILU(0) applied on the host, this build against BASE;
 # bash .gpu/resident.sh floor: the default schedule, this build against BASE and the CPU;
-# bash .gpu/resident.sh phases: where a persistent kernel's iteration goes (PHASE_TIMES);
-# bash .gpu/resident.sh cg-fused: CG's direction inside the SpMV against its own phase.
+# bash .gpu/resident.sh phases: where a persistent kernel's iteration goes (PHASE_TIMES).
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -62,35 +61,6 @@ if [ "$1" = host-ilu ]; then
       done
       rows=$(grep -v '^%' matrices/$m.mtx | head -1 | cut -d' ' -f1)
       printf "| %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) | tee -a $OUT/resident.txt
-    done
-  done
-  exit 0
-fi
-if [ "$1" = cg-fused ]; then
-  # CG's persistent kernel with the direction computed inside its SpMV (PRECSOLVE_CG_FUSED=1)
-  # against its own phase behind a grid barrier (=0, the default), one build: us an iteration,
-  # median of 3 alternated solves of 1,000 iterations, where the persistent kernel runs
-  # (PRECSOLVE_PERSISTENT=all); then cycles an iteration by mark of one solve each.
-  printf "| %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|\n" matrix rows precision "own phase (us)" "fused (us)" | tee -a $OUT/resident.txt
-  for m in bcsstk01 1138_bus bcsstk13 bcsstk16 poisson3d:16 poisson3d:20 poisson3d:25; do
-    f=matrices/$m.mtx; [ -e $f ] || f=$m
-    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
-    for p in f64 dd; do
-      a=(); b=()
-      for r in 1 2 3; do
-        a+=($(one solver $f $p cg cuda "PRECSOLVE_PERSISTENT=all PRECSOLVE_CG_FUSED=0"))
-        b+=($(one solver $f $p cg cuda "PRECSOLVE_PERSISTENT=all PRECSOLVE_CG_FUSED=1"))
-      done
-      printf "| %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) | tee -a $OUT/resident.txt
-    done
-  done
-  for m in bcsstk01 1138_bus; do
-    for p in f64 dd; do
-      for fused in 0 1; do
-        echo "$m cg $p fused=$fused: $(PRECSOLVE_CG_FUSED=$fused PRECSOLVE_KERNEL_DEFINES=PHASE_TIMES timeout 60 \
-          ./solver solve matrices/$m.mtx --backend cuda --precision $p --tol 1e-300 --max-iter 1000 -q \
-          2>>$OUT/err.txt | grep PHASES | tail -1)" | tee -a $OUT/resident.txt
-      done
     done
   done
   exit 0

@@ -117,31 +117,13 @@ __device__ __forceinline__ typename O::V persist_x(const double2* x, long long j
     return O::load_cg(x, j);
 }
 
-// CG's direction read where the SpMV needs it, p_j = r_j + beta p'_j (cgs_direction's
-// expression, so the value that phase would have stored; r_j alone in the first iteration), from
-// r and the last direction p', both final before the phase starts: the SpMV need not wait for
-// a direction phase and its grid barrier (kernels/cg_persistent.cu).
-template <class O>
-struct direction_of {
-    const typename O::T* r;
-    const typename O::T* last;
-    typename O::V beta;
-    bool first;
-};
-template <class O>
-__device__ __forceinline__ typename O::V persist_x(const direction_of<O>& d, long long j) {
-    const typename O::V rj = O::load_cg(d.r, j);
-    return d.first ? rj : O::add(rj, O::mul(d.beta, O::load_cg(d.last, j)));
-}
-
-// Lane `lane` of row `row`'s sum with nt lanes (spmv_{p}_lane's order), p stored, widened or
-// computed (direction_of).
-template <class O, typename XS>
+// Lane `lane` of row `row`'s sum with nt lanes (spmv_{p}_lane's order), p stored or widened.
+template <class O, typename XT>
 __device__ __forceinline__ typename O::V persist_lane(int row, int nt, int lane,
                                                   const int* __restrict__ row_ptr,
                                                   const int* __restrict__ col_idx,
                                                   const double* __restrict__ val,
-                                                  const XS& p) {
+                                                  const XT* __restrict__ p) {
     typename O::V s = O::of(0.0);
     const int end = __ldg(row_ptr + row + 1);
     for (int k = __ldg(row_ptr + row) + lane; k < end; k += PERSIST_BATCH * nt) {
@@ -165,12 +147,12 @@ __device__ __forceinline__ typename O::V persist_lane(int row, int nt, int lane,
 // One tile of q = A x (rows of nt lanes, spmv_{p}_nt{nt}'s order), then its partials: DOTS = 1,
 // <w, q> (products w q: spmv_dot_{p}_nt1, dot_tile_{p}_partial(w, q)); DOTS = 2, <q, q> and
 // <q, w> (products q q and q w: spmv_dot2_{p}_nt1). Into tiles[t] (and tiles2[t]).
-template <class O, int DOTS, typename XS>
+template <class O, int DOTS>
 __device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
                                                   const int* __restrict__ row_ptr,
                                                   const int* __restrict__ col_idx,
                                                   const double* __restrict__ val,
-                                                  const XS& x,
+                                                  const typename O::T* __restrict__ x,
                                                   const typename O::T* __restrict__ w,
                                                   typename O::T* __restrict__ q,
                                                   typename O::T* __restrict__ tiles,

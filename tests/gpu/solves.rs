@@ -168,15 +168,12 @@ pub fn device_resident_solves(gpu: &CudaBackend) -> Result<(), String> {
             },
         ),
     ];
-    // (CUDA graphs, persistent kernel, CG's direction inside its SpMV): each way of running
-    // the device steps
+    // (CUDA graphs, persistent kernel): each way of running the device steps
     let modes = [
-        (true, Persistent::Everywhere, true),
-        (true, Persistent::Everywhere, false),
-        (true, Persistent::OneBlock, true),
-        (true, Persistent::OneBlock, false),
-        (true, Persistent::Off, true),
-        (false, Persistent::Off, true),
+        (true, Persistent::Everywhere),
+        (true, Persistent::OneBlock),
+        (true, Persistent::Off),
+        (false, Persistent::Off),
     ];
     let runs = modes
         .into_iter()
@@ -198,14 +195,13 @@ pub fn device_resident_solves(gpu: &CudaBackend) -> Result<(), String> {
     if let Some(a) = wide_rows.as_ref() {
         all.push(("bcsstk16, max_iter 150", a, full(1e-300, 150)));
     }
-    for ((graphs, persistent, fused), (label, a, params)) in runs.chain(
+    for ((graphs, persistent), (label, a, params)) in runs.chain(
         modes
             .into_iter()
             .flat_map(|m| all[cases.len()..].iter().map(move |c| (m, c))),
     ) {
         gpu.set_graphs(graphs);
         gpu.set_persistent(persistent);
-        gpu.set_cg_fused_direction(fused);
         let params = Params {
             record_history: true,
             ..params.clone()
@@ -217,9 +213,7 @@ pub fn device_resident_solves(gpu: &CudaBackend) -> Result<(), String> {
                 continue;
             }
             let method = if use_cg { "cg" } else { "bicgstab" };
-            let label = &format!(
-                "{label} graphs {graphs} persistent {persistent:?} fused {fused} {method}"
-            );
+            let label = &format!("{label} graphs {graphs} persistent {persistent:?} {method}");
             let check = |name: &str, g: (SolveInfo, Vec<f64>), c: (SolveInfo, Vec<f64>)| {
                 same_history(&format!("{label} {name} ilu {ilu}"), &g.0, &c.0)?;
                 same_bits(&format!("{label} {name} solution"), &g.1, &c.1)
@@ -263,7 +257,6 @@ pub fn device_resident_solves(gpu: &CudaBackend) -> Result<(), String> {
     }
     gpu.set_graphs(true);
     gpu.set_persistent(Persistent::from_env());
-    gpu.set_cg_fused_direction(precsolve::backend::cuda::cg_fused_from_env());
     Ok(())
 }
 

@@ -71,9 +71,6 @@ pub struct DeviceCg<P: Precision> {
     schedule: Option<Schedule>,
     /// A block solve's (`--devices`): every GPU's partials gathered before each final stage.
     whole: Option<WholeLists<P>>,
-    /// The persistent kernel's second direction buffer, where it computes the direction
-    /// inside its SpMV ([`CudaBackend::cg_fused_direction`]).
-    p_next: Option<CudaVector<P>>,
 }
 
 /// The whole lists of `<p, q>`'s tile partials and `<r, r>`'s chunk partials of a block solve,
@@ -198,7 +195,6 @@ impl CudaBackend {
             // a block solve's reductions are gathered between kernels: no persistent kernel
             schedule: route.map(|_| Schedule::Steps),
             whole,
-            p_next: None,
         })
     }
 
@@ -475,21 +471,17 @@ impl CudaBackend {
         let (iterations, n, nt) = (iterations as i32, a.nrows as i32, a.lanes as i32);
         let cap = RING as i32;
         let (den, tol) = (d.threshold.denominator, d.threshold.tol);
-        let p_next = d.p_next.as_ref().filter(|_| self.cg_fused_direction());
-        let fused = p_next.is_some() as i32;
         let mut args = self.stream.launch_builder(&f);
         args.arg(&iterations).arg(&n).arg(&nt);
         args.arg(&a.row_ptr).arg(&a.col_idx).arg(&a.values);
         args.arg(&state).arg(&ring).arg(&cap);
         args.vec(&v.p).vec(&v.q).vec(&v.r).vec(x);
-        args.vec(p_next.unwrap_or(&v.q)).arg(&fused);
         args.vec(&d.tiles.first).vec(&d.rr_partial);
         args.arg(&den).arg(&tol).arg(&grid.barrier);
         // cgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
         // const double* val, cg_state* s, cg_record* rec, int cap, T* p, T* q, T* r, T* x, T*
-        // p_next, int fused, T* tiles, T* chunks, double denominator, double tol, unsigned*
-        // barrier) on a CSR matrix of nt lanes a row, on the grid persistent_grid sized; p_next
-        // (n elements) is read only where fused.
+        // tiles, T* chunks, double denominator, double tol, unsigned* barrier) on a CSR matrix
+        // of nt lanes a row, on the grid persistent_grid sized.
         grid.launch_on(&mut args, &name)
     }
 
@@ -585,10 +577,6 @@ impl CgSteps for CudaBackend {
             CudaCgState::Device(d) => {
                 if d.schedule.is_none() {
                     d.schedule = Some(self.cg_schedule::<P, M>(a, precond, d.identity)?);
-                }
-                let persistent = matches!(d.schedule, Some(Schedule::Persistent(_)));
-                if persistent && self.cg_fused_direction() && d.p_next.is_none() {
-                    d.p_next = Some(self.alloc_vector::<P>(v.p.len)?);
                 }
                 match d.schedule.as_ref() {
                     Some(Schedule::Persistent(grid)) => {

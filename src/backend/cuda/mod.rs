@@ -165,8 +165,6 @@ pub struct CudaBackend {
     graphs: std::sync::atomic::AtomicBool,
     /// Whether small solves run as one persistent kernel a batch (`persistent.rs`).
     persistent: std::sync::Mutex<Persistent>,
-    /// Whether CG's persistent kernel computes the direction inside its SpMV (`cg.rs`).
-    cg_fused: std::sync::atomic::AtomicBool,
     /// This stream's page-locked buffer for small reads (`readback.rs`).
     readback: readback::Readback,
 }
@@ -241,7 +239,6 @@ impl CudaBackend {
                 std::env::var("PRECSOLVE_CUDA_GRAPHS").map_or(true, |v| v != "0"),
             ),
             persistent: std::sync::Mutex::new(Persistent::from_env()),
-            cg_fused: std::sync::atomic::AtomicBool::new(cg_fused_from_env()),
             readback: Default::default(),
         })
     }
@@ -265,7 +262,6 @@ impl CudaBackend {
             spmv_layout: std::sync::Mutex::new(self.spmv_layout()),
             graphs: std::sync::atomic::AtomicBool::new(self.graphs_enabled()),
             persistent: std::sync::Mutex::new(self.persistent()),
-            cg_fused: std::sync::atomic::AtomicBool::new(self.cg_fused_direction()),
             readback: Default::default(),
         })
     }
@@ -290,27 +286,6 @@ impl CudaBackend {
     pub fn graphs_enabled(&self) -> bool {
         self.graphs.load(std::sync::atomic::Ordering::Relaxed)
     }
-
-    /// Whether CG's persistent kernel computes each direction inside its SpMV, from `r` and
-    /// the last direction, instead of in a phase of its own behind a grid barrier (the same
-    /// bits either way). Off by default until a GPU has checked and timed it
-    /// (`benches/gpu/resident.sh cg-fused`); `PRECSOLVE_CG_FUSED=1` turns it on.
-    pub fn set_cg_fused_direction(&self, on: bool) {
-        self.cg_fused.store(on, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub fn cg_fused_direction(&self) -> bool {
-        self.cg_fused.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
-/// CG's direction inside its persistent SpMV where `PRECSOLVE_CG_FUSED=1`
-/// ([`CudaBackend::set_cg_fused_direction`]).
-pub fn cg_fused_from_env() -> bool {
-    std::env::var("PRECSOLVE_CG_FUSED").is_ok_and(|v| v == "1")
-}
-
-impl CudaBackend {
 
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
