@@ -21,9 +21,31 @@
 //   tiles: ceil(n / TILE_ROWS) partials, chunks: ceil(n / DOT_CHUNK); barrier: a zeroed word,
 //   used by no other grid size.
 //
+// Where every block owns one tile (the grid as the launch sizes it, unless OneBlock mode gives
+// one block several), thread t of block b owns row b * TILE_ROWS + t and keeps its p, r, x and
+// (A p) in registers: the direction, <p, q>'s products and the r update read no vector, and
+// <r, r>'s squares go to q (free once the r update has read A p) where, after the barrier, every
+// block sums them in the chunks' order itself (persist_chunked_sum), instead of a chunk's block
+// summing them before the barrier and every block the chunks' partials after it. The vectors
+// are still stored as they change, so the launch ends as the step kernels would leave them.
+//
 // Vectors written during the kernel are read with ld_fresh (past L1 where other blocks write
 // them, through it in a grid of one block); the matrix, which nothing writes, through the
 // read-only path.
+
+// cgs_direction's expressions: p <- r on the first iteration; then (x <- x + alpha p where the
+// last step is pending ;) p <- r + beta p.
+template <class O>
+__device__ __forceinline__ void cgp_direction(bool first, bool pending, typename O::V alpha,
+                                              typename O::V beta, typename O::V r,
+                                              typename O::V& p, typename O::V& x) {
+    if (first) {
+        p = r;
+        return;
+    }
+    if (pending) x = O::add(O::mul(alpha, p), x);
+    p = O::add(r, O::mul(beta, p));
+}
 
 template <class O>
 __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
@@ -49,26 +71,43 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
     const int chunk_count = (n + DOT_CHUNK - 1) / DOT_CHUNK;
     const long long stride = (long long)gridDim.x * DOT_THREADS;
     grid_sync sync = grid_sync_start(barrier);
+    const bool owned = gridDim.x == tile_count && chunk_count <= 32;
+    const long long own = (long long)blockIdx.x * TILE_ROWS + threadIdx.x;
+    const bool mine = owned && own < n;
+    V p_own = O::of(0.0), q_own = O::of(0.0), r_own = O::of(0.0), x_own = O::of(0.0);
+    if (mine) {
+        r_own = O::load_cg(r, own);
+        x_own = O::load_cg(x, own);
+        if (done > 0) p_own = O::load_cg(p, own);
+    }
     PHASES_BEGIN
     for (int it = 0; it < iterations && !frozen; it++) {
         const int k = done + 1;
         PHASE_ITERATION
         // (x <- x + alpha p ;) p <- r + beta p  (cgs_direction)
-        for (long long i = (long long)blockIdx.x * DOT_THREADS + threadIdx.x; i < n; i += stride) {
-            const V ri = O::load_cg(r, i);
-            if (done == 0) {
-                O::store(p, i, ri);
-                continue;
-            }
-            const V pi = O::load_cg(p, i);
-            if (pending) O::store(x, i, O::add(O::mul(alpha, pi), O::load_cg(x, i)));
-            O::store(p, i, O::add(ri, O::mul(beta, pi)));
+        if (mine) {
+            cgp_direction<O>(done == 0, pending, alpha, beta, r_own, p_own, x_own);
+            if (done > 0 && pending) O::store(x, own, x_own);
+            O::store(p, own, p_own);
+        }
+        for (long long i = (long long)blockIdx.x * DOT_THREADS + threadIdx.x; !owned && i < n;
+             i += stride) {
+            V pi = done == 0 ? O::of(0.0) : O::load_cg(p, i);
+            V xi = done > 0 && pending ? O::load_cg(x, i) : O::of(0.0);
+            cgp_direction<O>(done == 0, pending, alpha, beta, O::load_cg(r, i), pi, xi);
+            if (done > 0 && pending) O::store(x, i, xi);
+            O::store(p, i, pi);
         }
         PHASE(0)
         grid_barrier(sync);
         PHASE(1)
         // q <- A p with <p, q>'s tile partials
-        for (int t = blockIdx.x; t < tile_count; t += gridDim.x) {
+        if (owned) {
+            q_own = persist_spmv_rows<O>(blockIdx.x, n, nt, row_ptr, col_idx, val, p, q);
+            const V sum = O::tree(mine ? O::mul(p_own, q_own) : O::of(0.0));
+            if (threadIdx.x == 0) O::store(tiles, blockIdx.x, sum);
+        }
+        for (int t = blockIdx.x; !owned && t < tile_count; t += gridDim.x) {
             persist_spmv_tile<O, 1>(t, n, nt, row_ptr, col_idx, val, p, p, q, tiles, nullptr);
         }
         PHASE(2)
@@ -88,7 +127,12 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         if (!pending) break;  // every block: the same pq
         // r <- r - alpha q with <r, r>'s chunk partials (cgs_update)
         const V minus_alpha = O::neg(alpha);
-        for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
+        if (mine) {
+            r_own = O::add(O::mul(minus_alpha, q_own), r_own);  // r_update_chunk's
+            O::store(r, own, r_own);
+            O::store(q, own, O::mul(r_own, r_own));
+        }
+        for (int c = blockIdx.x; !owned && c < chunk_count; c += gridDim.x) {
             const V sum = r_update_chunk<O, true>(c, n, minus_alpha, q, r);
             if (threadIdx.x == 0) O::store(chunks, c, sum);
         }
@@ -96,7 +140,7 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         grid_barrier(sync);
         PHASE(6)
         // <r, r>, the stopping test, the next rho and beta (cgs_close without a preconditioner)
-        const V rr = O::chunks_final_fresh(chunk_count, chunks);
+        const V rr = owned ? persist_chunked_sum<O>(n, q) : O::chunks_final_fresh(chunk_count, chunks);
         if (threadIdx.x == 0) {
             shared_flag[1] =
                 cg_close<O>(writer, k, rr, rho, true, s, rec, cap, denominator, tol);

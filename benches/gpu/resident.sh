@@ -13,8 +13,11 @@
 # kernels (PRECSOLVE_PERSISTENT=0, unset, all), one solve of 2,000 iterations each, f64 and dd;
 # bash .gpu/resident.sh bicgstab-ilu: ILU(0)-BiCGStab as one block against its step kernels;
 # bash .gpu/resident.sh host-ilu: ILU(0) applied on the host, this build against BASE;
-# bash .gpu/resident.sh floor: the default schedule, this build against BASE and the CPU;
-# bash .gpu/resident.sh phases: where a persistent kernel's iteration goes (PHASE_TIMES).
+# bash .gpu/resident.sh floor: the default schedule, this build against BASE and the CPU
+# (SMALL_ONLY=1: without poisson3d:200);
+# bash .gpu/resident.sh phases: where a persistent kernel's iteration goes (PHASE_TIMES);
+# bash .gpu/resident.sh owned: CG's rows kept in registers against BASE, and the gathers' batch;
+# bash .gpu/resident.sh chunk-batch: CG's default against BASE, persist_chunked_sum's batches.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -65,6 +68,66 @@ if [ "$1" = host-ilu ]; then
   done
   exit 0
 fi
+if [ "$1" = owned ]; then
+  # CG's persistent kernel with each thread's row kept in registers (this build) against BASE's,
+  # where the persistent kernel runs (PRECSOLVE_PERSISTENT=all), the SpMV's gathers in batches
+  # of 4 entries (BASE's), 8 and 16 (PRECSOLVE_KERNEL_DEFINES=PERSIST_BATCH=B), BiCGStab too
+  # (only the batch differs): us an iteration, median of 3 alternated solves of 1,000
+  # iterations; then cycles an iteration by mark, one solve each. (Run when the batch of
+  # persist_chunked_sum was PERSIST_BATCH; `chunk-batch` below measures it apart.)
+  printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---|---:|---:|---:|---:|\n" matrix rows method precision "base (us)" "this build (us)" "batch 8 (us)" "batch 16 (us)" | tee -a $OUT/resident.txt
+  for mm in "bcsstk01 cg bicgstab" "1138_bus cg bicgstab" "dw2048 bicgstab" "cryg2500 bicgstab" \
+            "poisson3d:16 cg" "poisson3d:20 cg" "poisson3d:25 cg"; do
+    set -- $mm; m=$1; shift
+    f=matrices/$m.mtx; [ -e $f ] || f=$m
+    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
+    for meth in "$@"; do
+      for p in f64 dd; do
+        a=(); b=(); c=(); d=()
+        for r in 1 2 3; do
+          a+=($(one solver-base $f $p $meth cuda PRECSOLVE_PERSISTENT=all))
+          b+=($(one solver $f $p $meth cuda "PRECSOLVE_PERSISTENT=all PRECSOLVE_KERNEL_DEFINES=PERSIST_BATCH=4"))
+          c+=($(one solver $f $p $meth cuda "PRECSOLVE_PERSISTENT=all PRECSOLVE_KERNEL_DEFINES=PERSIST_BATCH=8"))
+          d+=($(one solver $f $p $meth cuda "PRECSOLVE_PERSISTENT=all PRECSOLVE_KERNEL_DEFINES=PERSIST_BATCH=16"))
+        done
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $meth $p $(med ${a[@]}) $(med ${b[@]}) \
+          $(med ${c[@]}) $(med ${d[@]}) | tee -a $OUT/resident.txt
+      done
+    done
+  done
+  for m in bcsstk01 1138_bus; do
+    for p in f64 dd; do
+      for b in solver-base solver; do
+        echo "$m cg $p $b: $(PRECSOLVE_KERNEL_DEFINES=PHASE_TIMES timeout 60 ./$b solve matrices/$m.mtx \
+          --backend cuda --precision $p --tol 1e-300 --max-iter 1000 -q 2>>$OUT/err.txt |
+          grep PHASES | tail -1)" | tee -a $OUT/resident.txt
+      done
+    done
+  done
+  exit 0
+fi
+if [ "$1" = chunk-batch ]; then
+  # CG's default schedule, BASE against this build with persist_chunked_sum's batches as
+  # committed (f64 8, dd 32), swapped (f64 32, dd 8), and 16 in both: us an iteration, median
+  # of 3 alternated solves of 1,000 iterations.
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|---:|---:|\n" matrix rows precision "base (us)" "this build (us)" "swapped (us)" "16 (us)" | tee -a $OUT/resident.txt
+  for m in bcsstk01 1138_bus poisson3d:16 poisson3d:20 poisson3d:25; do
+    f=matrices/$m.mtx; [ -e $f ] || f=$m
+    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
+    for p in f64 dd; do
+      a=(); b=(); c=(); d=()
+      for r in 1 2 3; do
+        a+=($(one solver-base $f $p cg cuda))
+        b+=($(one solver $f $p cg cuda))
+        c+=($(one solver $f $p cg cuda "PRECSOLVE_KERNEL_DEFINES=CHUNK_BATCH_F64=32 CHUNK_BATCH_DD=8"))
+        d+=($(one solver $f $p cg cuda "PRECSOLVE_KERNEL_DEFINES=CHUNK_BATCH_F64=16 CHUNK_BATCH_DD=16"))
+      done
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) \
+        $(med ${c[@]}) $(med ${d[@]}) | tee -a $OUT/resident.txt
+    done
+  done
+  exit 0
+fi
 if [ "$1" = floor ]; then
   # The default schedule of this build against BASE's and the CPU backend (all cores): us an
   # iteration, median of 3 alternated solves of 1,000 iterations (2 on poisson3d:200).
@@ -73,6 +136,7 @@ if [ "$1" = floor ]; then
             "rdb2048l bicgstab" "cryg2500 bicgstab" "sherman5 bicgstab" "Pd bicgstab" "bcsstk16 cg" \
             "poisson3d:16 cg" "poisson3d:20 cg bicgstab" "poisson3d:25 cg bicgstab" "poisson3d:200 cg bicgstab"; do
     set -- $mm; m=$1; shift
+    [ -n "$SMALL_ONLY" ] && [ $m = poisson3d:200 ] && continue
     f=matrices/$m.mtx; [ -e $f ] || f=$m
     rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
     reps="1 2 3"; [ $m = poisson3d:200 ] && reps="1 2"

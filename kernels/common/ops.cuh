@@ -106,19 +106,26 @@ struct dd_ops {
 };
 
 
-// chunks_final_fresh's sum where m <= 32 (a chunk's partial in each of the first m threads, zero
-// in the rest): the halving tree's levels above a warp add zero to each lane of warp 0, so warp
-// 0 makes those additions itself and the block neither writes shared memory nor waits at a
+// chunks_final_fresh's sum where m <= 32 (a chunk's partial, `mine`, in each of the first m
+// threads): the halving tree's levels above a warp add zero to each lane of warp 0, so warp 0
+// makes those additions itself and the block neither writes shared memory nor waits at a
 // barrier. The same operations on the same operands, so the same bits. Valid in thread 0.
 template <class O>
-__device__ __forceinline__ typename O::V chunks_final_few(int m, const typename O::T* partial) {
+__device__ __forceinline__ typename O::V chunks_final_few_of(int m, typename O::V mine) {
     typename O::V s = O::of(0.0);
     if (threadIdx.x < 32) {
-        if ((int)threadIdx.x < m) s = O::add(s, O::load_cg(partial, threadIdx.x));
+        if ((int)threadIdx.x < m) s = O::add(s, mine);
         for (int off = DOT_THREADS / 2; off >= 32; off >>= 1) s = O::add(s, O::of(0.0));
         s = O::warp_tree(s);
     }
     return s;
+}
+
+// The same with partial t in partial[t], written by other blocks (past L1).
+template <class O>
+__device__ __forceinline__ typename O::V chunks_final_few(int m, const typename O::T* partial) {
+    const bool has = (int)threadIdx.x < m;
+    return chunks_final_few_of<O>(m, has ? O::load_cg(partial, threadIdx.x) : O::of(0.0));
 }
 
 // The device-resident steps' tests, twins of those in src/solver (cg/steps.rs, bicgstab/steps.rs).

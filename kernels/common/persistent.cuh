@@ -102,8 +102,13 @@ __device__ __forceinline__ typename O::V tiles_final_emulated(int m,
     return s;
 }
 
-// Entries of a lane loaded before any is summed (the same order; the gathers overlap).
-#define PERSIST_BATCH 4
+// Entries of a lane loaded before any is summed (the same order; the gathers overlap): with 8
+// rather than 4, BiCGStab's f64 iteration was 4-8% shorter and its dd one 1-3% on 1,138 to
+// 2,500 rows, and 16 gained nothing more (gpu-resident.md, "Rows in registers"). A variant
+// may set it (PRECSOLVE_KERNEL_DEFINES=PERSIST_BATCH=16) to measure another batch.
+#ifndef PERSIST_BATCH
+#define PERSIST_BATCH 8
+#endif
 
 // Element j of x as O::V, as written earlier in the kernel (ld_fresh): stored, or a double
 // widened exactly (BiCGStab's preconditioned vectors, kept in double:
@@ -144,9 +149,39 @@ __device__ __forceinline__ typename O::V persist_lane(int row, int nt, int lane,
     return s;
 }
 
-// One tile of q = A x (rows of nt lanes, spmv_{p}_nt{nt}'s order), then its partials: DOTS = 1,
-// <w, q> (products w q: spmv_dot_{p}_nt1, dot_tile_{p}_partial(w, q)); DOTS = 2, <q, q> and
-// <q, w> (products q q and q w: spmv_dot2_{p}_nt1). Into tiles[t] (and tiles2[t]).
+// One tile of q = A x (rows of nt lanes, spmv_{p}_nt{nt}'s order), stored in q; returns row
+// t * TILE_ROWS + threadIdx.x's value (zero past the last row) in its thread.
+template <class O>
+__device__ __forceinline__ typename O::V persist_spmv_rows(int t, int n, int nt,
+                                                           const int* __restrict__ row_ptr,
+                                                           const int* __restrict__ col_idx,
+                                                           const double* __restrict__ val,
+                                                           const typename O::T* __restrict__ x,
+                                                           typename O::T* __restrict__ q) {
+    const int row = t * TILE_ROWS + threadIdx.x;
+    typename O::V qr = O::of(0.0);
+    if (nt == 1) {
+        if (row < n) {
+            qr = persist_lane<O>(row, 1, 0, row_ptr, col_idx, val, x);
+            O::store(q, row, qr);
+        }
+        return qr;
+    }
+    const int lane = threadIdx.x % nt;
+    for (int j = threadIdx.x / nt; j < TILE_ROWS; j += DOT_THREADS / nt) {
+        const int r = t * TILE_ROWS + j;
+        typename O::V s = r < n ? persist_lane<O>(r, nt, lane, row_ptr, col_idx, val, x) : O::of(0.0);
+        for (int off = nt / 2; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, nt));
+        if (r < n && lane == 0) O::store(q, r, s);
+    }
+    __syncthreads();
+    if (row < n) qr = O::load_cg(q, row);
+    return qr;
+}
+
+// One tile of q = A x (persist_spmv_rows), then its partials: DOTS = 1, <w, q> (products w q:
+// spmv_dot_{p}_nt1, dot_tile_{p}_partial(w, q)); DOTS = 2, <q, q> and <q, w> (products q q and
+// q w: spmv_dot2_{p}_nt1). Into tiles[t] (and tiles2[t]).
 template <class O, int DOTS>
 __device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
                                                   const int* __restrict__ row_ptr,
@@ -158,23 +193,7 @@ __device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
                                                   typename O::T* __restrict__ tiles,
                                                   typename O::T* __restrict__ tiles2) {
     const int row = t * TILE_ROWS + threadIdx.x;
-    typename O::V qr = O::of(0.0);
-    if (nt == 1) {
-        if (row < n) {
-            qr = persist_lane<O>(row, 1, 0, row_ptr, col_idx, val, x);
-            O::store(q, row, qr);
-        }
-    } else {
-        const int lane = threadIdx.x % nt;
-        for (int j = threadIdx.x / nt; j < TILE_ROWS; j += DOT_THREADS / nt) {
-            const int r = t * TILE_ROWS + j;
-            typename O::V s = r < n ? persist_lane<O>(r, nt, lane, row_ptr, col_idx, val, x) : O::of(0.0);
-            for (int off = nt / 2; off > 0; off >>= 1) s = O::add(s, O::shfl_down(s, off, nt));
-            if (r < n && lane == 0) O::store(q, r, s);
-        }
-        __syncthreads();
-        if (row < n) qr = O::load_cg(q, row);
-    }
+    const typename O::V qr = persist_spmv_rows<O>(t, n, nt, row_ptr, col_idx, val, x, q);
     if (DOTS == 1) {
         const typename O::V prod = row < n ? O::mul(O::load_cg(w, row), qr) : O::of(0.0);
         const typename O::V sum = O::tree(prod);
@@ -187,4 +206,49 @@ __device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
         const typename O::V qw = O::tree(row < n ? O::mul(qr, wr) : O::of(0.0));
         if (threadIdx.x == 0) O::store(tiles2, t, qw);
     }
+}
+
+// Terms of a lane that persist_chunked_sum loads before it adds any (the same order): in dd
+// all of them, in f64 a batch of 8 (gpu-resident.md, "Rows in registers").
+#ifndef CHUNK_BATCH_F64
+#define CHUNK_BATCH_F64 8
+#endif
+#ifndef CHUNK_BATCH_DD
+#define CHUNK_BATCH_DD DOT_PER_THREAD
+#endif
+
+// The whole of a dot product in the chunked order (dot_{p}'s: the chunk partials as
+// r_update_chunk's, then chunks_final's) over terms already formed, terms[i] for i < n, written
+// by other blocks before a grid barrier. Each block sums every chunk itself, one tree after the
+// other, and then their partials from shared memory as chunks_final_few does: where a chunk's
+// block and the final stage would need a barrier between them, this needs none. For at most 32
+// chunks (the caller checks). Valid in thread 0.
+template <class O>
+__device__ __forceinline__ typename O::V persist_chunked_sum(long long n,
+                                                             const typename O::T* terms) {
+    __shared__ typename O::T partial[32];
+    const int m = (int)((n + DOT_CHUNK - 1) / DOT_CHUNK);
+    constexpr int batch = sizeof(typename O::T) == 8 ? CHUNK_BATCH_F64 : CHUNK_BATCH_DD;
+    for (int c = 0; c < m; c++) {
+        const long long base = (long long)c * DOT_CHUNK + threadIdx.x;
+        typename O::V sum = O::of(0.0);
+        for (int j = 0; j < DOT_PER_THREAD && base + (long long)j * DOT_THREADS < n; j += batch) {
+            typename O::V v[batch];
+#pragma unroll
+            for (int u = 0; u < batch; u++) {
+                const long long i = base + (long long)(j + u) * DOT_THREADS;
+                if (j + u < DOT_PER_THREAD && i < n) v[u] = O::load_cg(terms, i);
+            }
+#pragma unroll
+            for (int u = 0; u < batch; u++) {
+                const long long i = base + (long long)(j + u) * DOT_THREADS;
+                if (j + u < DOT_PER_THREAD && i < n) sum = O::add(sum, v[u]);
+            }
+        }
+        sum = O::tree(sum);
+        if (threadIdx.x == 0) O::store(partial, c, sum);
+    }
+    __syncthreads();
+    const bool has = (int)threadIdx.x < m;
+    return chunks_final_few_of<O>(m, has ? O::load(partial, threadIdx.x) : O::of(0.0));
 }

@@ -11,7 +11,7 @@
 //! `persistent.rs` says where); with ILU(0) on small factors of few levels, one launch of one
 //! block that applies the factors itself (`kernels/bicgstab_ilu_block.cu`, [`Schedule`]).
 
-use super::persistent::{PersistentGrid, Schedule, launch_ilu_block};
+use super::persistent::{PersistentGrid, Schedule, SolverKernels, launch_ilu_block};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -341,7 +341,11 @@ impl CudaBackend {
         precond: &M,
         identity: bool,
     ) -> Result<Schedule> {
-        let kernels = ("bgp_run", "bgi_run");
+        let kernels = SolverKernels {
+            persistent: "bgp_run",
+            ilu_block: "bgi_run",
+            rows_in_registers: false,
+        };
         let alone = crate::backend::ilu_in_block_is_faster;
         self.solver_schedule::<P, M>(kernels, a, precond, identity, alone)
     }

@@ -13,7 +13,7 @@
 
 use super::device::alloc_words;
 use super::ilu::CudaIlu;
-use super::persistent::{PersistentGrid, Schedule, launch_ilu_block};
+use super::persistent::{PersistentGrid, Schedule, SolverKernels, launch_ilu_block};
 use super::resident::{Batches, DeviceScalar, RING, is, read_at, record_at, state_then_ring};
 use super::spmv_dot::TilePartials;
 use super::*;
@@ -412,7 +412,11 @@ impl CudaBackend {
         precond: &M,
         identity: bool,
     ) -> Result<Schedule> {
-        let kernels = ("cgp_run", "cgi_run");
+        let kernels = SolverKernels {
+            persistent: "cgp_run",
+            ilu_block: "cgi_run",
+            rows_in_registers: true,
+        };
         self.solver_schedule::<P, M>(kernels, a, precond, identity, |_, _, _| false)
     }
 

@@ -41,13 +41,14 @@ impl Persistent {
 }
 
 /// Where [`Persistent::Measured`] chooses the persistent kernel, for rows of one lane (with
-/// several lanes a row the step kernels replayed as a graph were faster): in dd up to
+/// several lanes a row the step kernels replayed as a graph were faster): in dd, and in f64
+/// where the kernel keeps each thread's row in registers (CG's), up to
 /// `MEASURED_MAX_TILES_DD` tiles (of 256 rows), where it was faster than the step kernels on
-/// every matrix measured, up to 62 tiles; in f64 up to `MEASURED_MAX_TILES` tiles, or up to
-/// `MEASURED_MAX_TILES_SPARSE` tiles where the matrix has at most `MEASURED_MAX_NNZ` entries:
-/// with more entries the step kernels' grids, wider than one block a tile, did the f64
-/// iteration faster (`benches/results/gpu-resident.md`, "Where a persistent iteration goes",
-/// item 4).
+/// every matrix measured, up to 62 tiles; otherwise in f64 up to `MEASURED_MAX_TILES` tiles,
+/// or up to `MEASURED_MAX_TILES_SPARSE` tiles where the matrix has at most `MEASURED_MAX_NNZ`
+/// entries: with more entries the step kernels' grids, wider than one block a tile, did
+/// BiCGStab's f64 iteration faster (`benches/results/gpu-resident.md`, "Where a persistent
+/// iteration goes", item 4, and "Rows in registers").
 const MEASURED_MAX_TILES: usize = 8;
 const MEASURED_MAX_TILES_SPARSE: usize = 32;
 const MEASURED_MAX_NNZ: usize = 32_768;
@@ -55,10 +56,15 @@ const MEASURED_MAX_TILES_DD: usize = 64;
 
 /// Whether [`Persistent::Measured`] runs the persistent kernel on a matrix of `rows` rows,
 /// `nnz` entries, `lanes` CSR lanes a row and `longest_row` entries in its longest row (`dd`:
-/// in double-double, else in f64).
-fn measured_reach(rows: usize, nnz: usize, lanes: usize, longest_row: usize, dd: bool) -> bool {
+/// in double-double, else in f64; `registers`: a kernel that keeps each thread's row in
+/// registers, [`SolverKernels::rows_in_registers`]).
+fn measured_reach(
+    (rows, nnz, lanes, longest_row): (usize, usize, usize, usize),
+    dd: bool,
+    registers: bool,
+) -> bool {
     let tiles = rows.div_ceil(THREADS as usize);
-    let reach = match dd {
+    let reach = match dd || registers {
         true => tiles <= MEASURED_MAX_TILES_DD,
         false => {
             tiles <= MEASURED_MAX_TILES
@@ -78,6 +84,17 @@ const MEASURED_MAX_ROW: usize = 256;
 /// after the other, so its iteration grows with them, while the step kernels' stays near their
 /// launches' floor (`benches/results/gpu-study.md`).
 const ONE_BLOCK_MAX_TILES: usize = 16;
+
+/// A solver's kernels that run whole batches: `{persistent}_{p}` without a preconditioner,
+/// `{ilu_block}_{p}` as one block with ILU(0).
+pub(super) struct SolverKernels {
+    pub persistent: &'static str,
+    pub ilu_block: &'static str,
+    /// The persistent kernel keeps each thread's row of its vectors in registers where the
+    /// grid has one block a tile (`kernels/cg_persistent.cu`): its f64 iteration was faster
+    /// than the step kernels' as far as the dd one.
+    pub rows_in_registers: bool,
+}
 
 /// Threads a block of a persistent kernel: DOT_THREADS, one tile of TILE_ROWS rows at a time.
 const THREADS: u32 = 256;
@@ -201,14 +218,13 @@ impl CudaBackend {
         Ok(Some((f, name)))
     }
 
-    /// The schedule of a solve on `a` with `precond`, of a solver whose persistent kernel is
-    /// `persistent` and whose one-block kernel with ILU(0) is `ilu_block`: without a
-    /// preconditioner the persistent kernel where its grid fits ([`Self::persistent_grid`]);
-    /// with ILU(0) the one block where [`Self::ilu_block_kernel`] takes it (`alone`: where
-    /// alone); else the step kernels.
+    /// The schedule of a solve on `a` with `precond`, of a solver whose kernels are `kernels`:
+    /// without a preconditioner the persistent kernel where its grid fits
+    /// ([`Self::persistent_grid`]); with ILU(0) the one block where [`Self::ilu_block_kernel`]
+    /// takes it (`alone`: where alone); else the step kernels.
     pub(super) fn solver_schedule<P: Precision, M: Preconditioner<Self>>(
         &self,
-        (persistent, ilu_block): (&str, &str),
+        kernels: SolverKernels,
         a: &CudaMatrix,
         precond: &M,
         identity: bool,
@@ -216,10 +232,11 @@ impl CudaBackend {
     ) -> Result<Schedule> {
         if identity {
             let dd = super::resident::is::<P, crate::precision::Dd>();
-            let grid = self.persistent_grid(&self.kernel::<P>(persistent)?.0, a, dd)?;
+            let kernel = self.kernel::<P>(kernels.persistent)?.0;
+            let grid = self.persistent_grid(&kernel, a, dd, kernels.rows_in_registers)?;
             return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
         }
-        let block = self.ilu_block_kernel::<P, M>(ilu_block, a, precond, alone)?;
+        let block = self.ilu_block_kernel::<P, M>(kernels.ilu_block, a, precond, alone)?;
         Ok(block.map_or(Schedule::Steps, |(f, name)| Schedule::IluBlock(f, name)))
     }
 
@@ -236,18 +253,20 @@ impl CudaBackend {
     /// layout is for matrices larger than one wave anyway), one block a tile all resident at
     /// once (a cooperative launch needs every block resident) or one block in all
     /// ([`Persistent::OneBlock`]), and where [`Self::persistent`] says (`dd`: the solve is in
-    /// double-double, else in f64).
+    /// double-double, else in f64; `registers`: [`SolverKernels::rows_in_registers`]).
     pub(super) fn persistent_grid(
         &self,
         kernel: &CudaFunction,
         a: &CudaMatrix,
         dd: bool,
+        registers: bool,
     ) -> Result<Option<PersistentGrid>> {
         let tiles = a.nrows.div_ceil(THREADS as usize);
         let wanted = match self.persistent() {
             Persistent::Off => false,
             Persistent::Measured => {
-                measured_reach(a.nrows, a.nnz, a.lanes, a.longest_row, dd)
+                let shape = (a.nrows, a.nnz, a.lanes, a.longest_row);
+                measured_reach(shape, dd, registers)
             }
             Persistent::Everywhere => true,
             Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
@@ -282,7 +301,8 @@ mod tests {
     use super::measured_reach;
 
     /// The choices behind the constants: the solves measured on an H200
-    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4).
+    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4),
+    /// BiCGStab's kernel (rows not in registers).
     #[test]
     fn the_persistent_kernel_runs_where_it_was_measured_faster() {
         // (rows, entries, lanes, longest row, dd): faster as the persistent kernel
@@ -305,10 +325,24 @@ mod tests {
             (27_000, 183_600, 1, 7, true),   // poisson3d:30: past the tiles measured
         ];
         for (rows, nnz, lanes, longest, dd) in faster {
-            assert!(measured_reach(rows, nnz, lanes, longest, dd), "{rows} rows, dd {dd}");
+            let shape = (rows, nnz, lanes, longest);
+            assert!(measured_reach(shape, dd, false), "{rows} rows, dd {dd}");
         }
         for (rows, nnz, lanes, longest, dd) in slower {
-            assert!(!measured_reach(rows, nnz, lanes, longest, dd), "{rows} rows, dd {dd}");
+            let shape = (rows, nnz, lanes, longest);
+            assert!(!measured_reach(shape, dd, false), "{rows} rows, dd {dd}");
+        }
+    }
+
+    /// CG's kernel, whose rows stay in registers: its f64 iteration beat the step kernels'
+    /// on poisson3d:20 and :25 (`benches/results/gpu-resident.md`, "Rows in registers").
+    #[test]
+    fn rows_in_registers_reach_as_far_in_f64_as_in_dd() {
+        for dd in [false, true] {
+            assert!(measured_reach((8_000, 53_600, 1, 7), dd, true), "poisson3d:20 dd {dd}");
+            assert!(measured_reach((15_625, 105_625, 1, 7), dd, true), "poisson3d:25 dd {dd}");
+            assert!(!measured_reach((27_000, 183_600, 1, 7), dd, true), "poisson3d:30 dd {dd}");
+            assert!(!measured_reach((4_884, 290_378, 4, 81), dd, true), "bcsstk16 dd {dd}");
         }
     }
 }
