@@ -14,6 +14,14 @@
 // (the same values in every block); block 0 alone writes the state and the records, so the host
 // reads them back as it reads the step kernels'.
 //
+// Where every block owns one tile (as in cg_persistent.cu), thread t of block b owns row
+// b * TILE_ROWS + t and keeps its p, v, r, r~, s, t and x in registers: the vector updates load
+// nothing, and only p and s (which the SpMVs gather) are stored during the iteration. The dots'
+// terms (s s, r r, r~ r) go to vectors no block reads in that phase (v after alpha, t and s
+// after t = A s's barrier), and after the next barrier every block sums them itself in the
+// chunks' order (persist_chunked_sum); the launch ends with a barrier and every register
+// stored back, so it leaves the vectors as the step kernels would.
+//
 // bgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
 //             const double* val, bicg_state<T>* st, bicg_record<T>* rec, int cap, T* p, T* v,
 //             T* r, const T* r_tilde, T* s, T* t, T* x, T* tiles_rv, T* tiles_tt,
@@ -72,6 +80,27 @@ __device__ __forceinline__ void bgp_r_chunk(long long chunk, long long n, typena
     if (threadIdx.x == 0) O::store(rho, chunk, dot);
 }
 
+// bgs_direction's element: r at the first iteration, else r + beta ((-omega) v + p).
+template <class O>
+__device__ __forceinline__ typename O::V bgp_direction_of(int done, typename O::V beta,
+                                                          typename O::V minus_omega,
+                                                          typename O::V r, typename O::V v,
+                                                          typename O::V p) {
+    if (done == 0) return r;
+    return O::add(r, O::mul(beta, O::add(O::mul(minus_omega, v), p)));
+}
+
+// bicg_x's element: x + alpha p, then + omega s unless the half step converged; x unchanged
+// where omega is not finite.
+template <class O>
+__device__ __forceinline__ typename O::V bgp_x_of(typename O::V alpha, typename O::V om,
+                                                  bool half, bool om_ok, typename O::V p,
+                                                  typename O::V s, typename O::V x) {
+    const typename O::V xi = O::add(O::mul(alpha, p), x);
+    if (half) return xi;
+    return om_ok ? O::add(O::mul(om, s), xi) : x;
+}
+
 // p <- r + beta (p - omega v), p <- r at the first iteration (bgs_direction's bits), over the
 // elements first, first + stride, ...: shared with bicgstab_ilu_block.cu.
 template <class O>
@@ -87,8 +116,7 @@ __device__ __forceinline__ void bgp_direction(long long first, long long stride,
             O::store(p, i, ri);
             continue;
         }
-        const typename O::V d = O::add(O::mul(minus_omega, O::load_cg(v, i)), O::load_cg(p, i));
-        O::store(p, i, O::add(ri, O::mul(beta, d)));
+        O::store(p, i, bgp_direction_of<O>(done, beta, minus_omega, ri, O::load_cg(v, i), O::load_cg(p, i)));
     }
 }
 
@@ -101,12 +129,9 @@ __device__ __forceinline__ void bgp_x_update(long long first, long long stride, 
                                              const HT* __restrict__ s,
                                              typename O::T* __restrict__ x) {
     for (long long i = first; i < n; i += stride) {
-        const typename O::V xi = O::add(O::mul(alpha, persist_x<O>(p, i)), O::load_cg(x, i));
-        if (half) {
-            O::store(x, i, xi);
-        } else if (om_ok) {
-            O::store(x, i, O::add(O::mul(om, persist_x<O>(s, i)), xi));
-        }
+        if (!half && !om_ok) continue;  // x unchanged
+        const typename O::V pi = persist_x<O>(p, i), si = half ? O::of(0.0) : persist_x<O>(s, i);
+        O::store(x, i, bgp_x_of<O>(alpha, om, half, om_ok, pi, si, O::load_cg(x, i)));
     }
 }
 
@@ -229,17 +254,40 @@ __device__ __forceinline__ void bgp_run(
     const long long first = (long long)blockIdx.x * DOT_THREADS + threadIdx.x;
     const long long stride = (long long)gridDim.x * DOT_THREADS;
     grid_sync sync = grid_sync_start(barrier);
+    const bool owned = gridDim.x == tile_count && chunk_count <= 32;
+    const long long own = first;  // the owned row, where owned
+    const bool mine = owned && own < n;
+    V p_own = O::of(0.0), v_own = O::of(0.0), r_own = O::of(0.0), rt_own = O::of(0.0);
+    V s_own = O::of(0.0), t_own = O::of(0.0), x_own = O::of(0.0);
+    if (mine) {
+        p_own = O::load_cg(p, own);
+        v_own = O::load_cg(v, own);
+        r_own = O::load_cg(r, own);
+        rt_own = O::load_cg(r_tilde, own);
+        s_own = O::load_cg(s, own);
+        t_own = O::load_cg(t, own);
+        x_own = O::load_cg(x, own);
+    }
     PHASES_BEGIN
     for (int it = 0; it < iterations && !frozen; it++) {
         const int k = done + 1;
         PHASE_ITERATION
         // p <- r + beta (p - omega v), p <- r first (bgs_direction)
-        bgp_direction<O>(first, stride, n, done, beta, omega, r, v, p);
+        if (mine) {
+            p_own = bgp_direction_of<O>(done, beta, O::neg(omega), r_own, v_own, p_own);
+            O::store(p, own, p_own);
+        }
+        if (!owned) bgp_direction<O>(first, stride, n, done, beta, omega, r, v, p);
         PHASE(0)
         grid_barrier(sync);
         PHASE(1)
         // v <- A p with <r~, v>'s tile partials
-        for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
+        if (owned) {
+            v_own = persist_spmv_rows<O>(blockIdx.x, n, nt, row_ptr, col_idx, val, p, v);
+            const V sum = O::tree(mine ? O::mul(rt_own, v_own) : O::of(0.0));
+            if (threadIdx.x == 0) O::store(tiles_rv, blockIdx.x, sum);
+        }
+        for (int tile = blockIdx.x; !owned && tile < tile_count; tile += gridDim.x) {
             persist_spmv_tile<O, 1>(tile, n, nt, row_ptr, col_idx, val, p, r_tilde, v, tiles_rv,
                                     nullptr);
         }
@@ -257,7 +305,12 @@ __device__ __forceinline__ void bgp_run(
         PHASE(4)
         // s <- r - alpha v with <s, s>'s chunk partials (bicg_s)
         const V minus_alpha = O::neg(alpha);
-        for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
+        if (mine) {  // <s, s>'s terms into v, which no block reads until the launch ends
+            s_own = O::add(O::mul(minus_alpha, v_own), r_own);  // bgp_s_chunk's
+            O::store(s, own, s_own);
+            O::store(v, own, O::mul(s_own, s_own));
+        }
+        for (int c = blockIdx.x; !owned && c < chunk_count; c += gridDim.x) {
             const V sum = bgp_s_chunk<O>(c, n, minus_alpha, v, r, s);
             if (threadIdx.x == 0) O::store(ss_chunks, c, sum);
         }
@@ -265,7 +318,15 @@ __device__ __forceinline__ void bgp_run(
         grid_barrier(sync);
         PHASE(6)
         // t <- A s with <t, t>'s and <t, s>'s tile partials
-        for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
+        if (owned) {
+            t_own = persist_spmv_rows<O>(blockIdx.x, n, nt, row_ptr, col_idx, val, s, t);
+            const V tt = O::tree(mine ? O::mul(t_own, t_own) : O::of(0.0));
+            if (threadIdx.x == 0) O::store(tiles_tt, blockIdx.x, tt);
+            __syncthreads();
+            const V ts = O::tree(mine ? O::mul(t_own, s_own) : O::of(0.0));
+            if (threadIdx.x == 0) O::store(tiles_ts, blockIdx.x, ts);
+        }
+        for (int tile = blockIdx.x; !owned && tile < tile_count; tile += gridDim.x) {
             persist_spmv_tile<O, 2>(tile, n, nt, row_ptr, col_idx, val, s, s, t, tiles_tt,
                                     tiles_ts);
         }
@@ -274,7 +335,7 @@ __device__ __forceinline__ void bgp_run(
         PHASE(8)
         // <s, s> (dot_final's order), <t, t>, <t, s>, omega and the half-step flag
         // (bgs_omega_tiles; its test has no finiteness check, the close's has)
-        const V ss = O::chunks_final_fresh(chunk_count, ss_chunks);
+        const V ss = owned ? persist_chunked_sum<O>(n, v) : O::chunks_final_fresh(chunk_count, ss_chunks);
         __syncthreads();
         const V tt = tiles_final_emulated<O>(tile_count, tiles_tt);
         const V ts = tiles_final_emulated<O>(tile_count, tiles_ts);
@@ -287,9 +348,19 @@ __device__ __forceinline__ void bgp_run(
         const bool half = shared_flag[1], om_ok = shared_flag[2];
         PHASE(9)
         // x <- x + alpha p (+ omega s) (bicg_x)
-        bgp_x_update<O>(first, stride, n, alpha, om, half, om_ok, p, s, x);
+        if (mine) {
+            x_own = bgp_x_of<O>(alpha, om, half, om_ok, p_own, s_own, x_own);
+            // r <- s - omega t (bicg_r); <r, r>'s terms into t, <r~, r>'s into s: no block
+            // reads either until the launch ends
+            if (!half && om_ok) {
+                r_own = O::add(O::mul(O::neg(om), t_own), s_own);  // bgp_r_chunk's
+                O::store(t, own, O::mul(r_own, r_own));
+                O::store(s, own, O::mul(rt_own, r_own));
+            }
+        }
+        if (!owned) bgp_x_update<O>(first, stride, n, alpha, om, half, om_ok, p, s, x);
         // r <- s - omega t with <r, r>'s and the next rho's chunk partials (bicg_r)
-        if (!half && om_ok) {
+        if (!owned && !half && om_ok) {
             const V minus_om = O::neg(om);
             for (int c = blockIdx.x; c < chunk_count; c += gridDim.x) {
                 bgp_r_chunk<O>(c, n, minus_om, t, s, r_tilde, r, rr_chunks, rho_chunks);
@@ -303,9 +374,10 @@ __device__ __forceinline__ void bgp_run(
             if (writer) bgp_half_stop<O>(k, ss_all, om, denominator, tol, st, rec, cap);
             break;  // every block: the same <s, s> and omega
         }
-        const V rr = O::chunks_final_fresh(chunk_count, rr_chunks);
+        const V rr = owned ? persist_chunked_sum<O>(n, t) : O::chunks_final_fresh(chunk_count, rr_chunks);
         __syncthreads();
-        const V rho_next = O::chunks_final_fresh(chunk_count, rho_chunks);
+        const V rho_next =
+            owned ? persist_chunked_sum<O>(n, s) : O::chunks_final_fresh(chunk_count, rho_chunks);
         if (threadIdx.x == 0) {
             bgp_close<O>(writer, k, ss_all, om, rr, rho_next, rho, alpha, denominator, tol, st,
                          rec, cap, shared_scalar, shared_flag);
@@ -319,6 +391,17 @@ __device__ __forceinline__ void bgp_run(
         done = k;
         __syncthreads();  // shared_scalar is written again next iteration
         PHASE(12)
+    }
+    // The vectors as the step kernels leave them, over the terms stored in v, s and t: after
+    // every block has summed those (every block leaves the loop at the same point).
+    if (owned) grid_barrier(sync);
+    if (mine) {
+        O::store(p, own, p_own);
+        O::store(v, own, v_own);
+        O::store(r, own, r_own);
+        O::store(s, own, s_own);
+        O::store(t, own, t_own);
+        O::store(x, own, x_own);
     }
     PHASES_END(sizeof(T) == 8 ? "bicgstab-f64" : "bicgstab-dd")
 }

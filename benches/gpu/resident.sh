@@ -17,7 +17,8 @@
 # (SMALL_ONLY=1: without poisson3d:200);
 # bash .gpu/resident.sh phases: where a persistent kernel's iteration goes (PHASE_TIMES);
 # bash .gpu/resident.sh owned: CG's rows kept in registers against BASE, and the gathers' batch;
-# bash .gpu/resident.sh chunk-batch: CG's default against BASE, persist_chunked_sum's batches.
+# bash .gpu/resident.sh chunk-batch: CG's default against BASE, persist_chunked_sum's batches;
+# bash .gpu/resident.sh bicgstab-owned: BiCGStab's rows kept in registers against BASE.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -123,6 +124,38 @@ if [ "$1" = chunk-batch ]; then
       done
       printf "| %s | %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) \
         $(med ${c[@]}) | tee -a $OUT/resident.txt
+    done
+  done
+  exit 0
+fi
+if [ "$1" = bicgstab-owned ]; then
+  # BiCGStab's persistent kernel with each thread's row kept in registers (this build) against
+  # BASE's (main before it), where the persistent kernel runs (PRECSOLVE_PERSISTENT=all) and
+  # by default: us an iteration, median of 3 alternated solves of 1,000 iterations; then
+  # cycles an iteration by mark, one solve each.
+  printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|---:|---:|\n" matrix rows precision "base, all (us)" "this build, all (us)" "base (us)" "this build (us)" | tee -a $OUT/resident.txt
+  for m in bcsstk01 fs_183_4 1138_bus dw2048 cryg2500 sherman5 Pd poisson3d:20 poisson3d:25; do
+    f=matrices/$m.mtx; [ -e $f ] || f=$m
+    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
+    for p in f64 dd; do
+      a=(); b=(); c=(); d=()
+      for r in 1 2 3; do
+        a+=($(one solver-base $f $p bicgstab cuda PRECSOLVE_PERSISTENT=all))
+        b+=($(one solver $f $p bicgstab cuda PRECSOLVE_PERSISTENT=all))
+        c+=($(one solver-base $f $p bicgstab cuda))
+        d+=($(one solver $f $p bicgstab cuda))
+      done
+      printf "| %s | %s | %s | %s | %s | %s | %s |\n" $m $rows $p $(med ${a[@]}) $(med ${b[@]}) \
+        $(med ${c[@]}) $(med ${d[@]}) | tee -a $OUT/resident.txt
+    done
+  done
+  for m in bcsstk01 1138_bus dw2048; do
+    for p in f64 dd; do
+      for b in solver-base solver; do
+        echo "$m bicgstab $p $b: $(PRECSOLVE_KERNEL_DEFINES=PHASE_TIMES timeout 60 ./$b solve \
+          matrices/$m.mtx --backend cuda --precision $p --method bicgstab --tol 1e-300 \
+          --max-iter 1000 -q 2>>$OUT/err.txt | grep PHASES | tail -1)" | tee -a $OUT/resident.txt
+      done
     done
   done
   exit 0
