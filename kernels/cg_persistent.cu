@@ -26,8 +26,9 @@
 // (A p) in registers: the direction, <p, q>'s products and the r update read no vector, and
 // <r, r>'s squares go to q (free once the r update has read A p) where, after the barrier, every
 // block sums them in the chunks' order itself (persist_chunked_sum), instead of a chunk's block
-// summing them before the barrier and every block the chunks' partials after it. The vectors
-// are still stored as they change, so the launch ends as the step kernels would leave them.
+// summing them before the barrier and every block the chunks' partials after it. p, r and x
+// are still stored as they change, so the launch ends as the step kernels would leave them; q,
+// which every iteration writes before it reads it, ends holding the squares.
 //
 // Vectors written during the kernel are read with ld_fresh (past L1 where other blocks write
 // them, through it in a grid of one block); the matrix, which nothing writes, through the
