@@ -103,7 +103,7 @@ __device__ __forceinline__ typename O::V tiles_final_emulated(int m,
 }
 
 // Entries of a lane loaded before any is summed (the same order; the gathers overlap): with 8
-// rather than 4, BiCGStab's f64 iteration was 4-8% shorter and its dd one 1-3% on 1,138 to
+// rather than 4, BiCGStab's f64 iteration was 7-9% shorter and its dd one 2-3% on 1,138 to
 // 2,500 rows, and 16 gained nothing more (gpu-resident.md, "Rows in registers"). A variant
 // may set it (PRECSOLVE_KERNEL_DEFINES=PERSIST_BATCH=16) to measure another batch.
 #ifndef PERSIST_BATCH
