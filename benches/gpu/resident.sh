@@ -134,7 +134,7 @@ if [ "$1" = bicgstab-owned ]; then
   # by default: us an iteration, median of 3 alternated solves of 1,000 iterations; then
   # cycles an iteration by mark, one solve each.
   printf "| %s | %s | %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|---:|---:|\n" matrix rows precision "base, all (us)" "this build, all (us)" "base (us)" "this build (us)" | tee -a $OUT/resident.txt
-  for m in bcsstk01 fs_183_4 1138_bus dw2048 cryg2500 sherman5 Pd poisson3d:20 poisson3d:25; do
+  for m in bcsstk01 fs_183_4 1138_bus dw2048 cryg2500 sherman5 Pd bcsstk16 poisson3d:20 poisson3d:25; do
     f=matrices/$m.mtx; [ -e $f ] || f=$m
     rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
     for p in f64 dd; do
