@@ -20,7 +20,13 @@
 // terms (s s, r r, r~ r) go to vectors no block reads in that phase (v after alpha, t and s
 // after t = A s's barrier), and after the next barrier every block sums them itself in the
 // chunks' order (persist_chunked_sum); the launch ends with a barrier and every register
-// stored back, so it leaves the vectors as the step kernels would.
+// stored back, so it leaves the vectors as the step kernels would. In dd those sums load 16
+// terms a batch, not CG's 32: with seven dd values a thread held, 32 spilled to local memory
+// (ptxas: 255 registers and 240 bytes of spill loads; 16: 234 registers, none), and the dd
+// iteration took 10-40% longer than the kernel without registers on 48-2,500 rows.
+#ifndef BGP_CHUNK_BATCH_DD
+#define BGP_CHUNK_BATCH_DD 16
+#endif
 //
 // bgp_run_{p}(int iterations, int n, int nt, const int* row_ptr, const int* col_idx,
 //             const double* val, bicg_state<T>* st, bicg_record<T>* rec, int cap, T* p, T* v,
@@ -335,7 +341,7 @@ __device__ __forceinline__ void bgp_run(
         PHASE(8)
         // <s, s> (dot_final's order), <t, t>, <t, s>, omega and the half-step flag
         // (bgs_omega_tiles; its test has no finiteness check, the close's has)
-        const V ss = owned ? persist_chunked_sum<O>(n, v) : O::chunks_final_fresh(chunk_count, ss_chunks);
+        const V ss = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, v) : O::chunks_final_fresh(chunk_count, ss_chunks);
         __syncthreads();
         const V tt = tiles_final_emulated<O>(tile_count, tiles_tt);
         const V ts = tiles_final_emulated<O>(tile_count, tiles_ts);
@@ -374,10 +380,10 @@ __device__ __forceinline__ void bgp_run(
             if (writer) bgp_half_stop<O>(k, ss_all, om, denominator, tol, st, rec, cap);
             break;  // every block: the same <s, s> and omega
         }
-        const V rr = owned ? persist_chunked_sum<O>(n, t) : O::chunks_final_fresh(chunk_count, rr_chunks);
+        const V rr = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, t) : O::chunks_final_fresh(chunk_count, rr_chunks);
         __syncthreads();
         const V rho_next =
-            owned ? persist_chunked_sum<O>(n, s) : O::chunks_final_fresh(chunk_count, rho_chunks);
+            owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, s) : O::chunks_final_fresh(chunk_count, rho_chunks);
         if (threadIdx.x == 0) {
             bgp_close<O>(writer, k, ss_all, om, rr, rho_next, rho, alpha, denominator, tol, st,
                          rec, cap, shared_scalar, shared_flag);

@@ -209,7 +209,8 @@ __device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
 }
 
 // Terms of a lane that persist_chunked_sum loads before it adds any (the same order): in dd
-// all of them, in f64 a batch of 8 (gpu-resident.md, "Rows in registers").
+// all of them, in f64 a batch of 8 (gpu-resident.md, "Rows in registers"). A kernel that keeps
+// more of its own values in registers passes a smaller dd batch (BiCGStab's: 32 spilled).
 #ifndef CHUNK_BATCH_F64
 #define CHUNK_BATCH_F64 8
 #endif
@@ -223,12 +224,12 @@ __device__ __forceinline__ void persist_spmv_tile(int t, int n, int nt,
 // other, and then their partials from shared memory as chunks_final_few does: where a chunk's
 // block and the final stage would need a barrier between them, this needs none. For at most 32
 // chunks (the caller checks). Valid in thread 0.
-template <class O>
+template <class O, int BatchDd = CHUNK_BATCH_DD>
 __device__ __forceinline__ typename O::V persist_chunked_sum(long long n,
                                                              const typename O::T* terms) {
     __shared__ typename O::T partial[32];
     const int m = (int)((n + DOT_CHUNK - 1) / DOT_CHUNK);
-    constexpr int batch = sizeof(typename O::T) == 8 ? CHUNK_BATCH_F64 : CHUNK_BATCH_DD;
+    constexpr int batch = sizeof(typename O::T) == 8 ? CHUNK_BATCH_F64 : BatchDd;
     for (int c = 0; c < m; c++) {
         const long long base = (long long)c * DOT_CHUNK + threadIdx.x;
         typename O::V sum = O::of(0.0);
