@@ -20,10 +20,16 @@
 // terms (s s, r r, r~ r) go to vectors no block reads in that phase (v after alpha, t and s
 // after t = A s's barrier), and after the next barrier every block sums them itself in the
 // chunks' order (persist_chunked_sum); the launch ends with a barrier and every register
-// stored back, so it leaves the vectors as the step kernels would. In dd those sums load 16
-// terms a batch, not CG's 32: with seven dd values a thread held, 32 spilled to local memory
-// (ptxas: 255 registers and 240 bytes of spill loads; 16: 234 registers, none), and the dd
-// iteration took 10-40% longer than the kernel without registers on 48-2,500 rows.
+// stored back, so it leaves the vectors as the step kernels would.
+//
+// In f64 only, unless BGP_REGISTERS_DD is defined 1: in dd, with those sums loading 32 terms
+// a batch as CG's do, the kernel spilled (ptxas: 255 registers, 240 bytes of spill loads) and
+// its iteration took 10-40% longer than with the rows in memory on 48-2,500 rows (28-30%
+// shorter on 8,000 rows). At 16 terms a batch it needs 234 registers and spills nothing; that
+// build has not run on a GPU yet (gpu-resident.md, "BiCGStab's rows in registers").
+#ifndef BGP_REGISTERS_DD
+#define BGP_REGISTERS_DD 0
+#endif
 #ifndef BGP_CHUNK_BATCH_DD
 #define BGP_CHUNK_BATCH_DD 16
 #endif
@@ -260,7 +266,8 @@ __device__ __forceinline__ void bgp_run(
     const long long first = (long long)blockIdx.x * DOT_THREADS + threadIdx.x;
     const long long stride = (long long)gridDim.x * DOT_THREADS;
     grid_sync sync = grid_sync_start(barrier);
-    const bool owned = gridDim.x == tile_count && chunk_count <= 32;
+    const bool owned = (sizeof(T) == 8 || BGP_REGISTERS_DD) && gridDim.x == tile_count &&
+                       chunk_count <= 32;
     const long long own = first;  // the owned row, where owned
     const bool mine = owned && own < n;
     V p_own = O::of(0.0), v_own = O::of(0.0), r_own = O::of(0.0), rt_own = O::of(0.0);

@@ -344,7 +344,6 @@ impl CudaBackend {
         let kernels = SolverKernels {
             persistent: "bgp_run",
             ilu_block: "bgi_run",
-            rows_in_registers: true,
         };
         let alone = crate::backend::ilu_in_block_is_faster;
         self.solver_schedule::<P, M>(kernels, a, precond, identity, alone)

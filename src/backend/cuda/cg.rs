@@ -415,7 +415,6 @@ impl CudaBackend {
         let kernels = SolverKernels {
             persistent: "cgp_run",
             ilu_block: "cgi_run",
-            rows_in_registers: true,
         };
         self.solver_schedule::<P, M>(kernels, a, precond, identity, |_, _, _| false)
     }

@@ -41,37 +41,21 @@ impl Persistent {
 }
 
 /// Where [`Persistent::Measured`] chooses the persistent kernel, for rows of one lane (with
-/// several lanes a row the step kernels replayed as a graph were faster): in dd, and in f64
-/// where the kernel keeps each thread's row in registers (CG's), up to
-/// `MEASURED_MAX_TILES_DD` tiles (of 256 rows), where it was faster than the step kernels on
-/// every matrix measured, up to 62 tiles; otherwise in f64 up to `MEASURED_MAX_TILES` tiles,
-/// or up to `MEASURED_MAX_TILES_SPARSE` tiles where the matrix has at most `MEASURED_MAX_NNZ`
-/// entries: with more entries the step kernels' grids, wider than one block a tile, did
-/// BiCGStab's f64 iteration faster (`benches/results/gpu-resident.md`, "Where a persistent
-/// iteration goes", item 4, and "Rows in registers").
-const MEASURED_MAX_TILES: usize = 8;
-const MEASURED_MAX_TILES_SPARSE: usize = 32;
-const MEASURED_MAX_NNZ: usize = 32_768;
-const MEASURED_MAX_TILES_DD: usize = 64;
+/// several lanes a row the step kernels replayed as a graph were faster): up to
+/// `MEASURED_MAX_TILES` tiles (of 256 rows), in f64 and dd, for CG and BiCGStab, whose
+/// kernels keep each thread's row in registers where the grid has one block a tile; they were
+/// faster than the step kernels on every matrix measured, up to 62 tiles. Before the rows were
+/// kept in registers the f64 reach was 8 tiles (32 on at most 32,768 entries): with more the
+/// step kernels' grids, wider than one block a tile, did the f64 iteration faster
+/// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, and "Rows
+/// in registers").
+const MEASURED_MAX_TILES: usize = 64;
 
 /// Whether [`Persistent::Measured`] runs the persistent kernel on a matrix of `rows` rows,
-/// `nnz` entries, `lanes` CSR lanes a row and `longest_row` entries in its longest row (`dd`:
-/// in double-double, else in f64; `registers`: a kernel that keeps each thread's row in
-/// registers, [`SolverKernels::rows_in_registers`]).
-fn measured_reach(
-    (rows, nnz, lanes, longest_row): (usize, usize, usize, usize),
-    dd: bool,
-    registers: bool,
-) -> bool {
+/// `lanes` CSR lanes a row and `longest_row` entries in its longest row.
+fn measured_reach(rows: usize, lanes: usize, longest_row: usize) -> bool {
     let tiles = rows.div_ceil(THREADS as usize);
-    let reach = match dd || registers {
-        true => tiles <= MEASURED_MAX_TILES_DD,
-        false => {
-            tiles <= MEASURED_MAX_TILES
-                || (tiles <= MEASURED_MAX_TILES_SPARSE && nnz <= MEASURED_MAX_NNZ)
-        }
-    };
-    lanes == 1 && reach && longest_row <= MEASURED_MAX_ROW
+    lanes == 1 && tiles <= MEASURED_MAX_TILES && longest_row <= MEASURED_MAX_ROW
 }
 
 /// The longest row for which [`Persistent::Measured`] chooses the persistent kernel: BiCGStab's
@@ -90,10 +74,6 @@ const ONE_BLOCK_MAX_TILES: usize = 16;
 pub(super) struct SolverKernels {
     pub persistent: &'static str,
     pub ilu_block: &'static str,
-    /// The persistent kernel keeps each thread's row of its vectors in registers where the
-    /// grid has one block a tile (`kernels/cg_persistent.cu`): its f64 iteration was faster
-    /// than the step kernels' as far as the dd one.
-    pub rows_in_registers: bool,
 }
 
 /// Threads a block of a persistent kernel: DOT_THREADS, one tile of TILE_ROWS rows at a time.
@@ -231,9 +211,8 @@ impl CudaBackend {
         alone: fn(usize, usize, usize) -> bool,
     ) -> Result<Schedule> {
         if identity {
-            let dd = super::resident::is::<P, crate::precision::Dd>();
             let kernel = self.kernel::<P>(kernels.persistent)?.0;
-            let grid = self.persistent_grid(&kernel, a, dd, kernels.rows_in_registers)?;
+            let grid = self.persistent_grid(&kernel, a)?;
             return Ok(grid.map_or(Schedule::Steps, Schedule::Persistent));
         }
         let block = self.ilu_block_kernel::<P, M>(kernels.ilu_block, a, precond, alone)?;
@@ -252,22 +231,16 @@ impl CudaBackend {
     /// The grid for `kernel` on `a` where the persistent kernel applies: `a` in CSR (the sliced
     /// layout is for matrices larger than one wave anyway), one block a tile all resident at
     /// once (a cooperative launch needs every block resident) or one block in all
-    /// ([`Persistent::OneBlock`]), and where [`Self::persistent`] says (`dd`: the solve is in
-    /// double-double, else in f64; `registers`: [`SolverKernels::rows_in_registers`]).
+    /// ([`Persistent::OneBlock`]), and where [`Self::persistent`] says.
     pub(super) fn persistent_grid(
         &self,
         kernel: &CudaFunction,
         a: &CudaMatrix,
-        dd: bool,
-        registers: bool,
     ) -> Result<Option<PersistentGrid>> {
         let tiles = a.nrows.div_ceil(THREADS as usize);
         let wanted = match self.persistent() {
             Persistent::Off => false,
-            Persistent::Measured => {
-                let shape = (a.nrows, a.nnz, a.lanes, a.longest_row);
-                measured_reach(shape, dd, registers)
-            }
+            Persistent::Measured => measured_reach(a.nrows, a.lanes, a.longest_row),
             Persistent::Everywhere => true,
             Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
         };
@@ -300,49 +273,32 @@ impl CudaBackend {
 mod tests {
     use super::measured_reach;
 
-    /// The choices behind the constants: the solves measured on an H200
-    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4),
-    /// BiCGStab's kernel (rows not in registers).
+    /// The choices behind the constants: the solves measured on an H200 and an H100
+    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, and
+    /// "Rows in registers"), in f64 and dd, CG and BiCGStab alike.
     #[test]
     fn the_persistent_kernel_runs_where_it_was_measured_faster() {
-        // (rows, entries, lanes, longest row, dd): faster as the persistent kernel
+        // (rows, lanes, longest row): faster as the persistent kernel
         let faster = [
-            (1_138, 4_054, 1, 18, false),    // 1138_bus
-            (2_500, 12_349, 1, 5, false),    // cryg2500
-            (3_312, 20_793, 1, 21, false),   // sherman5
-            (8_081, 13_036, 1, 5, false),    // Pd
-            (2_500, 12_349, 1, 5, true),     // cryg2500
-            (8_000, 53_600, 1, 7, true),     // poisson3d:20
-            (15_625, 105_625, 1, 7, true),   // poisson3d:25
+            (48, 1, 12),       // bcsstk01
+            (1_138, 1, 18),    // 1138_bus
+            (2_500, 1, 5),     // cryg2500
+            (3_312, 1, 21),    // sherman5
+            (8_081, 1, 5),     // Pd
+            (8_000, 1, 7),     // poisson3d:20
+            (15_625, 1, 7),    // poisson3d:25
         ];
         // slower, or not measured faster: the step kernels
         let slower = [
-            (8_000, 53_600, 1, 7, false),    // poisson3d:20, f64
-            (15_625, 105_625, 1, 7, false),  // poisson3d:25, f64
-            (4_884, 290_378, 4, 81, false),  // bcsstk16: several lanes a row
-            (4_884, 290_378, 4, 81, true),
-            (1_813, 11_097, 1, 1_310, false), // adder_dcop_05: one long row
-            (27_000, 183_600, 1, 7, true),   // poisson3d:30: past the tiles measured
+            (4_884, 4, 81),    // bcsstk16: several lanes a row
+            (1_813, 1, 1_310), // adder_dcop_05: one long row
+            (27_000, 1, 7),    // poisson3d:30: past the tiles measured
         ];
-        for (rows, nnz, lanes, longest, dd) in faster {
-            let shape = (rows, nnz, lanes, longest);
-            assert!(measured_reach(shape, dd, false), "{rows} rows, dd {dd}");
+        for (rows, lanes, longest) in faster {
+            assert!(measured_reach(rows, lanes, longest), "{rows} rows");
         }
-        for (rows, nnz, lanes, longest, dd) in slower {
-            let shape = (rows, nnz, lanes, longest);
-            assert!(!measured_reach(shape, dd, false), "{rows} rows, dd {dd}");
-        }
-    }
-
-    /// CG's kernel, whose rows stay in registers: its f64 iteration beat the step kernels'
-    /// on poisson3d:20 and :25 (`benches/results/gpu-resident.md`, "Rows in registers").
-    #[test]
-    fn rows_in_registers_reach_as_far_in_f64_as_in_dd() {
-        for dd in [false, true] {
-            assert!(measured_reach((8_000, 53_600, 1, 7), dd, true), "poisson3d:20 dd {dd}");
-            assert!(measured_reach((15_625, 105_625, 1, 7), dd, true), "poisson3d:25 dd {dd}");
-            assert!(!measured_reach((27_000, 183_600, 1, 7), dd, true), "poisson3d:30 dd {dd}");
-            assert!(!measured_reach((4_884, 290_378, 4, 81), dd, true), "bcsstk16 dd {dd}");
+        for (rows, lanes, longest) in slower {
+            assert!(!measured_reach(rows, lanes, longest), "{rows} rows");
         }
     }
 }
