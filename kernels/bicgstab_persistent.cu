@@ -128,7 +128,8 @@ __device__ __forceinline__ void bgp_direction(long long first, long long stride,
             O::store(p, i, ri);
             continue;
         }
-        O::store(p, i, bgp_direction_of<O>(done, beta, minus_omega, ri, O::load_cg(v, i), O::load_cg(p, i)));
+        const typename O::V vi = O::load_cg(v, i), pi = O::load_cg(p, i);
+        O::store(p, i, bgp_direction_of<O>(done, beta, minus_omega, ri, vi, pi));
     }
 }
 
@@ -348,7 +349,8 @@ __device__ __forceinline__ void bgp_run(
         PHASE(8)
         // <s, s> (dot_final's order), <t, t>, <t, s>, omega and the half-step flag
         // (bgs_omega_tiles; its test has no finiteness check, the close's has)
-        const V ss = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, v) : O::chunks_final_fresh(chunk_count, ss_chunks);
+        const V ss = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, v)
+                           : O::chunks_final_fresh(chunk_count, ss_chunks);
         __syncthreads();
         const V tt = tiles_final_emulated<O>(tile_count, tiles_tt);
         const V ts = tiles_final_emulated<O>(tile_count, tiles_ts);
@@ -387,10 +389,11 @@ __device__ __forceinline__ void bgp_run(
             if (writer) bgp_half_stop<O>(k, ss_all, om, denominator, tol, st, rec, cap);
             break;  // every block: the same <s, s> and omega
         }
-        const V rr = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, t) : O::chunks_final_fresh(chunk_count, rr_chunks);
+        const V rr = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, t)
+                           : O::chunks_final_fresh(chunk_count, rr_chunks);
         __syncthreads();
-        const V rho_next =
-            owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, s) : O::chunks_final_fresh(chunk_count, rho_chunks);
+        const V rho_next = owned ? persist_chunked_sum<O, BGP_CHUNK_BATCH_DD>(n, s)
+                                 : O::chunks_final_fresh(chunk_count, rho_chunks);
         if (threadIdx.x == 0) {
             bgp_close<O>(writer, k, ss_all, om, rr, rho_next, rho, alpha, denominator, tol, st,
                          rec, cap, shared_scalar, shared_flag);
