@@ -42,13 +42,13 @@ impl Persistent {
 
 /// Where [`Persistent::Measured`] chooses the persistent kernel, for rows of one lane (with
 /// several lanes a row the step kernels replayed as a graph were faster): up to
-/// `MEASURED_MAX_TILES` tiles (of 256 rows), in f64 and dd, for CG and BiCGStab, whose
-/// kernels keep each thread's row in registers where the grid has one block a tile; they were
-/// faster than the step kernels on every matrix measured, up to 62 tiles. Before the rows were
-/// kept in registers the f64 reach was 8 tiles (32 on at most 32,768 entries): with more the
-/// step kernels' grids, wider than one block a tile, did the f64 iteration faster
-/// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, and "Rows
-/// in registers").
+/// `MEASURED_MAX_TILES` tiles (of 256 rows), in f64 and dd, for CG and BiCGStab, where they
+/// were faster than the step kernels on every matrix measured, up to 62 tiles. In f64 that
+/// holds since both kernels keep each thread's row in registers where the grid has one block a
+/// tile; before, the f64 reach was 8 tiles (32 on at most 32,768 entries): with more the step
+/// kernels' grids, wider than one block a tile, did the f64 iteration faster
+/// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, "Rows in
+/// registers" and "BiCGStab's rows in registers").
 const MEASURED_MAX_TILES: usize = 64;
 
 /// Whether [`Persistent::Measured`] runs the persistent kernel on a matrix of `rows` rows,
@@ -274,8 +274,8 @@ mod tests {
     use super::measured_reach;
 
     /// The choices behind the constants: the solves measured on an H200 and an H100
-    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, and
-    /// "Rows in registers"), in f64 and dd, CG and BiCGStab alike.
+    /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, "Rows
+    /// in registers" and "BiCGStab's rows in registers"), in f64 and dd, CG and BiCGStab alike.
     #[test]
     fn the_persistent_kernel_runs_where_it_was_measured_faster() {
         // (rows, lanes, longest row): faster as the persistent kernel
