@@ -56,7 +56,7 @@ __device__ __forceinline__ typename O::V bgp_s_chunk(long long chunk, long long 
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
         if (i < n) {
-            const typename O::V z = O::add(O::mul(minus_alpha, O::load_cg(a, i)), O::load_cg(b, i));
+            const typename O::V z = axpy_of<O>(minus_alpha, O::load_cg(a, i), O::load_cg(b, i));
             O::store(out, i, z);
             sum = O::add(sum, O::mul(z, z));
         }
@@ -79,7 +79,7 @@ __device__ __forceinline__ void bgp_r_chunk(long long chunk, long long n, typena
     for (int j = 0; j < DOT_PER_THREAD; j++) {
         const long long i = base + (long long)j * DOT_THREADS;
         if (i < n) {
-            const typename O::V z = O::add(O::mul(minus_omega, O::load_cg(t, i)), O::load_cg(s, i));
+            const typename O::V z = axpy_of<O>(minus_omega, O::load_cg(t, i), O::load_cg(s, i));
             O::store(r, i, z);
             sum = O::add(sum, O::mul(z, z));
             dot = O::add(dot, O::mul(O::load_cg(r_tilde, i), z));
@@ -320,7 +320,7 @@ __device__ __forceinline__ void bgp_run(
         // s <- r - alpha v with <s, s>'s chunk partials (bicg_s)
         const V minus_alpha = O::neg(alpha);
         if (mine) {  // <s, s>'s terms into v, which no block reads until the launch ends
-            s_own = O::add(O::mul(minus_alpha, v_own), r_own);  // bgp_s_chunk's
+            s_own = axpy_of<O>(minus_alpha, v_own, r_own);
             O::store(s, own, s_own);
             O::store(v, own, O::mul(s_own, s_own));
         }
@@ -368,7 +368,7 @@ __device__ __forceinline__ void bgp_run(
             // r <- s - omega t (bicg_r); <r, r>'s terms into t, <r~, r>'s into s: no block
             // reads either until the launch ends
             if (!half && om_ok) {
-                r_own = O::add(O::mul(O::neg(om), t_own), s_own);  // bgp_r_chunk's
+                r_own = axpy_of<O>(O::neg(om), t_own, s_own);
                 O::store(t, own, O::mul(r_own, r_own));
                 O::store(s, own, O::mul(rt_own, r_own));
             }

@@ -129,7 +129,7 @@ __device__ __forceinline__ void cgp_run(int iterations, int n, int nt,
         // r <- r - alpha q with <r, r>'s chunk partials (cgs_update)
         const V minus_alpha = O::neg(alpha);
         if (mine) {
-            r_own = r_update_of<O>(minus_alpha, q_own, r_own);
+            r_own = axpy_of<O>(minus_alpha, q_own, r_own);
             O::store(r, own, r_own);
             O::store(q, own, O::mul(r_own, r_own));
         }

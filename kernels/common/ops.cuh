@@ -150,12 +150,14 @@ __device__ __forceinline__ void freeze_at(S* s, int k) {
     O::store(&s->accepted, 0, O::of(0.0));
 }
 
-// CG's r update at one element, (-alpha) q + r: r_update_chunk's, and the persistent kernel's
-// on the rows it keeps in registers (cg_persistent.cu).
+// a x + y at one element: the updates the solvers' loops and the persistent kernels' rows in
+// registers share, each with a negated scalar: CG's r <- (-alpha) q + r (r_update_chunk,
+// cg_persistent.cu), BiCGStab's s <- (-alpha) v + r and r <- (-omega) t + s
+// (bicgstab_persistent.cu).
 template <class O>
-__device__ __forceinline__ typename O::V r_update_of(typename O::V minus_alpha, typename O::V q,
-                                                     typename O::V r) {
-    return O::add(O::mul(minus_alpha, q), r);
+__device__ __forceinline__ typename O::V axpy_of(typename O::V a, typename O::V x,
+                                                 typename O::V y) {
+    return O::add(O::mul(a, x), y);
 }
 
 // Chunk `chunk` of CG's r <- (-alpha) q + r with its partial of <r, r> in the dot products'
@@ -175,7 +177,7 @@ __device__ __forceinline__ typename O::V r_update_chunk(long long chunk, long lo
         if (i < n) {
             const typename O::V qi = FRESH ? O::load_cg(q, i) : O::load(q, i);
             const typename O::V ri = FRESH ? O::load_cg(r, i) : O::load(r, i);
-            const typename O::V v = r_update_of<O>(minus_alpha, qi, ri);
+            const typename O::V v = axpy_of<O>(minus_alpha, qi, ri);
             O::store(r, i, v);
             sum = O::add(sum, O::mul(v, v));
         }
