@@ -127,6 +127,34 @@ pub fn spmv_lanes_for(nnz: usize, nrows: usize) -> usize {
     }
 }
 
+/// Rows of a tile of the GPU's persistent kernels: a block of 256 threads, a row a thread.
+pub const PERSISTENT_TILE_ROWS: usize = 256;
+
+/// The most tiles on which the CUDA backend runs a solve without a preconditioner as one
+/// persistent kernel a batch (`cuda/persistent.rs`), in f64 and dd, CG and BiCGStab: they were
+/// faster than the step kernels on every matrix measured, up to 62 tiles. In f64 that holds
+/// since both kernels keep each thread's row in registers where the grid has one block a tile;
+/// before, the f64 reach was 8 tiles (32 on at most 32,768 entries): with more the step
+/// kernels' grids, wider than one block a tile, did the f64 iteration faster
+/// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, "Rows in
+/// registers" and "BiCGStab's rows in registers").
+pub const PERSISTENT_MAX_TILES: usize = 64;
+
+/// The longest row for which the persistent kernels are chosen: BiCGStab's took 39% longer
+/// than the step kernels on adder_dcop_05 (a row of 1,310 entries, summed by one thread), and
+/// was as fast or faster on the others measured (rows of at most 72 entries;
+/// `benches/results/gpu-resident.md`).
+pub const PERSISTENT_MAX_ROW: usize = 256;
+
+/// Whether the CUDA backend runs a solve on a matrix of `rows` rows, `lanes` CSR lanes a row
+/// ([`spmv_lanes_for`]; with several the step kernels replayed as a graph were faster) and
+/// `longest_row` entries in its longest row as its persistent kernel, where measured faster;
+/// `--backend auto` costs the GPU's iteration by the same rule (`solver::cost`).
+pub fn persistent_reach(rows: usize, lanes: usize, longest_row: usize) -> bool {
+    let tiles = rows.div_ceil(PERSISTENT_TILE_ROWS);
+    lanes == 1 && tiles <= PERSISTENT_MAX_TILES && longest_row <= PERSISTENT_MAX_ROW
+}
+
 /// Entries of BiCGStab's scalar block, in order (a vector of [`BICGSTAB_BLOCK`] values).
 #[derive(Clone, Debug)]
 pub struct BicgstabScalars<P> {

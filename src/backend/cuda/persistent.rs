@@ -7,6 +7,7 @@
 
 use super::device::driver_error;
 use super::{CudaBackend, CudaMatrix};
+use crate::backend::{PERSISTENT_MAX_ROW, persistent_reach};
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
 use crate::error::Result;
@@ -17,7 +18,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig};
 pub enum Persistent {
     /// Never: the step kernels (with CUDA graphs where they are on).
     Off,
-    /// Where it was measured faster than the step kernels (`measured_reach`).
+    /// Where it was measured faster than the step kernels (`backend::persistent_reach`).
     Measured,
     /// Wherever it can run (one wave, CSR): for the tests, and for measuring.
     Everywhere,
@@ -40,30 +41,6 @@ impl Persistent {
     }
 }
 
-/// Where [`Persistent::Measured`] chooses the persistent kernel, for rows of one lane (with
-/// several lanes a row the step kernels replayed as a graph were faster): up to
-/// `MEASURED_MAX_TILES` tiles (of 256 rows), in f64 and dd, for CG and BiCGStab, where they
-/// were faster than the step kernels on every matrix measured, up to 62 tiles. In f64 that
-/// holds since both kernels keep each thread's row in registers where the grid has one block a
-/// tile; before, the f64 reach was 8 tiles (32 on at most 32,768 entries): with more the step
-/// kernels' grids, wider than one block a tile, did the f64 iteration faster
-/// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, "Rows in
-/// registers" and "BiCGStab's rows in registers").
-const MEASURED_MAX_TILES: usize = 64;
-
-/// Whether [`Persistent::Measured`] runs the persistent kernel on a matrix of `rows` rows,
-/// `lanes` CSR lanes a row and `longest_row` entries in its longest row.
-fn measured_reach(rows: usize, lanes: usize, longest_row: usize) -> bool {
-    let tiles = rows.div_ceil(THREADS as usize);
-    lanes == 1 && tiles <= MEASURED_MAX_TILES && longest_row <= MEASURED_MAX_ROW
-}
-
-/// The longest row for which [`Persistent::Measured`] chooses the persistent kernel: BiCGStab's
-/// took 39% longer than the step kernels on adder_dcop_05 (a row of 1,310 entries, summed by
-/// one thread), and was as fast or faster on the others measured (rows of at most 72 entries;
-/// `benches/results/gpu-resident.md`).
-const MEASURED_MAX_ROW: usize = 256;
-
 /// The most tiles one block iterates over in [`Persistent::OneBlock`]: it takes the tiles one
 /// after the other, so its iteration grows with them, while the step kernels' stays near their
 /// launches' floor (`benches/results/gpu-study.md`).
@@ -79,6 +56,7 @@ pub(super) struct SolverKernels {
 /// Threads a block of a persistent kernel: DOT_THREADS, one tile of TILE_ROWS rows at a time.
 const THREADS: u32 = 256;
 const _: () = assert!(THREADS as usize == super::spmv_dot::TILE_ROWS);
+const _: () = assert!(THREADS as usize == crate::backend::PERSISTENT_TILE_ROWS);
 
 /// The grid of a solve's persistent kernel: one block a tile (every block resident), and the
 /// arrival count of its grid barrier.
@@ -149,11 +127,11 @@ impl CudaBackend {
     /// ILU(0) itself, before its factors are weighed ([`Self::ilu_block_kernel`]): CSR, and
     /// where [`Self::persistent`] says where measured or one block, at most
     /// `ONE_BLOCK_MAX_TILES` tiles and no row longer than
-    /// `MEASURED_MAX_ROW` (one thread sums a row, in the SpMV and in the triangular solves:
+    /// `PERSISTENT_MAX_ROW` (one thread sums a row, in the SpMV and in the triangular solves:
     /// adder_dcop_05's iteration took 1.8x the step kernels'); never where it says off.
     pub(super) fn one_block_solve_wanted(&self, a: &CudaMatrix) -> bool {
         let small = a.nrows.div_ceil(THREADS as usize) <= ONE_BLOCK_MAX_TILES
-            && a.longest_row <= MEASURED_MAX_ROW;
+            && a.longest_row <= PERSISTENT_MAX_ROW;
         let wanted = match self.persistent() {
             Persistent::Off => false,
             Persistent::Everywhere => true,
@@ -240,7 +218,7 @@ impl CudaBackend {
         let tiles = a.nrows.div_ceil(THREADS as usize);
         let wanted = match self.persistent() {
             Persistent::Off => false,
-            Persistent::Measured => measured_reach(a.nrows, a.lanes, a.longest_row),
+            Persistent::Measured => persistent_reach(a.nrows, a.lanes, a.longest_row),
             Persistent::Everywhere => true,
             Persistent::OneBlock => tiles <= ONE_BLOCK_MAX_TILES,
         };
@@ -271,7 +249,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::measured_reach;
+    use crate::backend::persistent_reach;
 
     /// The choices behind the constants: the solves measured on an H200 and an H100
     /// (`benches/results/gpu-resident.md`, "Where a persistent iteration goes", item 4, "Rows
@@ -295,10 +273,10 @@ mod tests {
             (27_000, 1, 7),    // poisson3d:30: past the tiles measured
         ];
         for (rows, lanes, longest) in faster {
-            assert!(measured_reach(rows, lanes, longest), "{rows} rows");
+            assert!(persistent_reach(rows, lanes, longest), "{rows} rows");
         }
         for (rows, lanes, longest) in slower {
-            assert!(!measured_reach(rows, lanes, longest), "{rows} rows");
+            assert!(!persistent_reach(rows, lanes, longest), "{rows} rows");
         }
     }
 }
