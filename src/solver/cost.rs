@@ -7,13 +7,16 @@
 //! (in double) `12 nnz + 16 n` more, once a CG iteration and twice a BiCGStab one. The CPU's
 //! rate is per thread, up to a memory-bound ceiling, and a pass runs on as many threads as the
 //! CPU backend gives it (`backend::cpu::threads_for`: one below its grain); extended formats
-//! are arithmetic-bound there, so their rate is lower. On the GPU an iteration also waits on
-//! its longest row (a row is one thread's chain of steps) and on the levels of ILU(0)'s
-//! triangular solves, or on the host's round trip where it solves them. The constants were
-//! fitted to repeated runs of the shared matrices' suite (`solver bench --suite`) on a lent
-//! H200 and an H100 and their 16-core hosts; `tests/auto_backend.rs` replays the committed runs
-//! (`benches/results/gpu-suite*.json`). They order the two backends; they do not predict a time
-//! to better than a factor of about two.
+//! are arithmetic-bound there, so their rate is lower. On the GPU the floor is that of the
+//! kernels the CUDA backend runs: its persistent kernel where `backend::persistent_reach`
+//! says (one tile's floor, or a grid's that grows with its tiles), else the step kernels';
+//! an iteration also waits on its longest row (a row is one thread's chain of steps, or a few
+//! lanes') and on the levels of ILU(0)'s triangular solves, or on the host's round trip where
+//! it solves them. The GPU's floors and row costs were refitted on 2026-12-07 to three runs of
+//! the shared matrices' suite (`solver bench --suite`) on a lent H100 and its 16-core host, the
+//! CPU's constants and ILU(0)'s earlier to runs on an H200 and an H100; `tests/auto_backend.rs`
+//! replays the committed runs (`benches/results/gpu-suite*.json`). They order the two
+//! backends; they do not predict a time to better than a factor of about two.
 
 use super::dispatch::{Method, WorkingPrecision};
 
@@ -102,18 +105,24 @@ pub struct CostModel {
     pub cpu_ceiling: f64,
     pub cpu_join: f64,
     pub cpu_threads: usize,
-    /// GPU: the floor of an iteration whose scalars stay on the device (f64 and dd: CG, then
-    /// BiCGStab, each in f64 then dd), of one that waits on the host (td, qd: CG, BiCGStab);
-    /// what each entry of the longest row adds to an SpMV; the sustained rate. An ILU(0)
-    /// application runs where `backend::ilu_application_seconds` says is cheaper, and costs
-    /// what it says, plus `gpu_ilu_host_extra` on the host (the vectors' copies and the stream's
-    /// wait, which that estimate, made to choose the place, leaves out).
-    pub gpu_floor_resident: [[f64; 2]; 2],
+    /// GPU: the floor of an iteration (CG, then BiCGStab, each in f64 then dd) run as one
+    /// persistent kernel a batch (`backend::persistent_reach`: no preconditioner, rows of one
+    /// lane, up to 64 tiles of 256 rows): on one tile, and on a grid of several, where each
+    /// tile adds its share of the grid barriers' wait; as the step kernels, scalars on the
+    /// device; as the step kernels waiting on the host (td, qd: CG, BiCGStab). What each entry
+    /// of the longest row adds to an SpMV (f64, then dd and the others); the sustained rate. An
+    /// ILU(0) application runs where `backend::ilu_application_seconds` says is cheaper, and
+    /// costs what it says, plus `gpu_ilu_host_extra` on the host (the vectors' copies and the
+    /// stream's wait, which that estimate, made to choose the place, leaves out).
+    pub gpu_floor_one_tile: [[f64; 2]; 2],
+    pub gpu_floor_grid: [[f64; 2]; 2],
+    pub gpu_grid_tile: [[f64; 2]; 2],
+    pub gpu_floor_steps: [[f64; 2]; 2],
     pub gpu_floor_synchronous: [f64; 2],
     /// GMRES(30)'s iteration on the GPU: its steps are the primitives, and each of its dots
     /// (about 17 an iteration) comes back to the host (benches/results/methods.md).
     pub gpu_floor_gmres: f64,
-    pub gpu_row_entry: f64,
+    pub gpu_row_entry: [f64; 2],
     pub gpu_rate: f64,
     pub gpu_ilu_host_extra: f64,
 }
@@ -123,7 +132,8 @@ impl CostModel {
     /// with this machine's thread count. The suite has no qd, td, GMRES or BiCGStab(l) solves and
     /// no matrix above 10,000 rows: their terms, and the GPU's rate, come from the runs of
     /// `benches/results/precisions-h200.md`, `methods.md` and `h200.md`; the CPU's ceiling from
-    /// poisson3d:100 on 16 threads (`cpu-threads.md`).
+    /// poisson3d:100 on 16 threads (`cpu-threads.md`); the persistent grids' cost a tile from
+    /// up to 62 tiles (`gpu-resident.md`).
     pub fn measured(cpu_threads: usize) -> Self {
         CostModel {
             cpu_floor: 2e-6,
@@ -131,10 +141,13 @@ impl CostModel {
             cpu_ceiling: 140e9,
             cpu_join: 6.5e-6,
             cpu_threads: cpu_threads.max(1),
-            gpu_floor_resident: [[12e-6, 14e-6], [39e-6, 40e-6]],
+            gpu_floor_one_tile: [[4.6e-6, 9.6e-6], [9.8e-6, 21.5e-6]],
+            gpu_floor_grid: [[7e-6, 12.5e-6], [13.5e-6, 27e-6]],
+            gpu_grid_tile: [[0.07e-6, 0.15e-6], [0.17e-6, 0.5e-6]],
+            gpu_floor_steps: [[18e-6, 21e-6], [36e-6, 45e-6]],
             gpu_floor_synchronous: [50e-6, 90e-6],
             gpu_floor_gmres: 460e-6,
-            gpu_row_entry: 0.08e-6,
+            gpu_row_entry: [0.08e-6, 0.15e-6],
             gpu_rate: 2.5e12,
             gpu_ilu_host_extra: 25e-6,
         }
@@ -179,15 +192,29 @@ impl CostModel {
             Method::Bicgstab | Method::Auto | Method::BicgstabL => (1, 2.0),
             Method::Gmres => (0, 1.0),
         };
+        let lanes = crate::backend::spmv_lanes_for(w.nnz, w.rows);
+        let persistent = w.ilu_levels.is_none()
+            && crate::backend::persistent_reach(w.rows, lanes, w.max_row);
+        let tiles = w.rows.div_ceil(crate::backend::PERSISTENT_TILE_ROWS) as f64;
+        let floor = |precision: usize| match persistent {
+            true if tiles <= 1.0 => self.gpu_floor_one_tile[method][precision],
+            true => self.gpu_floor_grid[method][precision] + tiles * self.gpu_grid_tile[method][precision],
+            false => self.gpu_floor_steps[method][precision],
+        };
         let floor = match (w.method, w.precision) {
             // not measured: its dots come back to the host too, about 7 an iteration at l = 2
             (Method::Gmres | Method::BicgstabL, _) => self.gpu_floor_gmres,
-            (_, WorkingPrecision::F64) => self.gpu_floor_resident[method][0],
-            (_, WorkingPrecision::Dd) => self.gpu_floor_resident[method][1],
+            (_, WorkingPrecision::F64) => floor(0),
+            (_, WorkingPrecision::Dd) => floor(1),
             _ => self.gpu_floor_synchronous[method],
         };
-        // a CG iteration has one SpMV and one ILU(0) application, BiCGStab's two of each
-        let rows = applications * w.max_row as f64 * self.gpu_row_entry;
+        // a CG iteration has one SpMV and one ILU(0) application, BiCGStab's two of each; a
+        // row's lanes share its entries
+        let entry = match w.precision {
+            WorkingPrecision::F64 => self.gpu_row_entry[0],
+            _ => self.gpu_row_entry[1],
+        };
+        let rows = applications * w.max_row.div_ceil(lanes) as f64 * entry;
         let ilu = match w.ilu_levels {
             Some(levels) => {
                 let place = crate::backend::ilu_application_seconds(w.rows, w.nnz, levels);
@@ -279,6 +306,36 @@ mod tests {
         let (cg, gmres) = (crossover(Method::Cg), crossover(Method::Gmres));
         assert!(cg.is_some() && gmres.is_some(), "{cg:?} {gmres:?}");
         assert!(gmres > cg, "GMRES from {gmres:?} rows, CG from {cg:?}");
+    }
+
+    /// The GPU's floor is that of the kernels the CUDA backend runs: its persistent kernel
+    /// where `backend::persistent_reach` says (one tile's floor below a grid's), else the step
+    /// kernels'.
+    #[test]
+    fn the_gpu_floor_is_that_of_the_kernels_that_run() {
+        let model = CostModel::measured(16);
+        let bicgstab = |rows, per_row| work(rows, per_row, WorkingPrecision::F64, Method::Bicgstab);
+        let steps = model.gpu_floor_steps[1][0];
+        let one_tile = model.gpu_iteration(&bicgstab(200, 5));
+        let grid = model.gpu_iteration(&bicgstab(2_048, 5));
+        assert!(one_tile < grid && grid < steps, "{one_tile} {grid}");
+        // several lanes a row (40 entries: 4 lanes), past 64 tiles, or with ILU(0): the steps
+        for w in [bicgstab(2_048, 40), bicgstab(64 * 256 + 1, 5)] {
+            assert!(model.gpu_iteration(&w) >= steps, "{w:?}");
+        }
+        let ilu = Workload {
+            ilu_levels: Some(10),
+            ..bicgstab(2_048, 5)
+        };
+        assert!(model.gpu_iteration(&ilu) >= steps);
+        // a row's lanes share its entries
+        let long = Workload {
+            max_row: 200,
+            ..bicgstab(2_048, 40)
+        };
+        let entries = 2.0 * 50.0 * model.gpu_row_entry[0];
+        let extra = model.gpu_iteration(&long) - model.gpu_iteration(&bicgstab(2_048, 40));
+        assert!((extra - (entries - 2.0 * 10.0 * model.gpu_row_entry[0])).abs() < 1e-12);
     }
 
     #[test]
