@@ -22,13 +22,17 @@
 // chunks' order (persist_chunked_sum); the launch ends with a barrier and every register
 // stored back, so it leaves the vectors as the step kernels would.
 //
-// In f64 only, unless BGP_REGISTERS_DD is defined 1: in dd, with those sums loading 32 terms
-// a batch as CG's do, the kernel spilled (ptxas: 255 registers, 240 bytes of spill loads) and
-// its iteration took 10-40% longer than with the rows in memory on 48-2,500 rows (28-30%
-// shorter on 8,000 rows). At 16 terms a batch it needs 234 registers and spills nothing; that
-// build has not run on a GPU yet (gpu-resident.md, "BiCGStab's rows in registers").
-#ifndef BGP_REGISTERS_DD
-#define BGP_REGISTERS_DD 0
+// In f64 on every such grid; in dd from BGP_REGISTERS_DD_MIN_TILES to BGP_REGISTERS_DD_MAX_TILES
+// tiles (a maximum of 0 keeps dd's rows in memory). dd's sums load 16 terms a batch (32, as
+// CG's, spilled: 255 registers). On an H100 against its rows in memory: 2-11% longer on 1-2
+// tiles, even at 4, 3-20% shorter on 5-48 tiles, 5-13% longer on 54-62, where every block's
+// sums over the whole vector outweigh the loads saved (gpu-resident.md, "BiCGStab's rows in
+// registers").
+#ifndef BGP_REGISTERS_DD_MIN_TILES
+#define BGP_REGISTERS_DD_MIN_TILES 5
+#endif
+#ifndef BGP_REGISTERS_DD_MAX_TILES
+#define BGP_REGISTERS_DD_MAX_TILES 48
 #endif
 #ifndef BGP_CHUNK_BATCH_DD
 #define BGP_CHUNK_BATCH_DD 16
@@ -267,8 +271,9 @@ __device__ __forceinline__ void bgp_run(
     const long long first = (long long)blockIdx.x * DOT_THREADS + threadIdx.x;
     const long long stride = (long long)gridDim.x * DOT_THREADS;
     grid_sync sync = grid_sync_start(barrier);
-    const bool owned = (sizeof(T) == 8 || BGP_REGISTERS_DD) && gridDim.x == tile_count &&
-                       chunk_count <= 32;
+    const bool dd_reach =
+        tile_count >= BGP_REGISTERS_DD_MIN_TILES && tile_count <= BGP_REGISTERS_DD_MAX_TILES;
+    const bool owned = (sizeof(T) == 8 || dd_reach) && gridDim.x == tile_count && chunk_count <= 32;
     const long long own = first;  // the owned row, where owned
     const bool mine = owned && own < n;
     V p_own = O::of(0.0), v_own = O::of(0.0), r_own = O::of(0.0), rt_own = O::of(0.0);

@@ -19,7 +19,7 @@
 # bash .gpu/resident.sh owned: CG's rows kept in registers against BASE, and the gathers' batch;
 # bash .gpu/resident.sh chunk-batch: CG's default against BASE, persist_chunked_sum's batches;
 # bash .gpu/resident.sh bicgstab-owned: BiCGStab's rows kept in registers against BASE.
-# bash .gpu/resident.sh bicgstab-dd-registers: BiCGStab dd's rows in registers against in memory.
+# bash .gpu/resident.sh bicgstab-dd-registers: BiCGStab dd in memory, in registers, by default.
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 cd "$(dirname "$0")"
 OUT=${OUT:-.}
@@ -130,22 +130,30 @@ if [ "$1" = chunk-batch ]; then
   exit 0
 fi
 if [ "$1" = bicgstab-dd-registers ]; then
-  # BiCGStab dd with its rows in registers (PRECSOLVE_KERNEL_DEFINES=BGP_REGISTERS_DD=1, its
-  # sums in batches of 16) against the default (rows in memory), this build alone: us an
-  # iteration, median of 3 alternated solves of 1,000 iterations; then cycles by mark.
-  printf "| %s | %s | %s | %s | %s |\n|---|---:|---|---:|---:|\n" matrix rows precision "in memory (us)" "in registers (us)" | tee -a $OUT/resident.txt
-  for m in bcsstk01 fs_183_4 1138_bus dw2048 cryg2500 sherman5 Pd poisson3d:20 poisson3d:25; do
+  # BiCGStab dd with its rows in memory (PRECSOLVE_KERNEL_DEFINES=BGP_REGISTERS_DD_MAX_TILES=0),
+  # in registers on every grid of one block a tile (MIN_TILES=1, MAX_TILES=64) and as the
+  # default chooses (from 5 to 48 tiles), this build alone: us an iteration, median of 3
+  # alternated solves of 1,000 iterations; then cycles by mark in memory and in registers.
+  printf "| %s | %s | %s | %s | %s | %s |\n|---|---:|---:|---:|---:|---:|\n" matrix rows tiles \
+    "in memory (us)" "in registers (us)" "default (us)" | tee -a $OUT/resident.txt
+  memory="BGP_REGISTERS_DD_MAX_TILES=0"
+  registers="BGP_REGISTERS_DD_MIN_TILES=1 BGP_REGISTERS_DD_MAX_TILES=64"
+  # the edges of the default's reach first
+  for m in bcsstk01 494_bus nos3 1138_bus poisson3d:23 poisson3d:24 poisson3d:25 fs_183_4 \
+    poisson3d:12 dw2048 cryg2500 sherman5 poisson3d:16 poisson3d:18 Pd poisson3d:21; do
     f=matrices/$m.mtx; [ -e $f ] || f=$m
-    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo -)
-    a=(); b=()
+    rows=$( [ -e $f ] && grep -v '^%' $f | head -1 | cut -d' ' -f1 || echo $(( ${m#*:} ** 3 )))
+    a=(); b=(); c=()
     for r in 1 2 3; do
-      a+=($(one solver $f dd bicgstab cuda))
-      b+=($(one solver $f dd bicgstab cuda PRECSOLVE_KERNEL_DEFINES=BGP_REGISTERS_DD=1))
+      a+=($(PRECSOLVE_KERNEL_DEFINES="$memory" one solver $f dd bicgstab cuda))
+      b+=($(PRECSOLVE_KERNEL_DEFINES="$registers" one solver $f dd bicgstab cuda))
+      c+=($(one solver $f dd bicgstab cuda))
     done
-    printf "| %s | %s | %s | %s | %s |\n" $m $rows dd $(med ${a[@]}) $(med ${b[@]}) | tee -a $OUT/resident.txt
+    printf "| %s | %s | %s | %s | %s | %s |\n" $m $rows $(( (rows + 255) / 256 )) \
+      $(med ${a[@]}) $(med ${b[@]}) $(med ${c[@]}) | tee -a $OUT/resident.txt
   done
   for m in bcsstk01 1138_bus; do
-    for d in PHASE_TIMES "PHASE_TIMES BGP_REGISTERS_DD=1"; do
+    for d in "PHASE_TIMES $memory" "PHASE_TIMES $registers"; do
       echo "$m bicgstab dd $d: $(PRECSOLVE_KERNEL_DEFINES="$d" timeout 60 ./solver solve \
         matrices/$m.mtx --backend cuda --precision dd --method bicgstab --tol 1e-300 \
         --max-iter 1000 -q 2>>$OUT/err.txt | grep PHASES | tail -1)" | tee -a $OUT/resident.txt
