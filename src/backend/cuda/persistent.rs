@@ -54,9 +54,8 @@ pub(super) struct SolverKernels {
 }
 
 /// Threads a block of a persistent kernel: DOT_THREADS, one tile of TILE_ROWS rows at a time.
-const THREADS: u32 = 256;
+const THREADS: u32 = crate::backend::PERSISTENT_TILE_ROWS as u32;
 const _: () = assert!(THREADS as usize == super::spmv_dot::TILE_ROWS);
-const _: () = assert!(THREADS as usize == crate::backend::PERSISTENT_TILE_ROWS);
 
 /// The grid of a solve's persistent kernel: one block a tile (every block resident), and the
 /// arrival count of its grid barrier.
