@@ -155,6 +155,26 @@ pub fn persistent_reach(rows: usize, lanes: usize, longest_row: usize) -> bool {
     lanes == 1 && tiles <= PERSISTENT_MAX_TILES && longest_row <= PERSISTENT_MAX_ROW
 }
 
+/// The most tiles one block iterates over where a solve runs as one block (beside other solves,
+/// or with ILU(0) applied by the block itself): it takes the tiles one after the other, so its
+/// iteration grows with them, while the step kernels' stays near their launches' floor
+/// (`benches/results/gpu-study.md`).
+pub const ONE_BLOCK_MAX_TILES: usize = 16;
+
+/// Whether a solve on `rows` rows whose longest row has `longest_row` entries is small enough
+/// to run as one block (`cuda/persistent.rs`).
+pub fn one_block_reach(rows: usize, longest_row: usize) -> bool {
+    rows.div_ceil(PERSISTENT_TILE_ROWS) <= ONE_BLOCK_MAX_TILES && longest_row <= PERSISTENT_MAX_ROW
+}
+
+/// Whether the CUDA backend runs a preconditioned BiCGStab alone as the one block that applies
+/// ILU(0) itself (`cuda/persistent.rs`): [`one_block_reach`] (at that size the factors' results
+/// fit a block's shared memory) and [`ilu_in_block_is_faster`]. `--backend auto` costs the
+/// iteration by the same rule (`solver::cost`).
+pub fn ilu_block_reach(rows: usize, nnz: usize, longest_row: usize, levels: usize) -> bool {
+    one_block_reach(rows, longest_row) && ilu_in_block_is_faster(rows, nnz, levels)
+}
+
 /// Entries of BiCGStab's scalar block, in order (a vector of [`BICGSTAB_BLOCK`] values).
 #[derive(Clone, Debug)]
 pub struct BicgstabScalars<P> {

@@ -7,7 +7,7 @@
 
 use super::device::driver_error;
 use super::{CudaBackend, CudaMatrix};
-use crate::backend::{PERSISTENT_MAX_ROW, persistent_reach};
+use crate::backend::{ONE_BLOCK_MAX_TILES, persistent_reach};
 use crate::precision::Precision;
 use crate::precond::Preconditioner;
 use crate::error::Result;
@@ -41,10 +41,6 @@ impl Persistent {
     }
 }
 
-/// The most tiles one block iterates over in [`Persistent::OneBlock`]: it takes the tiles one
-/// after the other, so its iteration grows with them, while the step kernels' stays near their
-/// launches' floor (`benches/results/gpu-study.md`).
-const ONE_BLOCK_MAX_TILES: usize = 16;
 
 /// A solver's kernels that run whole batches: `{persistent}_{p}` without a preconditioner,
 /// `{ilu_block}_{p}` as one block with ILU(0).
@@ -124,13 +120,12 @@ pub(super) unsafe fn launch_ilu_block(
 impl CudaBackend {
     /// Whether a solve on `a` may run as one block that iterates whole batches and applies
     /// ILU(0) itself, before its factors are weighed ([`Self::ilu_block_kernel`]): CSR, and
-    /// where [`Self::persistent`] says where measured or one block, at most
-    /// `ONE_BLOCK_MAX_TILES` tiles and no row longer than
-    /// `PERSISTENT_MAX_ROW` (one thread sums a row, in the SpMV and in the triangular solves:
-    /// adder_dcop_05's iteration took 1.8x the step kernels'); never where it says off.
+    /// where [`Self::persistent`] says where measured or one block, within
+    /// `backend::one_block_reach` (no row too long: one thread sums a row, in the SpMV and in
+    /// the triangular solves, and adder_dcop_05's iteration took 1.8x the step kernels');
+    /// never where it says off.
     pub(super) fn one_block_solve_wanted(&self, a: &CudaMatrix) -> bool {
-        let small = a.nrows.div_ceil(THREADS as usize) <= ONE_BLOCK_MAX_TILES
-            && a.longest_row <= PERSISTENT_MAX_ROW;
+        let small = crate::backend::one_block_reach(a.nrows, a.longest_row);
         let wanted = match self.persistent() {
             Persistent::Off => false,
             Persistent::Everywhere => true,
