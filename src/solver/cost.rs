@@ -115,9 +115,10 @@ pub struct CostModel {
     /// costs what it says, plus `gpu_ilu_host_extra` on the host (the vectors' copies and the
     /// stream's wait, which that estimate, made to choose the place, leaves out; with it the
     /// estimate is 1.37x the measured time in median on the H100's small matrices, without it
-    /// 2,000-row solves were sent to a GPU 12-15% slower). A preconditioned BiCGStab iteration that the backend runs as the one
-    /// block applying ILU(0) itself (`backend::ilu_in_block_is_faster`) costs that block's
-    /// floor (f64, dd), each level of the two triangles, and each nonzero of the matrix.
+    /// 2,000-row solves were sent to a GPU 12-15% slower). A preconditioned BiCGStab iteration
+    /// that the backend runs as the one block applying ILU(0) itself
+    /// (`backend::ilu_block_reach`) costs that block's floor (f64, dd), each level of the two
+    /// triangles, and each nonzero of the matrix.
     pub gpu_floor_one_tile: [[f64; 2]; 2],
     pub gpu_floor_grid: [[f64; 2]; 2],
     pub gpu_grid_tile: [[f64; 2]; 2],

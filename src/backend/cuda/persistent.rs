@@ -41,7 +41,6 @@ impl Persistent {
     }
 }
 
-
 /// A solver's kernels that run whole batches: `{persistent}_{p}` without a preconditioner,
 /// `{ilu_block}_{p}` as one block with ILU(0).
 pub(super) struct SolverKernels {
